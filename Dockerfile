@@ -1,0 +1,39 @@
+# gatehouse: review server (port 19432) and LLM proxy (port 8045) in one image.
+
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund --ignore-scripts
+COPY tsconfig.json tsconfig.build.json ./
+COPY web ./web
+COPY src ./src
+RUN npm run build
+
+FROM node:24-bookworm-slim AS prod-deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts
+
+FROM node:24-bookworm-slim
+LABEL org.opencontainers.image.title="gatehouse" \
+      org.opencontainers.image.description="Human review gates for coding agents and a multi-protocol LLM reverse proxy" \
+      org.opencontainers.image.licenses="MIT" \
+      org.opencontainers.image.version="0.1.0"
+ENV NODE_ENV=production \
+    SERVICE_REMOTE=1 \
+    GATEHOUSE_PLAN_DIR=/data/plans
+WORKDIR /app
+COPY --from=prod-deps /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY package.json ./
+COPY config ./config
+RUN chmod 0755 dist/src/cli.js \
+ && ln -s /app/dist/src/cli.js /usr/local/bin/gatehouse \
+ && mkdir -p /data/plans /tmp/gatehouse /work \
+ && chown node:node /data/plans /tmp/gatehouse /work
+USER node
+VOLUME ["/data/plans"]
+EXPOSE 19432 8045
+HEALTHCHECK --interval=10s --timeout=4s --start-period=5s --retries=3 CMD ["gatehouse", "healthcheck"]
+ENTRYPOINT ["gatehouse"]
+CMD ["--help"]

@@ -1,0 +1,60 @@
+#!/usr/bin/env node
+import type { Command, CommandContext } from './command.ts';
+import { SIGNAL_EXIT_CODES } from './command.ts';
+import { ConfigError } from './config/errors.ts';
+
+const USAGE = `Usage:
+  gatehouse plan [FILE|-] [--origin claude-code|opencode] [--timeout 30m] [--decision-file PATH] [--port N]
+  gatehouse hook claude-code            (Claude Code PermissionRequest hook; event JSON on stdin)
+  gatehouse code-review [--repo DIR] [--diff-type uncommitted|staged|last-commit|branch] [--timeout 30m] [--decision-file PATH]
+  gatehouse proxy [--config FILE]
+  gatehouse healthcheck [review|proxy]
+`;
+
+/** Subcommands load lazily: the proxy never pays for isomorphic-git, nor a review for undici. */
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  plan: async () => (await import('./review/plan/command.ts')).runPlan,
+  hook: async () => (await import('./review/plan/hook.ts')).runHook,
+  'code-review': async () => (await import('./review/code/command.ts')).runCodeReview,
+  proxy: async () => (await import('./proxy/command.ts')).runProxy,
+  healthcheck: async () => (await import('./healthcheck.ts')).runHealthcheck,
+};
+
+async function main(): Promise<number> {
+  const [name, ...argv] = process.argv.slice(2);
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    process.stderr.write(USAGE);
+    return name === undefined ? 1 : 0;
+  }
+  const load = COMMANDS[name];
+  if (!load) {
+    process.stderr.write(`gatehouse: unknown command ${JSON.stringify(name)}\n\n${USAGE}`);
+    return 1;
+  }
+  const controller = new AbortController();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => controller.abort(signal));
+  }
+  const ctx: CommandContext = {
+    argv,
+    env: process.env,
+    cwd: process.cwd(),
+    stdin: process.stdin,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    shutdown: controller.signal,
+  };
+  try {
+    const command = await load();
+    return await command(ctx);
+  } catch (error) {
+    if (controller.signal.aborted) return SIGNAL_EXIT_CODES[String(controller.signal.reason)] ?? 1;
+    const message = error instanceof ConfigError || error instanceof Error ? error.message : String(error);
+    process.stderr.write(`gatehouse ${name}: ${message}\n`);
+    return 1;
+  }
+}
+
+// Let stdout drain (the decision JSON) before the exit code is set.
+process.exitCode = await main();
+setImmediate(() => process.exit());

@@ -1,0 +1,214 @@
+import os from 'node:os';
+import path from 'node:path';
+import convict from 'convict';
+import { ConfigError, validated } from './errors.ts';
+import { registerFormats } from './formats.ts';
+
+registerFormats();
+
+export const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'bypassPermissions'] as const;
+export type PermissionMode = (typeof PERMISSION_MODES)[number];
+
+export const ORIGINS = ['claude-code', 'opencode'] as const;
+export type Origin = (typeof ORIGINS)[number];
+
+export const DIFF_TYPES = ['uncommitted', 'staged', 'last-commit', 'vs main'] as const;
+export type DiffType = (typeof DIFF_TYPES)[number];
+
+/** The fixed port of remote (container) mode. */
+export const REMOTE_PORT = 19432;
+
+function notevaultConfigPath(home: string, env: NodeJS.ProcessEnv): string {
+  if (process.platform === 'darwin') return path.join(home, 'Library/Application Support/notevault/notevault.json');
+  if (process.platform === 'win32') return path.join(env['APPDATA'] ?? home, 'notevault', 'notevault.json');
+  return path.join(home, '.config/notevault/notevault.json');
+}
+
+function reviewSchema(env: NodeJS.ProcessEnv) {
+  const home = env['HOME'] ?? os.homedir();
+  return {
+    review: {
+      remote: {
+        doc: 'Remote (container) mode: bind 0.0.0.0 on 19432 and never open a browser.',
+        format: 'flag-on',
+        default: false,
+        env: 'SERVICE_REMOTE',
+      },
+      port: {
+        doc: 'Fixed port; default random in local mode, 19432 in remote mode.',
+        format: 'optional-port',
+        default: null as number | null,
+        env: 'SERVICE_PORT',
+        arg: 'port',
+      },
+      origin: {
+        doc: 'The host agent reported in `origin`.',
+        format: [...ORIGINS],
+        default: 'claude-code' as Origin,
+        env: 'SERVICE_ORIGIN',
+        arg: 'origin',
+      },
+      share: {
+        doc: 'URL sharing; off for 0/false/no/off/disabled.',
+        format: 'flag-off',
+        default: true,
+        env: 'SERVICE_SHARE',
+      },
+      timeout_ms: {
+        doc: 'End the wait with decision `timeout` after this long (e.g. 30m). Unset: wait forever.',
+        format: 'optional-duration',
+        default: null as number | null,
+        env: 'SERVICE_TIMEOUT',
+        arg: 'timeout',
+      },
+      decision_file: {
+        doc: 'Also write the decision JSON to this file (atomically).',
+        format: String,
+        default: '',
+        env: 'SERVICE_DECISION_FILE',
+        arg: 'decision-file',
+      },
+      repo: {
+        doc: 'The git repository of a code review.',
+        format: String,
+        default: '',
+        arg: 'repo',
+      },
+      diff_type: {
+        doc: 'The initial diff type of a code review.',
+        format: [...DIFF_TYPES, 'branch'],
+        default: 'uncommitted' as DiffType | 'branch',
+        arg: 'diff-type',
+      },
+      upload_dir: {
+        doc: 'Where uploaded images are stored.',
+        format: String,
+        default: '/tmp/gatehouse',
+        env: 'GATEHOUSE_UPLOAD_DIR',
+      },
+      upload_max_bytes: {
+        doc: 'Largest accepted upload.',
+        format: 'nat',
+        default: 10 * 1024 * 1024,
+      },
+      save: {
+        default_path: {
+          doc: 'Folder for saved plans when planSave.customPath is not given.',
+          format: String,
+          default: path.join(home, '.gatehouse', 'plans'),
+          env: 'GATEHOUSE_PLAN_DIR',
+        },
+        allowed_roots: {
+          doc: 'Folders a plan or note may be written inside; empty means the home and project directories.',
+          format: 'string-list',
+          default: [] as string[],
+          env: 'GATEHOUSE_SAVE_ALLOWED_ROOTS',
+        },
+      },
+      notevault: {
+        config_path: {
+          doc: "The note app's configuration file listing its vaults.",
+          format: String,
+          default: notevaultConfigPath(home, env),
+          env: 'GATEHOUSE_NOTEVAULT_CONFIG',
+        },
+      },
+      notememo: {
+        url_template: {
+          doc: 'Create-note URL of the notememo app; {title} and {text} are URL-encoded in.',
+          format: String,
+          default: 'notememo://x-callback-url/create?title={title}&text={text}',
+          env: 'GATEHOUSE_NOTEMEMO_URL_TEMPLATE',
+        },
+      },
+      opencode_server_url: {
+        doc: 'The OpenCode server whose agents `GET /api/agents` lists.',
+        format: String,
+        default: 'http://127.0.0.1:4096',
+        env: 'OPENCODE_SERVER_URL',
+      },
+      browser: {
+        doc: 'Browser command for local mode; empty means xdg-open/open.',
+        format: String,
+        default: '',
+        env: 'BROWSER',
+      },
+    },
+    log: {
+      level: {
+        doc: 'pino log level.',
+        format: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+        default: 'info',
+        env: 'LOG_LEVEL',
+      },
+    },
+    home: { doc: 'The home directory.', format: String, default: home },
+  };
+}
+
+export interface ReviewConfig {
+  remote: boolean;
+  /** The port to bind: explicit, else 19432 in remote mode, else 0 (random). */
+  port: number;
+  host: string;
+  origin: Origin;
+  sharingEnabled: boolean;
+  timeoutMs: number | null;
+  decisionFile: string | null;
+  repo: string;
+  diffType: DiffType;
+  uploadDir: string;
+  uploadMaxBytes: number;
+  planDir: string;
+  allowedRoots: string[];
+  notevaultConfigPath: string;
+  notememoUrlTemplate: string;
+  opencodeServerUrl: string;
+  browser: string;
+  logLevel: string;
+  home: string;
+  projectDir: string;
+}
+
+export interface LoadOptions {
+  /** CLI flags after the subcommand (positionals are ignored here). */
+  args: string[];
+  env: NodeJS.ProcessEnv;
+  /** The reviewed project's directory (the hook event's cwd, else the process cwd). */
+  projectDir: string;
+}
+
+/** Long flags the review commands accept, derived from the schema. */
+export const REVIEW_FLAGS = ['port', 'origin', 'timeout', 'decision-file', 'repo', 'diff-type'] as const;
+
+export function loadReviewConfig({ args, env, projectDir }: LoadOptions): ReviewConfig {
+  const config = validated(convict(reviewSchema(env), { args, env }));
+  const r = config.get('review');
+  const port = r.port ?? (r.remote ? REMOTE_PORT : 0);
+  const diffType: DiffType = r.diff_type === 'branch' ? 'vs main' : r.diff_type;
+  const repo = path.resolve(projectDir, r.repo || '.');
+  const home = config.get('home');
+  if (!path.isAbsolute(r.upload_dir)) throw new ConfigError('invalid configuration: review.upload_dir: must be an absolute path');
+  return {
+    remote: r.remote,
+    port,
+    host: r.remote ? '0.0.0.0' : '127.0.0.1',
+    origin: r.origin,
+    sharingEnabled: r.share,
+    timeoutMs: r.timeout_ms,
+    decisionFile: r.decision_file ? path.resolve(projectDir, r.decision_file) : null,
+    repo,
+    diffType,
+    uploadDir: r.upload_dir,
+    uploadMaxBytes: r.upload_max_bytes,
+    planDir: path.resolve(projectDir, r.save.default_path),
+    allowedRoots: r.save.allowed_roots.length > 0 ? r.save.allowed_roots.map((p) => path.resolve(p)) : [home, projectDir],
+    notevaultConfigPath: r.notevault.config_path,
+    notememoUrlTemplate: r.notememo.url_template,
+    opencodeServerUrl: r.opencode_server_url.replace(/\/+$/, ''),
+    browser: r.browser,
+    logLevel: config.get('log.level'),
+    home,
+    projectDir,
+  };
+}

@@ -1,0 +1,51 @@
+import type { Context, Middleware, Next } from 'koa';
+import type { Logger } from 'pino';
+import { HttpError, toHttpError } from './errors.ts';
+
+/** How a family writes an HttpError into a response body. */
+export type ErrorRenderer = (error: HttpError, ctx: Context) => unknown;
+
+/** The review server's shape: `{"error": "<message>"}`. */
+export const renderPlainError: ErrorRenderer = (error) => ({ error: error.message });
+
+/**
+ * Catches everything thrown downstream and answers with the family's error
+ * body. Only 5xx are logged as errors, with the cause the client never sees.
+ */
+export function errorHandler(render: ErrorRenderer, log: Logger): Middleware {
+  return async (ctx: Context, next: Next) => {
+    try {
+      await next();
+    } catch (thrown) {
+      const error = toHttpError(thrown);
+      if (error.status >= 500) log.error({ err: error.cause ?? error, path: ctx.path }, error.message);
+      ctx.status = error.status;
+      ctx.set(error.headers);
+      ctx.body = render(error, ctx);
+    }
+  };
+}
+
+/** Browsers must never second-guess a response's type. */
+export function noSniff(): Middleware {
+  return async (ctx: Context, next: Next) => {
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    await next();
+  };
+}
+
+/**
+ * Whatever no route answered gets the single-page document, so that
+ * client-side routes survive a reload.
+ */
+export function spaFallback(document: () => string): Middleware {
+  return async (ctx: Context, next: Next) => {
+    await next();
+    if (ctx.status !== 404 || ctx.body != null) return;
+    ctx.status = 200;
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = document();
+  };
+}
+
+export { HttpError };

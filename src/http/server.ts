@@ -1,0 +1,58 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export interface ListenOptions {
+  port: number;
+  host: string;
+  /** Further attempts after the first bind fails with EADDRINUSE. */
+  retries?: number;
+  retryDelayMs?: number;
+}
+
+function bindOnce(server: Server, port: number, host: string): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error) => {
+      server.off('listening', onListening);
+      reject(error);
+    };
+    const onListening = () => {
+      server.off('error', onError);
+      resolve(server.address() as AddressInfo);
+    };
+    server.once('error', onError);
+    server.once('listening', onListening);
+    server.listen(port, host);
+  });
+}
+
+/**
+ * Binds, retrying a busy port `retries` times `retryDelayMs` apart, then
+ * fails with the spec's startup error.
+ */
+export async function listen(server: Server, { port, host, retries = 5, retryDelayMs = 500 }: ListenOptions): Promise<AddressInfo> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await bindOnce(server, port, host);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+      if (attempt >= retries) throw new Error(`Port ${port} in use after ${retries} retries`, { cause: error });
+      await sleep(retryDelayMs);
+    }
+  }
+}
+
+/**
+ * Stops accepting, lets in-flight responses finish for up to `graceMs`, then
+ * drops whatever connection is left (idle keep-alive sockets would otherwise
+ * hold the process open).
+ */
+export async function close(server: Server, graceMs = 2_000): Promise<void> {
+  if (!server.listening) return;
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+  timer.unref();
+  await closed;
+  clearTimeout(timer);
+}
