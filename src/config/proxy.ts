@@ -1,0 +1,270 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import convict from 'convict';
+import { parse as parseYaml } from 'yaml';
+import { ConfigError, validated } from './errors.ts';
+import { parseDuration, registerFormats } from './formats.ts';
+import { mcpServersSchema, resolveMcpServers, type McpServers } from './mcp.ts';
+
+registerFormats();
+
+export const PROTOCOLS = ['openai', 'anthropic', 'gemini'] as const;
+/** A wire protocol an upstream speaks (and a client family uses). */
+export type Protocol = (typeof PROTOCOLS)[number];
+
+export const AUTH_MODES = ['off', 'strict', 'all_except_health', 'auto'] as const;
+export type AuthMode = (typeof AUTH_MODES)[number];
+/** What `auto` resolves to: the policy actually enforced. */
+export type EffectiveAuthMode = Exclude<AuthMode, 'auto'>;
+
+const DEFAULT_UPSTREAM_TIMEOUT_MS = 600_000;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const UPSTREAM_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const UPSTREAM_KEYS = new Set(['name', 'protocol', 'base_url', 'api_key', 'api_key_env', 'models', 'headers', 'timeout_ms']);
+/** Headers the proxy sets itself on the way upstream. */
+const RESERVED_HEADERS = new Set(['host', 'content-length', 'connection', 'transfer-encoding', 'authorization', 'x-api-key', 'x-goog-api-key']);
+
+export interface UpstreamConfig {
+  name: string;
+  protocol: Protocol;
+  /** Without a trailing slash, e.g. `https://api.openai.com/v1`. */
+  baseUrl: string;
+  /** Resolved from `api_key` or `api_key_env`; undefined for a keyless (local) upstream. */
+  apiKey: string | undefined;
+  /** Globs (`*`, `?`) over model names, in the order written. */
+  models: string[];
+  /** Extra headers sent on every request to this upstream. */
+  headers: Record<string, string>;
+  timeoutMs: number;
+}
+
+export interface ProxyConfig {
+  port: number;
+  /** 0.0.0.0 when LAN access is allowed, else loopback only. */
+  host: string;
+  allowLanAccess: boolean;
+  authMode: AuthMode;
+  /** `auth_mode` with `auto` resolved. */
+  effectiveAuthMode: EffectiveAuthMode;
+  apiKey: string;
+  maxBodyBytes: number;
+  upstreams: UpstreamConfig[];
+  /** Client-facing model name → upstream model name. */
+  modelAliases: Record<string, string>;
+  mcpServers: McpServers;
+  logLevel: string;
+  /** Startup warnings worth a log line (nothing unsafe: that refuses to start). */
+  warnings: string[];
+}
+
+function proxySchema() {
+  return {
+    proxy: {
+      port: { doc: 'Listening port.', format: 'port', default: 8045, env: 'PROXY_PORT' },
+      auth_mode: {
+        doc: 'off | strict | all_except_health | auto (auto: all_except_health with LAN access, else off).',
+        format: [...AUTH_MODES],
+        default: 'auto' as AuthMode,
+        env: 'PROXY_AUTH_MODE',
+      },
+      allow_lan_access: {
+        doc: 'true binds 0.0.0.0, false binds 127.0.0.1.',
+        format: 'strict-boolean',
+        default: false,
+        env: 'PROXY_ALLOW_LAN_ACCESS',
+      },
+      api_key: { doc: 'The key clients must present.', format: String, default: '', env: 'PROXY_API_KEY', sensitive: true },
+      max_body_bytes: { doc: 'Largest accepted request body.', format: 'nat', default: 50 * 1024 * 1024 },
+      // Validated item by item in resolveUpstreams, so each message names e.g. proxy.upstreams[1].base_url.
+      upstreams: { doc: 'Upstreams in routing order.', format: Array, default: [] as unknown[], sensitive: true },
+      model_aliases: { doc: 'Client model name → upstream model name.', format: Object, default: {} as Record<string, unknown> },
+      mcp: { servers: mcpServersSchema },
+    },
+    log: {
+      level: {
+        doc: 'pino log level.',
+        format: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+        default: 'info',
+        env: 'LOG_LEVEL',
+      },
+    },
+  };
+}
+
+function fail(key: string, message: string): never {
+  throw new ConfigError(`invalid configuration: ${key}: ${message}`);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function nonEmptyString(key: string, value: unknown): string {
+  if (typeof value !== 'string' || value.trim() === '') fail(key, 'must be a non-empty string');
+  return value;
+}
+
+function resolveUpstream(key: string, raw: unknown, env: NodeJS.ProcessEnv): UpstreamConfig {
+  if (!isRecord(raw)) fail(key, 'must be an object {name, protocol, base_url, models, …}');
+  for (const field of Object.keys(raw)) {
+    if (!UPSTREAM_KEYS.has(field)) fail(`${key}.${field}`, 'is not an upstream setting');
+  }
+  const name = nonEmptyString(`${key}.name`, raw['name']);
+  if (!UPSTREAM_NAME.test(name)) fail(`${key}.name`, 'uses letters, digits, "_", "-" and "." (at most 64, starting with a letter or digit)');
+  const protocol = raw['protocol'];
+  if (!PROTOCOLS.includes(protocol as Protocol)) fail(`${key}.protocol`, `must be one of ${PROTOCOLS.join(', ')}`);
+  const baseUrl = nonEmptyString(`${key}.base_url`, raw['base_url']);
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    fail(`${key}.base_url`, 'must be an absolute http(s) URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') fail(`${key}.base_url`, 'must be an absolute http(s) URL');
+  if (url.search || url.hash || url.username || url.password) fail(`${key}.base_url`, 'must not carry a query, a fragment or credentials');
+
+  if (raw['api_key'] !== undefined && raw['api_key_env'] !== undefined) fail(`${key}.api_key`, 'give either api_key or api_key_env, not both');
+  let apiKey: string | undefined;
+  if (raw['api_key'] !== undefined) apiKey = nonEmptyString(`${key}.api_key`, raw['api_key']);
+  if (raw['api_key_env'] !== undefined) {
+    const variable = nonEmptyString(`${key}.api_key_env`, raw['api_key_env']);
+    if (!ENV_NAME.test(variable)) fail(`${key}.api_key_env`, 'must be an environment variable name');
+    apiKey = env[variable];
+    if (!apiKey) fail(`${key}.api_key_env`, `environment variable ${variable} is not set`);
+  }
+
+  const models = raw['models'];
+  if (!Array.isArray(models) || models.length === 0) fail(`${key}.models`, 'must be a non-empty list of model names or globs');
+  models.forEach((m, i) => nonEmptyString(`${key}.models[${i}]`, m));
+
+  const headers: Record<string, string> = {};
+  if (raw['headers'] !== undefined) {
+    if (!isRecord(raw['headers'])) fail(`${key}.headers`, 'must be a map of header names to strings');
+    for (const [header, value] of Object.entries(raw['headers'])) {
+      if (!HEADER_NAME.test(header)) fail(`${key}.headers.${header}`, 'is not a valid header name');
+      if (RESERVED_HEADERS.has(header.toLowerCase())) fail(`${key}.headers.${header}`, 'is set by the proxy (credentials come from api_key or api_key_env)');
+      if (typeof value !== 'string') fail(`${key}.headers.${header}`, 'must be a string');
+      headers[header.toLowerCase()] = value;
+    }
+  }
+
+  let timeoutMs = DEFAULT_UPSTREAM_TIMEOUT_MS;
+  if (raw['timeout_ms'] !== undefined) {
+    try {
+      timeoutMs = parseDuration(raw['timeout_ms'] as string | number);
+    } catch {
+      fail(`${key}.timeout_ms`, 'must be a positive duration such as 30s, 2m or 120000');
+    }
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) fail(`${key}.timeout_ms`, 'must be a positive duration such as 30s, 2m or 120000');
+  }
+
+  return { name, protocol: protocol as Protocol, baseUrl: baseUrl.replace(/\/+$/, ''), apiKey, models: models as string[], headers, timeoutMs };
+}
+
+/** Validates `proxy.upstreams` item by item against `env` (the command's env, never process.env). */
+export function resolveUpstreams(raw: unknown[], env: NodeJS.ProcessEnv): UpstreamConfig[] {
+  const upstreams = raw.map((item, i) => resolveUpstream(`proxy.upstreams[${i}]`, item, env));
+  const seen = new Set<string>();
+  upstreams.forEach((u, i) => {
+    if (seen.has(u.name)) fail(`proxy.upstreams[${i}].name`, `${JSON.stringify(u.name)} is used by an earlier upstream`);
+    seen.add(u.name);
+  });
+  return upstreams;
+}
+
+function resolveAliases(raw: Record<string, unknown>): Record<string, string> {
+  const aliases: Record<string, string> = {};
+  for (const [alias, target] of Object.entries(raw)) {
+    aliases[alias] = nonEmptyString(`proxy.model_aliases.${alias}`, target);
+  }
+  return aliases;
+}
+
+/** Reads a JSON or YAML file (YAML is a superset of JSON). */
+function readConfigFile(file: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`cannot read the configuration file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  let data: unknown;
+  try {
+    data = parseYaml(text);
+  } catch (error) {
+    throw new ConfigError(`the configuration file ${file} is neither JSON nor YAML: ${(error as Error).message.split('\n')[0]}`);
+  }
+  if (data == null) return {};
+  if (!isRecord(data)) throw new ConfigError(`the configuration file ${file} must hold an object with a top-level \`proxy\` key`);
+  return data;
+}
+
+/** `--config FILE` / `--config=FILE`; anything else is a usage error. */
+export function parseProxyArgs(argv: string[]): { configFile: string | undefined } {
+  let configFile: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--config') {
+      configFile = argv[++i];
+      if (configFile === undefined || configFile === '') throw new ConfigError('--config needs a file');
+    } else if (arg.startsWith('--config=')) {
+      configFile = arg.slice('--config='.length);
+    } else {
+      throw new ConfigError(`unknown argument ${JSON.stringify(arg)} (usage: gatehouse proxy [--config FILE])`);
+    }
+  }
+  return { configFile };
+}
+
+export interface ProxyLoadOptions {
+  argv: string[];
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+}
+
+/**
+ * The proxy's whole configuration: defaults < file (`--config`, else env
+ * `PROXY_CONFIG`) < env vars. Anything invalid or unsafe is a ConfigError
+ * naming the key, and the proxy does not start.
+ */
+export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConfig {
+  const { configFile } = parseProxyArgs(argv);
+  const file = configFile ?? env['PROXY_CONFIG'];
+  const config = convict(proxySchema(), { env, args: [] });
+  if (file) config.load(readConfigFile(path.resolve(cwd, file)));
+  validated(config);
+
+  const p = config.get('proxy');
+  const allowLanAccess = p.allow_lan_access;
+  const effectiveAuthMode: EffectiveAuthMode = p.auth_mode === 'auto' ? (allowLanAccess ? 'all_except_health' : 'off') : p.auth_mode;
+  const warnings: string[] = [];
+  if (effectiveAuthMode !== 'off' && p.api_key === '') {
+    fail('proxy.api_key', `auth_mode ${p.auth_mode}${p.auth_mode === 'auto' ? ' (with allow_lan_access)' : ''} needs a key: set PROXY_API_KEY`);
+  }
+  // Open on the network means anyone who can reach the port spends the upstream keys.
+  if (effectiveAuthMode === 'off' && allowLanAccess) {
+    fail('proxy.auth_mode', 'off with allow_lan_access true would expose the upstreams to the whole network: set proxy.api_key and use auto, all_except_health or strict');
+  }
+  if (effectiveAuthMode === 'off' && p.api_key !== '') warnings.push('proxy.api_key is set but auth_mode resolves to off: the key is not checked');
+
+  const upstreams = resolveUpstreams(p.upstreams, env);
+  const modelAliases = resolveAliases(p.model_aliases);
+  const mcpServers = resolveMcpServers(p.mcp.servers, env);
+  if (upstreams.length === 0) warnings.push('no proxy.upstreams configured: every model request will answer 404');
+
+  return {
+    port: p.port,
+    host: allowLanAccess ? '0.0.0.0' : '127.0.0.1',
+    allowLanAccess,
+    authMode: p.auth_mode,
+    effectiveAuthMode,
+    apiKey: p.api_key,
+    maxBodyBytes: p.max_body_bytes,
+    upstreams,
+    modelAliases,
+    mcpServers,
+    logLevel: config.get('log.level'),
+    warnings,
+  };
+}

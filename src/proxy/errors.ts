@@ -1,0 +1,23 @@
+import { HttpError } from '../http/errors.ts';
+
+/**
+ * Every error the proxy itself answers with: status, message and kind in one
+ * place. families.ts renders them in each vendor's body shape (the kind is
+ * OpenAI's `error.code`). Upstream errors are not here: they pass through as
+ * the upstream sent them.
+ */
+export const proxyErrors = {
+  unauthorized: () => new HttpError(401, 'Invalid or missing API key', { kind: 'invalid_api_key' }),
+  invalidJson: () => new HttpError(400, 'Invalid JSON body', { kind: 'invalid_json' }),
+  notJsonObject: () => new HttpError(400, 'The request body must be a JSON object', { kind: 'invalid_json' }),
+  badField: (field: string, expected: string) => new HttpError(400, `\`${field}\` must be ${expected}`, { kind: 'invalid_request' }),
+  missingModel: () => new HttpError(400, 'The request names no `model`', { kind: 'missing_model' }),
+  invalidMultipart: () => new HttpError(400, 'Malformed multipart/form-data body', { kind: 'invalid_multipart' }),
+  tooLarge: (limit: number) => new HttpError(413, `Request body larger than ${limit} bytes`, { kind: 'request_too_large' }),
+  modelNotFound: (model: string) => new HttpError(404, `No upstream serves model ${JSON.stringify(model)}`, { kind: 'model_not_found' }),
+  routeNotFound: (method: string, path: string) => new HttpError(404, `No route for ${method} ${path}`, { kind: 'not_found' }),
+  noTranslation: (from: string, to: string, what: string) =>
+    new HttpError(501, `Translating ${what} from the ${from} protocol to a ${to} upstream is not supported`, { kind: 'translation_unavailable' }),
+  upstreamUnreachable: (upstream: string) => new HttpError(502, `Upstream ${upstream} is unreachable`, { kind: 'upstream_unreachable' }),
+  upstreamTimeout: (upstream: string, ms: number) => new HttpError(504, `Upstream ${upstream} did not answer within ${ms} ms`, { kind: 'upstream_timeout' }),
+} as const;

@@ -1,0 +1,86 @@
+import type { Context } from 'koa';
+import type { Protocol } from '../config/proxy.ts';
+import type { HttpError } from '../http/errors.ts';
+
+/**
+ * Which protocol a request's path belongs to. Each family answers errors in its
+ * vendor's own body shape, so an SDK client shows the real message instead of a
+ * parse failure. `other` is the internal endpoints, telemetry and MCP.
+ */
+export type Family = Protocol | 'other';
+
+/** Internal and auxiliary paths that sit under `/v1` but belong to no vendor. */
+const OTHER_V1 = /^\/v1\/(?:api\/event_logging(?:\/|$)|models\/detect\/?$)/;
+
+export function familyOf(path: string): Family {
+  if (path.startsWith('/v1beta/')) return 'gemini';
+  if (path.startsWith('/v1/')) {
+    if (OTHER_V1.test(path)) return 'other';
+    if (path.startsWith('/v1/messages') || path === '/v1/models/claude') return 'anthropic';
+    return 'openai';
+  }
+  return 'other';
+}
+
+/** The family a request was classified as (set by the first middleware). */
+export function familyOfContext(ctx: Context): Family {
+  return (ctx.state as { family?: Family }).family ?? familyOf(ctx.path);
+}
+
+/** OpenAI `error.type` by status: https://platform.openai.com/docs/guides/error-codes */
+function openaiType(status: number): string {
+  if (status === 429) return 'rate_limit_error';
+  if (status >= 500) return 'server_error';
+  return 'invalid_request_error';
+}
+
+/** Anthropic `error.type` by status (docs "Errors": other 4xx use invalid_request_error). */
+function anthropicType(status: number): string {
+  switch (status) {
+    case 401: return 'authentication_error';
+    case 403: return 'permission_error';
+    case 404: return 'not_found_error';
+    case 413: return 'request_too_large';
+    case 429: return 'rate_limit_error';
+    case 529: return 'overloaded_error';
+    default: return status >= 500 ? 'api_error' : 'invalid_request_error';
+  }
+}
+
+/** google.rpc.Code names as Gemini's `error.status` carries them. */
+function geminiStatus(status: number): string {
+  switch (status) {
+    case 401: return 'UNAUTHENTICATED';
+    case 403: return 'PERMISSION_DENIED';
+    case 404: return 'NOT_FOUND';
+    case 429: return 'RESOURCE_EXHAUSTED';
+    case 501: return 'UNIMPLEMENTED';
+    case 502:
+    case 503: return 'UNAVAILABLE';
+    case 504: return 'DEADLINE_EXCEEDED';
+    default: return status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT';
+  }
+}
+
+/**
+ * An error body in `family`'s shape. OpenAI's `code` is the error's kind
+ * (`invalid_api_key`, `model_not_found`, …), as OpenAI's own codes are.
+ */
+export function errorBody(family: Family, error: HttpError): unknown {
+  const { status, message } = error;
+  switch (family) {
+    case 'openai':
+      return { error: { message, type: openaiType(status), param: null, code: error.kind ?? null } };
+    case 'anthropic':
+      return { type: 'error', error: { type: anthropicType(status), message } };
+    case 'gemini':
+      return { error: { code: status, message, status: geminiStatus(status) } };
+    case 'other':
+      return { error: message };
+  }
+}
+
+/** The `errorHandler` renderer: each request's errors in its family's shape. */
+export function renderProxyError(error: HttpError, ctx: Context): unknown {
+  return errorBody(familyOfContext(ctx), error);
+}

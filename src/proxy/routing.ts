@@ -1,0 +1,89 @@
+import type { Protocol } from '../config/proxy.ts';
+import type { Upstream } from './upstreams.ts';
+
+/**
+ * The client-side operation of a model request. Gemini's is the method suffix
+ * of its path (`gemini-2.5-flash:streamGenerateContent`).
+ */
+export type Endpoint =
+  | 'chat.completions'
+  | 'completions'
+  | 'responses'
+  | 'images.generations'
+  | 'images.edits'
+  | 'audio.transcriptions'
+  | 'messages'
+  | 'messages.count_tokens'
+  | 'generateContent'
+  | 'streamGenerateContent'
+  | 'countTokens';
+
+/**
+ * A routed model request: what the client asked for in its protocol and
+ * where it goes. Handed to the translation handler when `upstream.config.protocol`
+ * differs from `family`.
+ */
+export interface Route {
+  /** The client's protocol (the family of the path it called). */
+  family: Protocol;
+  endpoint: Endpoint;
+  upstream: Upstream;
+  /** The model the client named. */
+  clientModel: string;
+  /** The model sent upstream (after `model_aliases`). */
+  upstreamModel: string;
+  /** The client asked for a stream (`stream: true`, or Gemini's streamGenerateContent). */
+  stream: boolean;
+  /** The parsed JSON request body (for multipart requests: empty). */
+  body: Record<string, unknown>;
+  /** The raw request body as received. */
+  raw: Buffer;
+  /** Aborted when the client disconnects: pass it to sendUpstream. */
+  signal: AbortSignal;
+}
+
+/** `*` any run of characters, `?` exactly one; everything else literal. */
+export function globToRegExp(glob: string): RegExp {
+  const source = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  return new RegExp(`^${source}$`);
+}
+
+export function isGlob(pattern: string): boolean {
+  return /[*?]/.test(pattern);
+}
+
+export interface Resolution {
+  upstream: Upstream;
+  /** The model name after aliasing, as the upstream gets it. */
+  mappedModel: string;
+}
+
+/**
+ * Model → upstream: the name is resolved through `model_aliases` (one step),
+ * then the first upstream (config order) with a matching glob wins.
+ */
+export class ModelRouter {
+  readonly upstreams: readonly Upstream[];
+  readonly aliases: Readonly<Record<string, string>>;
+  readonly #matchers: { upstream: Upstream; patterns: RegExp[] }[];
+
+  constructor(upstreams: readonly Upstream[], aliases: Readonly<Record<string, string>>) {
+    this.upstreams = upstreams;
+    this.aliases = aliases;
+    this.#matchers = upstreams.map((upstream) => ({ upstream, patterns: upstream.config.models.map(globToRegExp) }));
+  }
+
+  /** The alias target, or the name itself. */
+  mapped(model: string): string {
+    return Object.hasOwn(this.aliases, model) ? (this.aliases[model] as string) : model;
+  }
+
+  resolve(model: string): Resolution | undefined {
+    const mappedModel = this.mapped(model);
+    for (const { upstream, patterns } of this.#matchers) {
+      if (patterns.some((p) => p.test(mappedModel))) return { upstream, mappedModel };
+    }
+    return undefined;
+  }
+
+}
