@@ -37,7 +37,8 @@ export function toHttpError(error: unknown): HttpError {
   const e = (error ?? {}) as BodyParserError;
   const status = [e.status, e.statusCode, e.httpCode].find((s): s is number => typeof s === 'number');
   if (status === 413 || e.type === 'entity.too.large') return new HttpError(413, 'Request body too large', { kind: 'too_large', cause: error });
-  if (e.type === 'entity.parse.failed') return new HttpError(400, 'Invalid JSON body', { kind: 'invalid_json', cause: error });
+  // co-body (under koa-body) throws a bare SyntaxError with status 400.
+  if (e.type === 'entity.parse.failed' || (error instanceof SyntaxError && status === 400)) return new HttpError(400, 'Invalid JSON body', { kind: 'invalid_json', cause: error });
   if (status === 415) return new HttpError(415, 'Unsupported media type', { kind: 'unsupported_media_type', cause: error });
   if (status !== undefined && status >= 400 && status < 500) {
     return new HttpError(status, error instanceof Error ? error.message : 'Bad request', { kind: 'bad_request', cause: error });

@@ -1,0 +1,89 @@
+import Router from '@koa/router';
+import Koa, { type Context, type Middleware, type Next } from 'koa';
+import { koaBody } from 'koa-body';
+import type { Logger } from 'pino';
+import type { ReviewConfig } from '../config/review.ts';
+import { errorHandler, noSniff, renderPlainError, spaFallback } from '../http/middleware.ts';
+import { webDocument } from '../http/web-document.ts';
+import { listAgents } from './agents.ts';
+import { reviewErrors } from './errors.ts';
+import { serveImage, uploadImage } from './images.ts';
+
+/**
+ * Largest JSON body of a decision POST. A plan can travel up to three times in
+ * one approve (notevault.plan, notememo.plan, the plan itself is not sent but
+ * feedback may quote it), so this is generous; beyond it → 413.
+ */
+export const JSON_BODY_LIMIT_BYTES = 8 * 1024 * 1024;
+
+export interface ReviewAppOptions {
+  config: ReviewConfig;
+  log: Logger;
+  /** The review kind's own routes (plan or code). */
+  routes: Router;
+  /** The single-page document for unmatched paths; the built web UI by default. */
+  document?: () => string;
+}
+
+/**
+ * POSTs are refused when their `Origin` is present and is not the `Host`
+ * they were sent to: no authentication (the spec says so), but no decision
+ * taken by some other site's page in the reviewer's browser either.
+ */
+export function sameOriginPosts(): Middleware {
+  return async (ctx: Context, next: Next) => {
+    const origin = ctx.get('origin');
+    if (ctx.method === 'POST' && origin !== '') {
+      let host: string | null;
+      try {
+        host = new URL(origin).host;
+      } catch {
+        host = null; // `Origin: null` and other opaque origins never match
+      }
+      if (host === null || host.toLowerCase() !== ctx.get('host').toLowerCase()) throw reviewErrors.crossOrigin();
+    }
+    await next();
+  };
+}
+
+/** A POST body is JSON (or the upload's multipart); an empty body stands for `{}`. */
+function jsonOrMultipartPosts(): Middleware {
+  return async (ctx: Context, next: Next) => {
+    // `is()` is null when there is no body at all.
+    if (ctx.method === 'POST' && ctx.request.is('json', 'multipart') === false) throw reviewErrors.notJson();
+    await next();
+  };
+}
+
+/** The routes both review kinds serve: images, uploads and the agent list. */
+function sharedRoutes({ config, log }: ReviewAppOptions): Router {
+  const images = { uploadDir: config.uploadDir, projectDir: config.projectDir, maxBytes: config.uploadMaxBytes, log };
+  const router = new Router();
+  router.get('/api/image', serveImage(images));
+  router.post('/api/upload', ...uploadImage(images));
+  router.get('/api/agents', listAgents({ origin: config.origin, opencodeServerUrl: config.opencodeServerUrl, log }));
+  return router;
+}
+
+/**
+ * A review instance's Koa app, composed in one place:
+ * errors as `{"error"}` → nosniff → SPA fallback for anything unmatched →
+ * same-origin POSTs → JSON-only POSTs → JSON body → the kind's routes →
+ * the shared routes (`/api/image`, `/api/upload`, `/api/agents`).
+ *
+ * Route handlers read the parsed JSON body from `ctx.request.body`
+ * (undefined when the POST had no body; see validate.ts#readBody).
+ */
+export function createReviewApp(options: ReviewAppOptions): Koa {
+  const app = new Koa();
+  app.silent = true; // errors are logged once, by errorHandler
+  app.use(errorHandler(renderPlainError, options.log));
+  app.use(noSniff());
+  app.use(spaFallback(options.document ?? webDocument));
+  app.use(sameOriginPosts());
+  app.use(jsonOrMultipartPosts());
+  app.use(koaBody({ json: true, jsonStrict: false, jsonLimit: JSON_BODY_LIMIT_BYTES, multipart: false, urlencoded: false, text: false }));
+  app.use(options.routes.routes());
+  app.use(sharedRoutes(options).routes());
+  return app;
+}

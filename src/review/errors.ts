@@ -1,0 +1,48 @@
+import { HttpError } from '../http/errors.ts';
+
+/**
+ * Every error answer of the review servers (plan and code), in one place.
+ * Rendered as `{"error": "<message>"}` by renderPlainError. Messages the spec
+ * fixes are kept to the letter; the others name the field or the limit.
+ */
+export const reviewErrors = {
+  // GET /api/image
+  missingPath: () => new HttpError(400, 'Missing path parameter'),
+  fileNotFound: () => new HttpError(404, 'File not found'),
+  imageUnreadable: (cause: unknown) => new HttpError(500, 'Could not read the image file', { cause }),
+
+  // POST /api/upload
+  noFile: () => new HttpError(400, 'No file provided'),
+  notAnImage: () => new HttpError(400, 'Unsupported file type: only PNG, JPEG and WebP images are accepted'),
+  uploadTooLarge: (limitBytes: number) => new HttpError(413, `Upload too large: the limit is ${formatBytes(limitBytes)}`),
+  malformedUpload: (cause: unknown) => new HttpError(400, 'Malformed multipart/form-data body', { cause }),
+  uploadFailed: (cause: unknown) => new HttpError(500, 'Upload failed: the file could not be stored', { cause }),
+
+  // POST /api/diff/switch
+  missingDiffType: () => new HttpError(400, 'Missing diffType'),
+  unknownDiffType: (value: string) => new HttpError(400, `Unknown diffType: ${value}`),
+
+  // Every POST
+  crossOrigin: () => new HttpError(403, 'Cross-origin request refused'),
+  notJson: () => new HttpError(415, 'Request body must be application/json'),
+  bodyNotObject: () => new HttpError(400, 'Request body must be a JSON object'),
+  /** A field of the wrong type or value; `field` is its path, e.g. `notevault.tags` or `annotations[2].side`. */
+  invalidField: (field: string, expected: string) => new HttpError(400, `Invalid field ${field}: must be ${expected}`),
+  missingField: (field: string) => new HttpError(400, `Missing field ${field}`),
+  /** A decision POST after the review was already decided (or while another one is being recorded). */
+  alreadyDecided: () => new HttpError(409, 'This review has already been decided'),
+
+  // Plan save and notes
+  pathNotAllowed: (field: string) => new HttpError(400, `Invalid field ${field}: must be a folder inside an allowed root`),
+  vaultNotFound: () => new HttpError(400, 'Invalid field notevault.vaultPath: no such vault folder'),
+  saveFailed: (what: string, cause: unknown) =>
+    new HttpError(500, `Could not save the ${what}: ${(cause as NodeJS.ErrnoException)?.code ?? 'write failed'}; nothing was decided, try again`, { cause }),
+} as const;
+
+/** The body of a failed agent list: status 200, as decisions.md says. */
+export const AGENTS_FETCH_FAILED = 'Failed to fetch agents';
+
+function formatBytes(bytes: number): string {
+  const mib = bytes / (1024 * 1024);
+  return Number.isInteger(mib) ? `${mib} MiB` : `${bytes} bytes`;
+}

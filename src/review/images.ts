@@ -1,0 +1,172 @@
+import { randomUUID } from 'node:crypto';
+import { mkdir, open, realpath, rename, unlink, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { fileTypeFromBuffer } from 'file-type';
+import type { Context, Middleware, Next } from 'koa';
+import { koaBody } from 'koa-body';
+import type { Logger } from 'pino';
+import type { File } from 'formidable';
+import { HttpError } from '../http/errors.ts';
+import { reviewErrors } from './errors.ts';
+import { isInside } from './paths.ts';
+
+/** The image types both review servers accept and serve, by detected MIME type → stored extension. */
+const IMAGE_TYPES: Readonly<Record<string, string>> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp' };
+
+/** file-type needs at most this many leading bytes for PNG, JPEG and WebP. */
+const SNIFF_BYTES = 4100;
+
+/** Room for the multipart framing around a file of the maximum size. */
+const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
+
+export interface ImageOptions {
+  /** Where uploads are stored (config `uploadDir`, `/tmp/gatehouse`). */
+  uploadDir: string;
+  /** The reviewed project's folder: its images may be shown too. */
+  projectDir: string;
+  /** Largest accepted upload (config `uploadMaxBytes`, 10 MiB). */
+  maxBytes: number;
+  log: Logger;
+}
+
+/** The image type of the file's first bytes, or undefined when it is not a PNG, JPEG or WebP. */
+async function sniffImage(handle: FileHandle): Promise<{ mime: string; ext: string } | undefined> {
+  const head = Buffer.alloc(SNIFF_BYTES);
+  const { bytesRead } = await handle.read(head, 0, SNIFF_BYTES, 0);
+  const type = await fileTypeFromBuffer(head.subarray(0, bytesRead));
+  const ext = type && IMAGE_TYPES[type.mime];
+  return type && ext ? { mime: type.mime, ext } : undefined;
+}
+
+function isMissing(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP' || code === 'ENAMETOOLONG' || code === 'EINVAL';
+}
+
+/**
+ * `GET /api/image?path=<path>`: the bytes of a PNG, JPEG or WebP inside the
+ * upload dir or the project dir (relative paths are relative to the project).
+ * The realpath decides, so neither `..` nor a symlink leads out. Whatever is
+ * missing, outside, not a regular file or not really an image is 404
+ * `File not found`, so the answer tells nothing about the rest of the disk.
+ */
+export function serveImage({ uploadDir, projectDir }: ImageOptions): Middleware {
+  return async (ctx: Context) => {
+    const requested = ctx.query['path'];
+    if (typeof requested !== 'string' || requested === '') throw reviewErrors.missingPath();
+    if (requested.includes('\0')) throw reviewErrors.fileNotFound();
+    const candidate = path.resolve(projectDir, requested);
+    const roots = await Promise.all([uploadDir, projectDir].map((root) => realpath(root).catch(() => path.resolve(root))));
+    const allowed = (p: string) => roots.some((root) => isInside(p, root));
+
+    let real: string;
+    try {
+      real = await realpath(candidate);
+    } catch (error) {
+      if (isMissing(error) || !allowed(candidate)) throw reviewErrors.fileNotFound();
+      throw reviewErrors.imageUnreadable(error);
+    }
+    if (!allowed(real)) throw reviewErrors.fileNotFound();
+
+    let handle: FileHandle;
+    try {
+      handle = await open(real, 'r');
+    } catch (error) {
+      if (isMissing(error)) throw reviewErrors.fileNotFound();
+      throw reviewErrors.imageUnreadable(error);
+    }
+    try {
+      const stat = await handle.stat();
+      if (!stat.isFile()) throw reviewErrors.fileNotFound();
+      const type = await sniffImage(handle);
+      if (!type) throw reviewErrors.fileNotFound();
+      ctx.type = type.mime;
+      ctx.length = stat.size;
+      ctx.set('Cache-Control', 'no-store');
+      // The stream owns the handle from here and closes it when done.
+      ctx.body = handle.createReadStream({ start: 0, autoClose: true });
+    } catch (error) {
+      await handle.close();
+      if (error instanceof HttpError) throw error;
+      throw reviewErrors.imageUnreadable(error);
+    }
+  };
+}
+
+/** Multipart parsing for the upload route only: the file goes straight to a temporary name in the upload dir. */
+function multipartBody({ uploadDir, maxBytes }: ImageOptions): Middleware {
+  const parse = koaBody({
+    multipart: true,
+    json: false,
+    urlencoded: false,
+    text: false,
+    formidable: {
+      uploadDir,
+      maxFileSize: maxBytes,
+      maxTotalFileSize: maxBytes,
+      maxFields: 20,
+      maxFieldsSize: 64 * 1024,
+      allowEmptyFiles: true,
+      minFileSize: 0,
+      // Only the `file` field is written to disk; other file fields are dropped unread.
+      filter: (part) => part.name === 'file',
+      filename: () => `.upload-${randomUUID()}.part`,
+    },
+    onError: (error) => {
+      const status = (error as { httpCode?: number }).httpCode;
+      if (status === 413) throw reviewErrors.uploadTooLarge(maxBytes);
+      if (status !== undefined && status >= 400 && status < 500) throw reviewErrors.malformedUpload(error);
+      throw reviewErrors.uploadFailed(error);
+    },
+  });
+  return async (ctx: Context, next: Next) => {
+    const declared = Number(ctx.get('content-length') || 0);
+    // Refuse at once what cannot fit, before reading a byte of it.
+    if (declared > maxBytes + MULTIPART_OVERHEAD_BYTES) throw reviewErrors.uploadTooLarge(maxBytes);
+    try {
+      await mkdir(uploadDir, { recursive: true, mode: 0o700 });
+    } catch (error) {
+      throw reviewErrors.uploadFailed(error);
+    }
+    await parse(ctx, next);
+  };
+}
+
+function uploadedFiles(ctx: Context): File[] {
+  const files = ctx.request.files ?? {};
+  return Object.values(files).flatMap((entry) => (Array.isArray(entry) ? entry : [entry]));
+}
+
+/**
+ * `POST /api/upload` (multipart, field `file`): checks the type by its magic
+ * bytes and stores it as `<uploadDir>/<uuid>.<ext>` → `{path}`. The file is
+ * written under a temporary name first and renamed once accepted, so a
+ * refused or broken upload leaves nothing behind.
+ */
+export function uploadImage(options: ImageOptions): Middleware[] {
+  const store: Middleware = async (ctx: Context) => {
+    const files = uploadedFiles(ctx);
+    const [file, ...extra] = files;
+    await Promise.all(extra.map((f) => unlink(f.filepath).catch(() => undefined)));
+    if (!file) throw reviewErrors.noFile();
+    try {
+      let type: { ext: string } | undefined;
+      const handle = await open(file.filepath, 'r');
+      try {
+        type = await sniffImage(handle);
+      } finally {
+        await handle.close();
+      }
+      if (!type) throw reviewErrors.notAnImage();
+      const stored = path.join(options.uploadDir, `${randomUUID()}.${type.ext}`);
+      await rename(file.filepath, stored);
+      options.log.info({ path: stored, bytes: file.size }, 'image uploaded');
+      ctx.body = { path: stored };
+    } catch (error) {
+      await unlink(file.filepath).catch(() => undefined);
+      if (error instanceof HttpError) throw error;
+      throw reviewErrors.uploadFailed(error);
+    }
+  };
+  return [multipartBody(options), store];
+}

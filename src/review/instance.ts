@@ -1,0 +1,165 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, rename, unlink, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import path from 'node:path';
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import type { Logger } from 'pino';
+import { SIGNAL_EXIT_CODES, type CommandContext } from '../command.ts';
+import type { ReviewConfig } from '../config/review.ts';
+import { close, listen } from '../http/server.ts';
+import { createReviewApp } from './app.ts';
+import { reviewErrors } from './errors.ts';
+
+/**
+ * The one decision of a review. Routes call `decide()`; the instance waits on
+ * `decided`. Only one decision is ever accepted: while one is being recorded
+ * (e.g. its plan being saved) and after it, further attempts get 409.
+ */
+export class DecisionGate<D> {
+  #state: 'open' | 'recording' | 'closed' = 'open';
+  #resolve!: (decision: D) => void;
+  /** Resolves with the decision once the deciding response has been sent. */
+  readonly decided: Promise<D> = new Promise<D>((resolve) => {
+    this.#resolve = resolve;
+  });
+
+  get isOpen(): boolean {
+    return this.#state === 'open';
+  }
+
+  /**
+   * Holds the decision slot while `record` runs (validate the body before
+   * calling this). When `record` throws, the slot is free again and the
+   * error is the answer: the review keeps waiting. When it resolves, `body`
+   * is the response, and the decision is delivered once that response is out.
+   */
+  async decide(ctx: Context, record: () => Promise<{ body: unknown; decision: D }>): Promise<void> {
+    if (this.#state !== 'open') throw reviewErrors.alreadyDecided();
+    this.#state = 'recording';
+    let result: { body: unknown; decision: D };
+    try {
+      result = await record();
+    } catch (error) {
+      this.#state = 'open';
+      throw error;
+    }
+    this.#state = 'closed';
+    ctx.body = result.body;
+    // 'close' fires once the response is written, or when the client went away: the decision stands either way.
+    ctx.res.once('close', () => this.#resolve(result.decision));
+  }
+
+  /** Ends the review with `decision` unless one is already made or being recorded. */
+  close(decision: D): boolean {
+    if (this.#state !== 'open') return false;
+    this.#state = 'closed';
+    this.#resolve(decision);
+    return true;
+  }
+}
+
+/** How a review kind turns its decision into output. */
+export interface DecisionCodec<D> {
+  /** The decision recorded when `timeoutMs` runs out. */
+  timeout(): D;
+  /** The JSON value written as one line on stdout and to --decision-file. */
+  encode(decision: D): unknown;
+  /** The process exit code for this decision. */
+  exitCode(decision: D): number;
+}
+
+export interface ReviewOptions<D> {
+  config: ReviewConfig;
+  /** stdout (the decision line), stderr (the URL line) and shutdown (SIGINT/SIGTERM). */
+  io: Pick<CommandContext, 'stdout' | 'stderr' | 'shutdown'>;
+  log: Logger;
+  /** Shown in the URL line, e.g. `Plan review`. */
+  title: string;
+  /** The kind's routes; handlers end the review through `gate.decide(...)`. */
+  routes: (gate: DecisionGate<D>) => Router;
+  codec: DecisionCodec<D>;
+  /** The single-page document; the built web UI by default. */
+  document?: () => string;
+  /** Called with the review URL once listening (tests use it to find a random port). */
+  onListening?: (url: string) => void;
+}
+
+/** Writes `content` to `file` through a temporary sibling and a rename, so readers never see half a file. */
+export async function writeFileAtomic(file: string, content: string): Promise<void> {
+  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+  try {
+    await writeFile(temp, content, { flag: 'wx' });
+    await rename(temp, file);
+  } catch (error) {
+    await unlink(temp).catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * Local mode opens the review in the reviewer's browser: `BROWSER` (a
+ * command; `%s` stands for the URL, else it is appended), else xdg-open/open.
+ * A browser that fails to start is only a log line: the URL is on stderr.
+ */
+export function openBrowser(url: string, browser: string, log: Logger): void {
+  const words = browser.trim() ? browser.trim().split(/\s+/) : [process.platform === 'darwin' ? 'open' : 'xdg-open'];
+  const args = words.slice(1).some((w) => w.includes('%s')) ? words.slice(1).map((w) => w.replaceAll('%s', url)) : [...words.slice(1), url];
+  const command = words[0] as string;
+  try {
+    const child = spawn(command, args, { stdio: 'ignore', detached: true });
+    child.on('error', (error) => log.warn({ err: error, command }, 'could not open the browser; open the review URL yourself'));
+    child.unref();
+  } catch (error) {
+    log.warn({ err: error, command }, 'could not open the browser; open the review URL yourself');
+  }
+}
+
+function writeLine(stream: CommandContext['stdout'], line: string): Promise<void> {
+  return new Promise((resolve, reject) => stream.write(`${line}\n`, (error) => (error ? reject(error) : resolve())));
+}
+
+/**
+ * The lifecycle both review kinds share: bind (5 retries 500 ms apart, then
+ * `Port <PORT> in use after 5 retries`), print the URL on stderr, open the
+ * browser in local mode, then wait for the decision, the timeout or a signal.
+ * The decision becomes one JSON line on stdout and, atomically, the
+ * --decision-file; then the listener closes and the exit code is resolved.
+ * A signal ends with 130/143 and nothing written.
+ */
+export async function runReview<D>(options: ReviewOptions<D>): Promise<number> {
+  const { config, io, log, codec } = options;
+  if (io.shutdown.aborted) return SIGNAL_EXIT_CODES[String(io.shutdown.reason)] ?? 1;
+  // Fail before serving if the decision file can never be written.
+  if (config.decisionFile) await mkdir(path.dirname(config.decisionFile), { recursive: true });
+
+  const gate = new DecisionGate<D>();
+  const app = createReviewApp({ config, log, routes: options.routes(gate), document: options.document });
+  const server = createServer(app.callback());
+  const address = await listen(server, { port: config.port, host: config.host });
+  const url = `http://localhost:${address.port}/`;
+  io.stderr.write(`${options.title}: ${url}\n`);
+  log.info({ url, host: config.host, port: address.port, remote: config.remote }, 'review server listening');
+  if (!config.remote) openBrowser(url, config.browser, log);
+  options.onListening?.(url);
+
+  const timer = config.timeoutMs === null ? undefined : setTimeout(() => gate.close(codec.timeout()), config.timeoutMs);
+  const signalled = new Promise<null>((resolve) => io.shutdown.addEventListener('abort', () => resolve(null), { once: true }));
+  try {
+    const outcome = await Promise.race([gate.decided.then((decision) => ({ decision })), signalled]);
+    if (outcome === null) {
+      log.info({ signal: String(io.shutdown.reason) }, 'review ended by a signal; no decision written');
+      return SIGNAL_EXIT_CODES[String(io.shutdown.reason)] ?? 1;
+    }
+    const { decision } = outcome;
+    const line = JSON.stringify(codec.encode(decision));
+    await writeLine(io.stdout, line);
+    if (config.decisionFile) await writeFileAtomic(config.decisionFile, `${line}\n`);
+    log.info({ exitCode: codec.exitCode(decision) }, 'review decided');
+    return codec.exitCode(decision);
+  } finally {
+    clearTimeout(timer);
+    await close(server);
+  }
+}

@@ -1,0 +1,59 @@
+import { realpath } from 'node:fs/promises';
+import path from 'node:path';
+
+/** True when `child` is `parent` or lies below it (both absolute and normalised). */
+export function isInside(child: string, parent: string): boolean {
+  const relative = path.relative(parent, child);
+  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+}
+
+/** realpath, or the plain resolved path when it does not exist (yet). */
+async function realOrResolved(p: string): Promise<string> {
+  try {
+    return await realpath(p);
+  } catch {
+    return path.resolve(p);
+  }
+}
+
+/**
+ * Where `target` really lands: the realpath of its deepest existing ancestor
+ * plus the segments that do not exist yet (which cannot be symlinks), so a
+ * folder that is about to be created is judged by where it will be created.
+ */
+export async function realTarget(target: string): Promise<string> {
+  const missing: string[] = [];
+  let current = path.resolve(target);
+  for (;;) {
+    try {
+      return path.join(await realpath(current), ...missing.reverse());
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error;
+      const parent = path.dirname(current);
+      if (parent === current) return path.resolve(target);
+      missing.push(path.basename(current));
+      current = parent;
+    }
+  }
+}
+
+/**
+ * The real location of `target` when it is inside one of `roots` (roots are
+ * compared by their own realpath too, so `/tmp` → `/private/tmp` still
+ * matches), else null. `..` and symlinks cannot escape: both are resolved first.
+ */
+export async function resolveInsideRoots(target: string, roots: readonly string[]): Promise<string | null> {
+  const real = await realTarget(target);
+  for (const root of roots) {
+    if (isInside(real, await realOrResolved(root))) return real;
+  }
+  return null;
+}
+
+/** Expands a leading `~` and resolves relative paths against `base`. */
+export function userPath(p: string, { home, base }: { home: string; base: string }): string {
+  if (p === '~') return home;
+  if (p.startsWith('~/')) return path.join(home, p.slice(2));
+  return path.resolve(base, p);
+}
