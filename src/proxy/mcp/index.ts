@@ -1,0 +1,64 @@
+import type { Context, Middleware, Next } from 'koa';
+import { Agent } from 'undici';
+import type { McpServers } from '../../config/mcp.ts';
+import { errorHandler, renderPlainError } from '../../http/middleware.ts';
+import type { Logger } from '../../log.ts';
+import { mcpErrors } from './errors.ts';
+import { relayRemote } from './remote.ts';
+import { StdioBridge } from './stdio.ts';
+
+export interface McpRoutesOptions {
+  /** The command's env: stdio children get its PATH and HOME. */
+  env: NodeJS.ProcessEnv;
+  log: Logger;
+  /** Largest accepted request body (the proxy's `max_body_bytes`). */
+  maxBodyBytes?: number;
+}
+
+/** Koa middleware serving `/mcp/<name>/mcp`, with the hook that ends child processes at shutdown. */
+export type McpGateway = Middleware & { close(): Promise<void> };
+
+const PATH = /^\/mcp\/([^/]+)\/mcp$/;
+const METHODS = new Set(['GET', 'POST', 'DELETE']);
+
+/**
+ * The MCP gateway: every server under `proxy.mcp.servers` at
+ * `/mcp/<name>/mcp`, any other name 404. Mount it after authentication; it
+ * writes its own `{"error": …}` answers. `servers` is what resolveMcpServers
+ * made of the configuration (credentials already read from the env).
+ */
+export function mcpRoutes(servers: McpServers, { env, log, maxBodyBytes = 50 * 1024 * 1024 }: McpRoutesOptions): McpGateway {
+  // Remote MCP servers get their own pool: long-lived SSE streams must not queue LLM requests.
+  const dispatcher = new Agent({ keepAliveTimeout: 30_000 });
+  const handlers = new Map<string, (ctx: Context) => Promise<void>>();
+  const bridges: StdioBridge[] = [];
+  for (const [name, server] of Object.entries(servers)) {
+    if (server.kind === 'remote') {
+      handlers.set(name, (ctx) => relayRemote(ctx, name, server, { dispatcher, log, maxBodyBytes }));
+    } else {
+      const bridge = new StdioBridge(name, server, { env, log, maxBodyBytes });
+      bridges.push(bridge);
+      handlers.set(name, (ctx) => bridge.handle(ctx));
+    }
+  }
+
+  const errors = errorHandler(renderPlainError, log);
+  const route = async (ctx: Context) => {
+    const name = PATH.exec(ctx.path)?.[1] ?? '';
+    const handler = handlers.get(name);
+    if (!handler) throw mcpErrors.notConfigured(name);
+    if (!METHODS.has(ctx.method)) throw mcpErrors.methodNotAllowed();
+    await handler(ctx);
+  };
+
+  const middleware = (async (ctx: Context, next: Next) => {
+    if (!PATH.test(ctx.path)) return next();
+    await errors(ctx, () => route(ctx));
+  }) as McpGateway;
+  middleware.close = async () => {
+    await Promise.all(bridges.map((bridge) => bridge.close()));
+    // Open SSE relays would hold close() forever; the server's own grace period has passed by now.
+    await dispatcher.destroy();
+  };
+  return middleware;
+}

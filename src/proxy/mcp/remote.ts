@@ -1,0 +1,91 @@
+import type { Context } from 'koa';
+import { errors as undiciErrors, request, type Dispatcher } from 'undici';
+import type { Logger } from '../../log.ts';
+import type { RemoteMcpServer } from '../../config/mcp.ts';
+import { readBody } from '../body.ts';
+import { mcpErrors } from './errors.ts';
+
+/**
+ * The only client headers a remote MCP server gets. An allow-list rather than
+ * a deny-list: the client's proxy key (authorization, x-api-key,
+ * x-goog-api-key, ?key=), cookies and hop-by-hop headers never leave.
+ */
+const REQUEST_HEADERS = ['accept', 'content-type', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id', 'user-agent'] as const;
+
+/**
+ * The upstream headers a client gets back. `www-authenticate` stays behind:
+ * the client authenticated with the proxy, an upstream challenge is ours to handle.
+ */
+const RESPONSE_HEADERS = ['content-type', 'cache-control', 'mcp-session-id', 'mcp-protocol-version', 'retry-after', 'allow'] as const;
+
+export interface RemoteOptions {
+  dispatcher: Dispatcher;
+  log: Logger;
+  maxBodyBytes: number;
+}
+
+function upstreamHeaders(ctx: Context, server: RemoteMcpServer): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of REQUEST_HEADERS) {
+    const value = ctx.get(name);
+    if (value) headers[name] = value;
+  }
+  // Configured headers last: the credential always wins over anything the client sent.
+  return { ...headers, ...server.headers };
+}
+
+function classify(name: string, server: RemoteMcpServer, error: unknown) {
+  if (error instanceof undiciErrors.HeadersTimeoutError) return mcpErrors.timeout(name, server.timeoutMs);
+  return mcpErrors.unreachable(name, error);
+}
+
+/**
+ * Relays one Streamable HTTP request to a remote MCP server. The response
+ * body is piped as it arrives, so SSE events reach the client one by one; a
+ * client that goes away destroys the pipe and with it the upstream request.
+ */
+export async function relayRemote(ctx: Context, name: string, server: RemoteMcpServer, { dispatcher, log, maxBodyBytes }: RemoteOptions): Promise<void> {
+  const body = ctx.method === 'POST' ? await readBody(ctx.req, maxBodyBytes) : undefined;
+  const abort = new AbortController();
+  const onClose = () => {
+    if (!ctx.res.writableFinished) abort.abort();
+  };
+  ctx.res.once('close', onClose);
+  let upstream: Dispatcher.ResponseData;
+  try {
+    upstream = await request(server.url, {
+      dispatcher,
+      method: ctx.method as Dispatcher.HttpMethod,
+      headers: upstreamHeaders(ctx, server),
+      body,
+      signal: abort.signal,
+      headersTimeout: server.timeoutMs,
+      // An SSE stream may stay quiet for as long as the session lives.
+      bodyTimeout: 0,
+    });
+  } catch (error) {
+    ctx.res.off('close', onClose);
+    if (abort.signal.aborted) return;
+    throw classify(name, server, error);
+  }
+  if (upstream.statusCode === 401 || upstream.statusCode === 403) {
+    upstream.body.destroy();
+    ctx.res.off('close', onClose);
+    throw mcpErrors.rejectedCredentials(name, upstream.statusCode);
+  }
+  ctx.status = upstream.statusCode;
+  for (const header of RESPONSE_HEADERS) {
+    const value = upstream.headers[header];
+    if (value !== undefined) ctx.set(header, value);
+  }
+  if (String(upstream.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+    // Stop Koa and any reverse proxy in front of us from holding events back.
+    ctx.set('x-accel-buffering', 'no');
+    ctx.req.socket.setNoDelay(true);
+  }
+  upstream.body.once('end', () => ctx.res.off('close', onClose));
+  upstream.body.on('error', (error) => {
+    if (!abort.signal.aborted) log.warn({ mcp_server: name, err: error }, `MCP server "${name}" broke off its response`);
+  });
+  ctx.body = upstream.body;
+}
