@@ -1,0 +1,488 @@
+/** Gemini generateContent / streamGenerateContent ⇄ the internal form. */
+import {
+  TranslateError,
+  type Adapter, type Conversation, type JsonObject, type Message, type ModelResponse, type Part, type StopReason,
+  type StreamDecoder, type StreamEncoder, type StreamEvent, type ToolChoice, type ToolDef, type Usage,
+} from './model.ts';
+import {
+  argsObject, argsText, arr, compact, contentText, geminiSchema, isObject, newId, obj, optNum, optStr,
+  parseJsonData, pushMessage, SseParser, stopList, str, toolNames,
+} from './wire.ts';
+
+const FINISH_IN: Record<string, StopReason> = {
+  STOP: 'end', MAX_TOKENS: 'max_tokens', SAFETY: 'content_filter', RECITATION: 'content_filter', BLOCKLIST: 'content_filter',
+  PROHIBITED_CONTENT: 'content_filter', SPII: 'content_filter', IMAGE_SAFETY: 'content_filter',
+};
+const FINISH_OUT: Record<StopReason, string> = {
+  end: 'STOP', stop_sequence: 'STOP', tool_use: 'STOP', max_tokens: 'MAX_TOKENS', content_filter: 'SAFETY',
+};
+
+/**
+ * Gemini documents this value for function calls that reach it without a
+ * signature it issued (history from another model), so validation skips them.
+ */
+export const SKIP_SIGNATURE = 'skip_thought_signature_validator';
+
+/** Gemini schemas (OpenAPI subset, upper-case types) → JSON Schema for the other wires. */
+export function jsonSchemaOf(schema: unknown): JsonObject {
+  if (!isObject(schema)) return {};
+  const out: JsonObject = {};
+  for (const [k, v] of Object.entries(schema)) {
+    if (k === 'type' && typeof v === 'string') out.type = v.toLowerCase();
+    else if (k === 'properties' && isObject(v)) out.properties = Object.fromEntries(Object.entries(v).map(([n, s]) => [n, jsonSchemaOf(s)]));
+    else if (k === 'items') out.items = jsonSchemaOf(v);
+    else if (k === 'anyOf' && Array.isArray(v)) out.anyOf = v.map(jsonSchemaOf);
+    else if (k === 'nullable' || k === 'propertyOrdering') continue;
+    else out[k] = v;
+  }
+  if (schema.nullable === true && typeof out.type === 'string') out.type = [out.type, 'null'];
+  return out;
+}
+
+/** Pairs function responses with the calls before them: by id, else by name in call order. */
+class CallIds {
+  private readonly pending: { id: string; name: string }[] = [];
+  private readonly generate: (turn: number, index: number) => string;
+
+  constructor(generate = (turn: number, index: number) => `call_${turn}_${index}`) {
+    this.generate = generate;
+  }
+
+  call(id: unknown, name: string, turn: number, index: number): string {
+    const callId = typeof id === 'string' && id !== '' ? id : this.generate(turn, index);
+    this.pending.push({ id: callId, name });
+    return callId;
+  }
+
+  result(id: unknown, name: string): string {
+    let at = typeof id === 'string' ? this.pending.findIndex((p) => p.id === id) : -1;
+    if (at < 0) at = this.pending.findIndex((p) => p.name === name);
+    const [match] = at < 0 ? [] : this.pending.splice(at, 1);
+    if (match) return match.id;
+    return typeof id === 'string' && id !== '' ? id : `call_unmatched_${name}`;
+  }
+}
+
+function decodeParts(raw: unknown, what: string, ids: CallIds, turn: number): Part[] {
+  const parts: Part[] = [];
+  arr(raw, what).forEach((rp, i) => {
+    const p = obj(rp, `${what}[${i}]`);
+    const at = `${what}[${i}]`;
+    const signature = optStr(p.thoughtSignature, `${at}.thoughtSignature`);
+    if (p.thought === true) {
+      parts.push(compact({ type: 'reasoning' as const, text: optStr(p.text, `${at}.text`) ?? '', provider: 'gemini' as const, signature }));
+      return;
+    }
+    if (isObject(p.functionCall)) {
+      const name = str(p.functionCall.name, `${at}.functionCall.name`);
+      parts.push(compact({ type: 'tool_call' as const, id: ids.call(p.functionCall.id, name, turn, i), name, arguments: argsText(p.functionCall.args), signature }));
+      return;
+    }
+    // A signature on a text part is kept as an empty reasoning part before it.
+    if (signature !== undefined) parts.push({ type: 'reasoning', text: '', provider: 'gemini', signature });
+    if (typeof p.text === 'string') {
+      if (p.text !== '') parts.push({ type: 'text', text: p.text });
+    } else if (isObject(p.inlineData)) {
+      parts.push({ type: 'image', source: { kind: 'base64', mime: str(p.inlineData.mimeType, `${at}.inlineData.mimeType`), data: str(p.inlineData.data, `${at}.inlineData.data`) } });
+    } else if (isObject(p.fileData)) {
+      parts.push({ type: 'image', source: compact({ kind: 'url' as const, url: str(p.fileData.fileUri, `${at}.fileData.fileUri`), mime: optStr(p.fileData.mimeType, `${at}.fileData.mimeType`) }) });
+    } else if (isObject(p.functionResponse)) {
+      const name = str(p.functionResponse.name, `${at}.functionResponse.name`);
+      const response = isObject(p.functionResponse.response) ? p.functionResponse.response : {};
+      parts.push({ type: 'tool_result', callId: ids.result(p.functionResponse.id, name), name, content: [{ type: 'text', text: resultText(response) }], isError: 'error' in response && !('output' in response) });
+    }
+  });
+  return parts;
+}
+
+/** Gemini's documented convention is `{output}` or `{error}`; anything else travels as JSON. */
+function resultText(response: JsonObject): string {
+  const v = 'output' in response ? response.output : 'error' in response ? response.error : response;
+  return typeof v === 'string' ? v : JSON.stringify(v);
+}
+
+function decodeToolChoice(config: unknown): ToolChoice | undefined {
+  const fc = isObject(config) && isObject(config.functionCallingConfig) ? config.functionCallingConfig : undefined;
+  if (!fc) return undefined;
+  const names = Array.isArray(fc.allowedFunctionNames) ? fc.allowedFunctionNames : [];
+  if (fc.mode === 'NONE') return 'none';
+  if (fc.mode === 'ANY' || fc.mode === 'VALIDATED') return names.length === 1 && typeof names[0] === 'string' ? { name: names[0] } : 'required';
+  return 'auto';
+}
+
+export function decodeRequest(body: JsonObject, ctx: { model?: string; stream?: boolean; sse?: boolean }): Conversation {
+  const ids = new CallIds();
+  const messages: Message[] = [];
+  arr(body.contents, 'contents').forEach((rc, i) => {
+    const c = obj(rc, `contents[${i}]`);
+    pushMessage(messages, c.role === 'model' ? 'assistant' : 'user', decodeParts(c.parts, `contents[${i}].parts`, ids, i));
+  });
+  const si = body.systemInstruction ?? body.system_instruction;
+  const system = si === undefined || si === null ? undefined
+    : typeof si === 'string' ? si : contentText(decodeParts(obj(si, 'systemInstruction').parts, 'systemInstruction.parts', ids, -1));
+  const tools: ToolDef[] = [];
+  arr(body.tools, 'tools').forEach((rt, i) => {
+    const t = obj(rt, `tools[${i}]`);
+    arr(t.functionDeclarations, `tools[${i}].functionDeclarations`).forEach((rd, j) => {
+      const d = obj(rd, `tools[${i}].functionDeclarations[${j}]`);
+      const parameters = isObject(d.parametersJsonSchema) ? d.parametersJsonSchema : jsonSchemaOf(d.parameters ?? { type: 'object', properties: {} });
+      tools.push(compact({ name: str(d.name, `tools[${i}].functionDeclarations[${j}].name`), description: optStr(d.description, 'description'), parameters }));
+    });
+  });
+  const gc = isObject(body.generationConfig) ? body.generationConfig : {};
+  const thinking = isObject(gc.thinkingConfig) ? gc.thinkingConfig : undefined;
+  const budget = thinking ? optNum(thinking.thinkingBudget, 'generationConfig.thinkingConfig.thinkingBudget') : undefined;
+  const level = thinking ? optStr(thinking.thinkingLevel, 'generationConfig.thinkingConfig.thinkingLevel')?.toLowerCase() : undefined;
+  const schema = gc.responseJsonSchema ?? gc.responseSchema;
+  const model = ctx.model ?? optStr(body.model, 'model');
+  if (model === undefined) throw new TranslateError('model is required');
+  return compact<Conversation>({
+    model,
+    system,
+    messages,
+    stream: ctx.stream === true,
+    sse: ctx.sse,
+    maxTokens: optNum(gc.maxOutputTokens, 'generationConfig.maxOutputTokens'),
+    temperature: optNum(gc.temperature, 'generationConfig.temperature'),
+    topP: optNum(gc.topP, 'generationConfig.topP'),
+    topK: optNum(gc.topK, 'generationConfig.topK'),
+    stop: stopList(gc.stopSequences, 'generationConfig.stopSequences'),
+    tools: tools.length > 0 ? tools : undefined,
+    toolChoice: decodeToolChoice(body.toolConfig),
+    responseFormat: gc.responseMimeType === 'application/json'
+      ? isObject(schema) ? { type: 'json_schema', name: 'response', schema: gc.responseJsonSchema ? schema : jsonSchemaOf(schema) } : { type: 'json_object' }
+      : undefined,
+    reasoning: thinking === undefined || budget === 0 ? undefined
+      : compact({ enabled: true, budgetTokens: budget !== undefined && budget > 0 ? budget : undefined, effort: level === 'low' || level === 'medium' || level === 'high' ? (level as 'low') : undefined }),
+  });
+}
+
+function encodePart(p: Part, names: Map<string, string>, signature: string | undefined): JsonObject | undefined {
+  switch (p.type) {
+    case 'text': return p.text === '' ? undefined : compact({ text: p.text, thoughtSignature: signature });
+    case 'image': {
+      const s = p.source;
+      return compact({ ...(s.kind === 'base64' ? { inlineData: { mimeType: s.mime, data: s.data } } : { fileData: compact({ mimeType: s.mime, fileUri: s.url }) }), thoughtSignature: signature });
+    }
+    case 'tool_call':
+      return { functionCall: { name: p.name, args: argsObject(p.arguments) }, thoughtSignature: p.signature ?? signature ?? SKIP_SIGNATURE };
+    case 'tool_result': {
+      const text = contentText(p.content);
+      return { functionResponse: { name: p.name ?? names.get(p.callId) ?? p.callId, response: p.isError ? { error: text } : { output: text } } };
+    }
+    case 'reasoning':
+      return undefined;
+  }
+}
+
+function encodeContents(messages: readonly Message[]): JsonObject[] {
+  const names = toolNames(messages);
+  const contents: JsonObject[] = [];
+  for (const m of messages) {
+    const parts: JsonObject[] = [];
+    let pending: string | undefined;
+    for (const p of m.parts) {
+      if (p.type === 'reasoning') {
+        // Gemini only takes back its own thoughts; their signature rides on the part that follows.
+        if (p.provider !== 'gemini') continue;
+        if (p.text !== '') parts.push(compact({ text: p.text, thought: true, thoughtSignature: p.signature }));
+        else pending = p.signature ?? pending;
+        continue;
+      }
+      const encoded = encodePart(p, names, pending);
+      if (encoded) {
+        parts.push(encoded);
+        pending = undefined;
+      }
+      // Images in tool results travel as their own parts after the response.
+      if (p.type === 'tool_result') {
+        for (const c of p.content) {
+          const image = c.type === 'image' ? encodePart(c, names, undefined) : undefined;
+          if (image) parts.push(image);
+        }
+      }
+    }
+    if (parts.length > 0) contents.push({ role: m.role === 'assistant' ? 'model' : 'user', parts });
+  }
+  return contents;
+}
+
+function budgetOf(reasoning: NonNullable<Conversation['reasoning']>): number {
+  if (reasoning.budgetTokens !== undefined) return reasoning.budgetTokens;
+  return reasoning.effort === 'minimal' || reasoning.effort === 'low' ? 1024 : reasoning.effort === 'high' ? 24576 : 8192;
+}
+
+export function encodeRequest(conv: Conversation): JsonObject {
+  const rf = conv.responseFormat;
+  const tc = conv.toolChoice;
+  return compact({
+    contents: encodeContents(conv.messages),
+    systemInstruction: conv.system === undefined ? undefined : { parts: [{ text: conv.system }] },
+    tools: conv.tools && conv.tools.length > 0
+      ? [{ functionDeclarations: conv.tools.map((t) => compact({ name: t.name, description: t.description, parameters: geminiSchema(t.parameters) })) }]
+      : undefined,
+    toolConfig: tc === undefined ? undefined : {
+      functionCallingConfig: typeof tc === 'object' ? { mode: 'ANY', allowedFunctionNames: [tc.name] } : { mode: tc === 'required' ? 'ANY' : tc === 'none' ? 'NONE' : 'AUTO' },
+    },
+    generationConfig: compact({
+      maxOutputTokens: conv.maxTokens,
+      temperature: conv.temperature,
+      topP: conv.topP,
+      topK: conv.topK,
+      stopSequences: conv.stop,
+      responseMimeType: rf === undefined || rf.type === 'text' ? undefined : 'application/json',
+      responseSchema: rf?.type === 'json_schema' ? geminiSchema(rf.schema) : undefined,
+      thinkingConfig: conv.reasoning?.enabled ? { thinkingBudget: budgetOf(conv.reasoning), includeThoughts: true } : undefined,
+    }),
+  });
+}
+
+function decodeUsage(u: unknown): Usage {
+  const usage = isObject(u) ? u : {};
+  const num = (v: unknown) => (typeof v === 'number' ? v : 0);
+  const thoughts = num(usage.thoughtsTokenCount);
+  const cached = num(usage.cachedContentTokenCount);
+  return compact<Usage>({
+    input: num(usage.promptTokenCount),
+    output: num(usage.candidatesTokenCount) + thoughts,
+    cacheRead: cached > 0 ? cached : undefined,
+    reasoning: thoughts > 0 ? thoughts : undefined,
+  });
+}
+
+function encodeUsage(u: Usage): JsonObject {
+  return compact({
+    promptTokenCount: u.input,
+    candidatesTokenCount: u.output - (u.reasoning ?? 0),
+    totalTokenCount: u.input + u.output,
+    thoughtsTokenCount: u.reasoning,
+    cachedContentTokenCount: u.cacheRead,
+  });
+}
+
+/** Generated ids are deterministic per response, so a retried decode names calls the same way. */
+function callId(responseId: string, index: number): string {
+  return `call_${responseId}_${index}`;
+}
+
+export function decodeResponse(body: JsonObject): ModelResponse {
+  const id = typeof body.responseId === 'string' ? body.responseId : newId('');
+  const candidate = Array.isArray(body.candidates) && isObject(body.candidates[0]) ? body.candidates[0] : {};
+  const content = isObject(candidate.content) ? candidate.content : {};
+  const parts = decodeParts(content.parts, 'candidates[0].content.parts', new CallIds((_, i) => callId(id, i)), 0)
+    .filter((p): p is ModelResponse['parts'][number] => p.type === 'text' || p.type === 'reasoning' || p.type === 'tool_call');
+  const hasCalls = parts.some((p) => p.type === 'tool_call');
+  const finish = String(candidate.finishReason ?? 'STOP');
+  return {
+    id,
+    model: typeof body.modelVersion === 'string' ? body.modelVersion : '',
+    parts,
+    stopReason: hasCalls && finish === 'STOP' ? 'tool_use' : FINISH_IN[finish] ?? 'end',
+    usage: decodeUsage(body.usageMetadata),
+  };
+}
+
+function encodeResponseParts(parts: ModelResponse['parts']): JsonObject[] {
+  const out: JsonObject[] = [];
+  let pending: string | undefined;
+  for (const p of parts) {
+    if (p.type === 'reasoning') {
+      const signature = p.provider === 'gemini' ? p.signature : undefined;
+      if (p.text !== '') out.push(compact({ text: p.text, thought: true, thoughtSignature: signature }));
+      else pending = signature;
+    } else if (p.type === 'text') {
+      out.push(compact({ text: p.text, thoughtSignature: pending }));
+      pending = undefined;
+    } else {
+      out.push(compact({ functionCall: { id: p.id, name: p.name, args: argsObject(p.arguments) }, thoughtSignature: p.signature ?? pending }));
+      pending = undefined;
+    }
+  }
+  return out;
+}
+
+export function encodeResponse(res: ModelResponse, conv: Conversation): JsonObject {
+  const parts = encodeResponseParts(res.parts);
+  return {
+    candidates: [{ content: { role: 'model', parts: parts.length > 0 ? parts : [{ text: '' }] }, finishReason: FINISH_OUT[res.stopReason], index: 0 }],
+    usageMetadata: encodeUsage(res.usage),
+    modelVersion: conv.model,
+    responseId: res.id,
+  };
+}
+
+class GeminiStreamDecoder implements StreamDecoder {
+  private readonly sse = new SseParser();
+  private started = false;
+  private id = '';
+  private tools = 0;
+  private finish: string | undefined;
+  private usage: Usage | undefined;
+  private done = false;
+
+  push(chunk: string): StreamEvent[] {
+    const out: StreamEvent[] = [];
+    for (const frame of this.sse.push(chunk)) this.frame(frame.data, out);
+    return out;
+  }
+
+  end(): StreamEvent[] {
+    const out: StreamEvent[] = [];
+    for (const frame of this.sse.flush()) this.frame(frame.data, out);
+    if (!this.done) {
+      if (this.finish === undefined) {
+        out.push({ type: 'error', status: 502, message: 'Upstream stream ended before the response was complete' });
+      } else {
+        if (this.usage) out.push({ type: 'usage', usage: this.usage });
+        out.push({ type: 'stop', reason: this.tools > 0 && this.finish === 'STOP' ? 'tool_use' : FINISH_IN[this.finish] ?? 'end' });
+      }
+    }
+    this.done = true;
+    return out;
+  }
+
+  private frame(data: string, out: StreamEvent[]): void {
+    if (this.done) return;
+    const chunk = parseJsonData(data);
+    if (!chunk) return;
+    if (isObject(chunk.error)) {
+      this.done = true;
+      out.push({ type: 'error', status: typeof chunk.error.code === 'number' ? chunk.error.code : 500, message: String(chunk.error.message ?? 'Upstream error') });
+      return;
+    }
+    if (!this.started) {
+      this.started = true;
+      this.id = typeof chunk.responseId === 'string' ? chunk.responseId : newId('');
+      out.push({ type: 'start', id: this.id, model: String(chunk.modelVersion ?? ''), provider: 'gemini' });
+    }
+    if (isObject(chunk.usageMetadata)) this.usage = decodeUsage(chunk.usageMetadata);
+    const candidate = Array.isArray(chunk.candidates) && isObject(chunk.candidates[0]) ? chunk.candidates[0] : undefined;
+    if (!candidate) return;
+    const content = isObject(candidate.content) ? candidate.content : {};
+    for (const rp of Array.isArray(content.parts) ? content.parts : []) {
+      if (!isObject(rp)) continue;
+      const signature = typeof rp.thoughtSignature === 'string' ? rp.thoughtSignature : undefined;
+      if (isObject(rp.functionCall)) {
+        const index = this.tools++;
+        const id = typeof rp.functionCall.id === 'string' && rp.functionCall.id !== '' ? rp.functionCall.id : callId(this.id, index);
+        out.push(compact({ type: 'tool_start' as const, index, id, name: String(rp.functionCall.name ?? ''), signature }));
+        out.push({ type: 'tool_args', index, delta: argsText(rp.functionCall.args) });
+      } else if (rp.thought === true) {
+        out.push(compact({ type: 'reasoning' as const, text: typeof rp.text === 'string' ? rp.text : '', signature }));
+      } else {
+        if (signature !== undefined) out.push({ type: 'reasoning', text: '', signature });
+        if (typeof rp.text === 'string' && rp.text !== '') out.push({ type: 'text', text: rp.text });
+      }
+    }
+    if (typeof candidate.finishReason === 'string') this.finish = candidate.finishReason;
+  }
+}
+
+/**
+ * Gemini sends whole function calls, so tool calls are held until complete.
+ * Text goes out chunk by chunk; the last chunk carries finishReason and usage.
+ */
+class GeminiStreamEncoder implements StreamEncoder {
+  private readonly conv: Conversation;
+  private id = newId('');
+  private provider = 'gemini';
+  private pendingSignature: string | undefined;
+  private readonly calls: { id: string; name: string; args: string; signature?: string }[] = [];
+  private usage: Usage | undefined;
+  private first = true;
+
+  constructor(conv: Conversation) {
+    this.conv = conv;
+  }
+
+  private chunk(parts: JsonObject[], finish?: StopReason): string {
+    const body = compact({
+      candidates: [compact({ content: { role: 'model', parts }, finishReason: finish === undefined ? undefined : FINISH_OUT[finish], index: 0 })],
+      usageMetadata: finish !== undefined && this.usage ? encodeUsage(this.usage) : undefined,
+      modelVersion: this.conv.model,
+      responseId: this.id,
+    });
+    return this.frame(body);
+  }
+
+  private frame(body: JsonObject): string {
+    if (this.conv.sse !== false) return `data: ${JSON.stringify(body)}\r\n\r\n`;
+    const sep = this.first ? '[' : ',\r\n';
+    this.first = false;
+    return sep + JSON.stringify(body);
+  }
+
+  private flushCalls(): JsonObject[] {
+    const parts = this.calls.map((c) => compact({ functionCall: { id: c.id, name: c.name, args: argsObject(c.args) }, thoughtSignature: c.signature }));
+    this.calls.length = 0;
+    return parts;
+  }
+
+  private takeSignature(): string | undefined {
+    const s = this.pendingSignature;
+    this.pendingSignature = undefined;
+    return s;
+  }
+
+  encode(e: StreamEvent): string {
+    switch (e.type) {
+      case 'start':
+        this.id = e.id;
+        this.provider = e.provider;
+        return '';
+      case 'text': {
+        const calls = this.flushCalls();
+        return this.chunk([...calls, compact({ text: e.text, thoughtSignature: this.takeSignature() })]);
+      }
+      case 'reasoning': {
+        const signature = this.provider === 'gemini' ? e.signature : undefined;
+        if (e.text === '') {
+          this.pendingSignature = signature ?? this.pendingSignature;
+          return '';
+        }
+        return this.chunk([...this.flushCalls(), compact({ text: e.text, thought: true, thoughtSignature: signature })]);
+      }
+      case 'tool_start': {
+        const out = this.calls.length > 0 ? this.chunk(this.flushCalls()) : '';
+        this.calls.push(compact({ id: e.id, name: e.name, args: '', signature: (this.provider === 'gemini' ? e.signature : undefined) ?? this.takeSignature() }));
+        return out;
+      }
+      case 'tool_args': {
+        const call = this.calls[this.calls.length - 1];
+        if (call) call.args += e.delta;
+        return '';
+      }
+      case 'usage': this.usage = e.usage; return '';
+      case 'stop': {
+        const parts = this.flushCalls();
+        return this.chunk(parts.length > 0 ? parts : [{ text: '' }], e.reason);
+      }
+      case 'error':
+        return this.frame({ error: { code: e.status, message: e.message, status: geminiStatus(e.status) } });
+    }
+  }
+
+  end(): string {
+    if (this.conv.sse !== false) return '';
+    return this.first ? '[]' : ']';
+  }
+}
+
+const STATUS: Record<number, string> = {
+  400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 413: 'INVALID_ARGUMENT',
+  429: 'RESOURCE_EXHAUSTED', 500: 'INTERNAL', 501: 'UNIMPLEMENTED', 502: 'UNAVAILABLE', 503: 'UNAVAILABLE', 504: 'DEADLINE_EXCEEDED',
+};
+
+/** Gemini's error `status` for an HTTP status. */
+export function geminiStatus(status: number): string {
+  return STATUS[status] ?? (status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT');
+}
+
+export const gemini: Adapter = {
+  decodeRequest,
+  encodeRequest,
+  decodeResponse,
+  encodeResponse,
+  streamDecoder: () => new GeminiStreamDecoder(),
+  streamEncoder: (conv) => new GeminiStreamEncoder(conv),
+};

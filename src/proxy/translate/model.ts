@@ -1,0 +1,176 @@
+/**
+ * The internal form every protocol adapter decodes into and encodes from
+ * (hub and spokes): a conversation, its response and its stream events.
+ * Plain data only, so adapters stay pure functions over it.
+ */
+
+/** Wire protocols an adapter speaks. `openai-responses` is a client family only. */
+export type WireProtocol = 'openai-chat' | 'openai-responses' | 'anthropic' | 'gemini';
+/** Who produced a reasoning block: its signature is only valid for that provider. */
+export type Provider = 'openai' | 'anthropic' | 'gemini';
+
+export interface TextPart { type: 'text'; text: string }
+export interface ImagePart {
+  type: 'image';
+  /** base64 data (no `data:` prefix) or a URL; `mime` is required for base64. */
+  source: { kind: 'base64'; data: string; mime: string } | { kind: 'url'; url: string; mime?: string };
+}
+export interface ToolCallPart {
+  type: 'tool_call';
+  id: string;
+  name: string;
+  /** JSON text of the arguments object, as the OpenAI wire carries it. */
+  arguments: string;
+  /** Gemini thought signature attached to this call. */
+  signature?: string;
+}
+export interface ToolResultPart {
+  type: 'tool_result';
+  callId: string;
+  /** Known when the client sent it (Gemini needs it); adapters look it up otherwise. */
+  name?: string;
+  content: (TextPart | ImagePart)[];
+  isError: boolean;
+}
+export interface ReasoningPart {
+  type: 'reasoning';
+  text: string;
+  provider: Provider;
+  /** Anthropic thinking signature, Gemini thought signature. */
+  signature?: string;
+  /** Anthropic redacted thinking data, OpenAI encrypted reasoning content. */
+  encrypted?: string;
+  /** Responses API reasoning item id. */
+  id?: string;
+}
+
+export type ContentPart = TextPart | ImagePart;
+export type Part = TextPart | ImagePart | ToolCallPart | ToolResultPart | ReasoningPart;
+
+export interface Message {
+  role: 'user' | 'assistant';
+  parts: Part[];
+}
+
+export interface ToolDef {
+  name: string;
+  description?: string;
+  /** JSON Schema of the arguments object. */
+  parameters: Record<string, unknown>;
+}
+
+export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
+
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict?: boolean };
+
+export interface Conversation {
+  model: string;
+  system: string | undefined;
+  messages: Message[];
+  stream: boolean;
+  maxTokens?: number;
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  stop?: string[];
+  tools?: ToolDef[];
+  toolChoice?: ToolChoice;
+  parallelToolCalls?: boolean;
+  responseFormat?: ResponseFormat;
+  /** Requested reasoning: an effort level, a token budget, or both. */
+  reasoning?: { effort?: 'minimal' | 'low' | 'medium' | 'high'; budgetTokens?: number; enabled: boolean };
+  /** Responses API: the response this one continues. */
+  previousResponseId?: string;
+  /** Responses API `store`; other families ignore it. */
+  store?: boolean;
+  /** OpenAI chat `stream_options.include_usage`: the client wants a final usage chunk. */
+  includeUsage?: boolean;
+  /** Gemini clients: stream as SSE (`alt=sse`) rather than one JSON array. */
+  sse?: boolean;
+}
+
+export type StopReason = 'end' | 'max_tokens' | 'tool_use' | 'stop_sequence' | 'content_filter';
+
+export interface Usage {
+  input: number;
+  output: number;
+  cacheRead?: number;
+  reasoning?: number;
+}
+
+export interface ModelResponse {
+  id: string;
+  model: string;
+  parts: (TextPart | ToolCallPart | ReasoningPart)[];
+  stopReason: StopReason;
+  stopSequence?: string;
+  usage: Usage;
+}
+
+/**
+ * Stream events. Blocks are implicit: each delta names what it extends
+ * (tool deltas by call index, in the order calls started), and encoders open
+ * and close their protocol's blocks as the kind of delta changes.
+ */
+export type StreamEvent =
+  | { type: 'start'; id: string; model: string; provider: Provider }
+  | { type: 'text'; text: string }
+  | { type: 'reasoning'; text: string; signature?: string; encrypted?: string }
+  | { type: 'tool_start'; index: number; id: string; name: string; signature?: string }
+  | { type: 'tool_args'; index: number; delta: string }
+  | { type: 'usage'; usage: Usage }
+  | { type: 'stop'; reason: StopReason; stopSequence?: string }
+  | { type: 'error'; status: number; message: string };
+
+/** A stream decoder: fed upstream body text as it arrives. */
+export interface StreamDecoder {
+  push(chunk: string): StreamEvent[];
+  /** The upstream body ended: whatever was pending, then a stop if none came. */
+  end(): StreamEvent[];
+}
+
+/** A stream encoder: internal events in, the client's wire text out. */
+export interface StreamEncoder {
+  encode(event: StreamEvent): string;
+  /** The stream is over (after a stop or an error): trailing frames. */
+  end(): string;
+}
+
+/** Request-level problems a client can fix: the handler answers 400 in the family's shape. */
+export class TranslateError extends Error {
+  override readonly name = 'TranslateError';
+  readonly status: number;
+  constructor(message: string, status = 400) {
+    super(message);
+    this.status = status;
+  }
+}
+
+export type JsonObject = Record<string, unknown>;
+
+/** Where a client request came from, beyond its body (Gemini carries model and mode in the path). */
+export interface RequestContext {
+  model?: string;
+  stream?: boolean;
+  sse?: boolean;
+}
+
+/** A client family's edge: pure functions between its wire JSON and the internal form. */
+export interface ClientAdapter {
+  decodeRequest(body: JsonObject, ctx: RequestContext): Conversation;
+  encodeResponse(res: ModelResponse, conv: Conversation): JsonObject;
+  /** `conv` is the client's decoded request (model name, options such as include_usage). */
+  streamEncoder(conv: Conversation): StreamEncoder;
+}
+
+/** An upstream protocol's edge. */
+export interface UpstreamAdapter {
+  encodeRequest(conv: Conversation): JsonObject;
+  decodeResponse(body: JsonObject): ModelResponse;
+  streamDecoder(): StreamDecoder;
+}
+
+export type Adapter = ClientAdapter & UpstreamAdapter;

@@ -1,0 +1,229 @@
+/** Small helpers every adapter shares: reading untrusted JSON, SSE framing, ids, schemas. */
+import { randomBytes } from 'node:crypto';
+import { TranslateError, type ImagePart, type JsonObject, type Message, type Part } from './model.ts';
+
+export function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function obj(value: unknown, what: string): JsonObject {
+  if (!isObject(value)) throw new TranslateError(`${what} must be an object`);
+  return value;
+}
+
+export function arr(value: unknown, what: string): unknown[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw new TranslateError(`${what} must be an array`);
+  return value;
+}
+
+export function str(value: unknown, what: string): string {
+  if (typeof value !== 'string') throw new TranslateError(`${what} must be a string`);
+  return value;
+}
+
+export function optStr(value: unknown, what: string): string | undefined {
+  return value === undefined || value === null ? undefined : str(value, what);
+}
+
+export function optNum(value: unknown, what: string): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw new TranslateError(`${what} must be a number`);
+  return value;
+}
+
+export function optBool(value: unknown, what: string): boolean | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'boolean') throw new TranslateError(`${what} must be a boolean`);
+  return value;
+}
+
+/** `stop` may be a string or a list of strings on every wire that has it. */
+export function stopList(value: unknown, what: string): string[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'string') return [value];
+  return arr(value, what).map((s, i) => str(s, `${what}[${i}]`));
+}
+
+/** Drops undefined fields so encoded JSON carries only what was set. */
+export function compact<T extends object>(o: T): T {
+  for (const [k, v] of Object.entries(o)) if (v === undefined) Reflect.deleteProperty(o, k);
+  return o;
+}
+
+/** Random id with a protocol prefix (`msg_`, `chatcmpl-`, `call_`, `resp_`…). */
+export function newId(prefix: string): string {
+  return prefix + randomBytes(12).toString('hex');
+}
+
+/** Tool-call arguments as JSON text; objects are serialised, invalid text kept as an empty object. */
+export function argsText(value: unknown): string {
+  if (typeof value === 'string') return value;
+  return JSON.stringify(value ?? {});
+}
+
+/** Parses tool-call argument text into the object Anthropic and Gemini want. */
+export function argsObject(text: string): JsonObject {
+  if (text.trim() === '') return {};
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return isObject(parsed) ? parsed : { value: parsed };
+  } catch {
+    throw new TranslateError('Tool call arguments are not valid JSON');
+  }
+}
+
+const DATA_URL = /^data:([^;,]+)(?:;[^,]*)?;base64,(.*)$/s;
+
+/** An image from a URL that may be a `data:` URL. */
+export function imageFromUrl(url: string): ImagePart {
+  const [, mime, data] = DATA_URL.exec(url) ?? [];
+  if (mime !== undefined && data !== undefined) return { type: 'image', source: { kind: 'base64', mime, data } };
+  return { type: 'image', source: { kind: 'url', url } };
+}
+
+export function imageToUrl(image: ImagePart): string {
+  const s = image.source;
+  return s.kind === 'base64' ? `data:${s.mime};base64,${s.data}` : s.url;
+}
+
+/** Parses SSE frames from text fed in arbitrary chunks. */
+export class SseParser {
+  private buffer = '';
+
+  push(chunk: string): { event: string | undefined; data: string }[] {
+    this.buffer += chunk;
+    const out: { event: string | undefined; data: string }[] = [];
+    for (;;) {
+      const m = /\r?\n\r?\n/.exec(this.buffer);
+      if (!m) break;
+      const frame = this.buffer.slice(0, m.index);
+      this.buffer = this.buffer.slice(m.index + m[0].length);
+      const parsed = parseFrame(frame);
+      if (parsed) out.push(parsed);
+    }
+    return out;
+  }
+
+  /** A last frame with no blank line after it. */
+  flush(): { event: string | undefined; data: string }[] {
+    const rest = this.buffer;
+    this.buffer = '';
+    const parsed = rest.trim() === '' ? undefined : parseFrame(rest);
+    return parsed ? [parsed] : [];
+  }
+}
+
+function parseFrame(frame: string): { event: string | undefined; data: string } | undefined {
+  let event: string | undefined;
+  const data: string[] = [];
+  for (const line of frame.split(/\r?\n/)) {
+    if (line.startsWith('data:')) data.push(line.slice(line[5] === ' ' ? 6 : 5));
+    else if (line.startsWith('event:')) event = line.slice(6).trim();
+  }
+  return data.length === 0 ? undefined : { event, data: data.join('\n') };
+}
+
+export function sse(data: unknown, event?: string): string {
+  return (event === undefined ? '' : `event: ${event}\n`) + `data: ${JSON.stringify(data)}\n\n`;
+}
+
+/** Parses one SSE data payload; a malformed one is an upstream fault. */
+export function parseJsonData(data: string): JsonObject | undefined {
+  try {
+    const v: unknown = JSON.parse(data);
+    return isObject(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * JSON Schema keywords Gemini's function declarations reject (it takes an
+ * OpenAPI 3.0 subset). Everything else is kept; unknown formats are dropped
+ * because Gemini only accepts `enum` and `date-time` for strings.
+ */
+const GEMINI_DROPPED = new Set([
+  '$schema', '$id', '$ref', '$defs', 'definitions', '$comment', 'additionalProperties', 'unevaluatedProperties',
+  'patternProperties', 'propertyNames', 'dependentSchemas', 'dependentRequired', 'if', 'then', 'else', 'not',
+  'const', 'examples', 'default', 'exclusiveMinimum', 'exclusiveMaximum', 'contentEncoding', 'contentMediaType',
+  'strict', 'title', 'readOnly', 'writeOnly', 'deprecated', 'additionalItems', 'contains', 'minContains', 'maxContains',
+  'uniqueItems', 'multipleOf',
+]);
+
+/** Rewrites a JSON Schema into what Gemini's `parameters` accepts: refs inlined, unions flattened. */
+export function geminiSchema(schema: unknown): JsonObject {
+  const root = isObject(schema) ? schema : {};
+  const defs = { ...(isObject(root.$defs) ? root.$defs : {}), ...(isObject(root.definitions) ? root.definitions : {}) };
+  return cleanGemini(root, defs, 0);
+}
+
+function cleanGemini(node: JsonObject, defs: JsonObject, depth: number): JsonObject {
+  if (depth > 32) return { type: 'object' };
+  if (typeof node.$ref === 'string') {
+    const name = node.$ref.replace(/^#\/(\$defs|definitions)\//, '');
+    const target = defs[name];
+    return isObject(target) ? cleanGemini(target, defs, depth + 1) : { type: 'object' };
+  }
+  const out: JsonObject = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (GEMINI_DROPPED.has(key)) continue;
+    if (key === 'type' && Array.isArray(value)) {
+      // ["string","null"] → type string, nullable.
+      const types = value.filter((t) => t !== 'null');
+      out.type = types[0] ?? 'string';
+      if (types.length < value.length) out.nullable = true;
+    } else if (key === 'properties' && isObject(value)) {
+      out.properties = Object.fromEntries(
+        Object.entries(value).map(([k, v]) => [k, isObject(v) ? cleanGemini(v, defs, depth + 1) : {}]),
+      );
+    } else if (key === 'items' && isObject(value)) {
+      out.items = cleanGemini(value, defs, depth + 1);
+    } else if ((key === 'anyOf' || key === 'oneOf') && Array.isArray(value)) {
+      const variants = value.filter(isObject).filter((v) => v.type !== 'null');
+      if (variants.length < value.length) out.nullable = true;
+      const [only] = variants;
+      if (variants.length === 1 && only) Object.assign(out, cleanGemini(only, defs, depth + 1));
+      else if (variants.length > 1) out.anyOf = variants.map((v) => cleanGemini(v, defs, depth + 1));
+    } else if (key === 'allOf' && Array.isArray(value)) {
+      for (const v of value.filter(isObject)) Object.assign(out, cleanGemini(v, defs, depth + 1));
+    } else if (key === 'format') {
+      if (value === 'enum' || value === 'date-time') out.format = value;
+    } else if (key === 'enum' && Array.isArray(value)) {
+      out.enum = value.map(String);
+    } else {
+      out[key] = value;
+    }
+  }
+  if (Array.isArray(out.required) && isObject(out.properties)) {
+    const props = out.properties;
+    out.required = out.required.filter((r) => typeof r === 'string' && r in props);
+  }
+  return out;
+}
+
+/** Anthropic and OpenAI want `type: object` at the top of a tool's input schema. */
+export function objectSchema(schema: unknown): JsonObject {
+  const s = isObject(schema) ? schema : {};
+  return s.type === undefined ? { type: 'object', properties: {}, ...s } : s;
+}
+
+/** Appends a message, merging it into the previous one of the same role (every wire allows one turn per role). */
+export function pushMessage(messages: Message[], role: Message['role'], parts: Part[]): void {
+  if (parts.length === 0) return;
+  const last = messages[messages.length - 1];
+  if (last?.role === role) last.parts.push(...parts);
+  else messages.push({ role, parts });
+}
+
+/** Maps every tool-call id in a conversation to its function name (tool results need it on some wires). */
+export function toolNames(messages: readonly Message[]): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const m of messages) for (const p of m.parts) if (p.type === 'tool_call') names.set(p.id, p.name);
+  return names;
+}
+
+/** The text of tool-result content, for wires whose tool results are text only. */
+export function contentText(parts: readonly Part[]): string {
+  return parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n');
+}
