@@ -1,5 +1,43 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { CommandContext } from '../../command.ts';
+import { loadReviewConfig } from '../../config/review.ts';
+import { parseReviewArgs } from '../args.ts';
+import { planDecisionCodec, readAll, servePlan } from './serve.ts';
 
-export async function runPlan(_ctx: CommandContext): Promise<number> {
-  throw new Error('not built yet');
+const USAGE = `Usage: gatehouse plan [FILE|-] [--origin claude-code|opencode] [--timeout 30m] [--decision-file PATH] [--port N]
+Serves a review of the Markdown plan in FILE (or on stdin with - or no FILE).
+Prints the decision as one JSON line on stdout; exit 0 approved, 2 denied, 3 timeout, 1 error.
+`;
+
+/** The plan text from FILE, or stdin for `-`; an empty plan is an error. */
+async function readPlan(source: string, ctx: CommandContext): Promise<string> {
+  let plan: string;
+  if (source === '-') {
+    if ((ctx.stdin as { isTTY?: boolean }).isTTY) throw new Error('no plan given: pass FILE, or pipe the plan on stdin');
+    plan = await readAll(ctx.stdin);
+  } else {
+    const file = path.resolve(ctx.cwd, source);
+    try {
+      plan = await readFile(file, 'utf8');
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : code === 'EACCES' ? 'permission denied' : String(code ?? error);
+      throw new Error(`cannot read the plan ${file}: ${why}`, { cause: error });
+    }
+  }
+  if (plan.trim() === '') throw new Error(`the plan is empty (${source === '-' ? 'stdin' : source})`);
+  return plan;
+}
+
+/** `gatehouse plan [FILE|-]`: one plan review, decided in the browser. */
+export async function runPlan(ctx: CommandContext): Promise<number> {
+  const args = parseReviewArgs(ctx.argv, ['port', 'origin', 'timeout', 'decision-file'], 1);
+  if (args.help) {
+    ctx.stderr.write(USAGE);
+    return 0;
+  }
+  const config = loadReviewConfig({ args: args.configArgs, env: ctx.env, projectDir: ctx.cwd });
+  const plan = await readPlan(args.positionals[0] ?? '-', ctx);
+  return servePlan({ ctx, config, plan, permissionMode: 'default', codec: planDecisionCodec });
 }

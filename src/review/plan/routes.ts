@@ -1,0 +1,162 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type { Logger } from 'pino';
+import { PERMISSION_MODES, type PermissionMode, type ReviewConfig } from '../../config/review.ts';
+import { reviewErrors } from '../errors.ts';
+import type { DecisionGate } from '../instance.ts';
+import { resolveInsideRoots, userPath } from '../paths.ts';
+import { readBody, type FieldReader } from '../validate.ts';
+import { localDate, planSlug, writeNewFile } from './files.ts';
+import { listVaults, noteFolder, notememoUrl, writeNote, type NotevaultRequest } from './notes.ts';
+
+/** What a plan review returns (stdout JSON of `gatehouse plan`; the hook maps it to Claude Code's answer). */
+export interface PlanDecision {
+  decision: 'approved' | 'denied' | 'timeout';
+  feedback: string | null;
+  /** The saved plan file, when one was written. */
+  savedPath: string | null;
+  permissionMode: PermissionMode | null;
+  agentSwitch: string | null;
+}
+
+export const DEFAULT_DENY_FEEDBACK = 'Plan rejected by user';
+
+export interface PlanReviewOptions {
+  plan: string;
+  /** The host agent's current permission mode, reported by `GET /api/plan`. */
+  permissionMode: string;
+  config: ReviewConfig;
+  log: Logger;
+  now?: () => Date;
+}
+
+interface PlanSaveRequest {
+  enabled: boolean;
+  customPath: string | undefined;
+}
+
+function readPlanSave(body: FieldReader): PlanSaveRequest {
+  const planSave = body.optionalObject('planSave');
+  const customPath = planSave?.optionalString('customPath')?.trim();
+  return { enabled: planSave?.optionalBoolean('enabled') ?? true, customPath: customPath || undefined };
+}
+
+function readApprove(body: FieldReader) {
+  const vault = body.optionalObject('notevault');
+  const memo = body.optionalObject('notememo');
+  const notevault: NotevaultRequest | undefined = vault && {
+    vaultPath: vault.requiredString('vaultPath'),
+    folder: vault.optionalString('folder'),
+    tags: vault.optionalStringArray('tags'),
+    plan: vault.requiredString('plan'),
+  };
+  return {
+    notevault,
+    notememo: memo && { plan: memo.requiredString('plan') },
+    feedback: body.optionalString('feedback'),
+    agentSwitch: body.optionalString('agentSwitch'),
+    permissionMode: body.optionalEnum('permissionMode', PERMISSION_MODES),
+    planSave: readPlanSave(body),
+  };
+}
+
+function readDeny(body: FieldReader) {
+  return { feedback: body.optionalString('feedback'), planSave: readPlanSave(body) };
+}
+
+/**
+ * The folder a plan is saved in, or null when saving is off. The default
+ * folder is configuration (trusted); a `customPath` from the browser must
+ * resolve, `..` and symlinks included, inside an allowed root.
+ */
+async function planSaveFolder(request: PlanSaveRequest, config: ReviewConfig): Promise<string | null> {
+  if (!request.enabled) return null;
+  if (request.customPath === undefined) return config.planDir;
+  const requested = userPath(request.customPath, { home: config.home, base: config.projectDir });
+  const real = await resolveInsideRoots(requested, config.allowedRoots);
+  if (real === null) throw reviewErrors.pathNotAllowed('planSave.customPath');
+  return real;
+}
+
+/** The saved plan's content: a denied plan carries the reviewer's feedback at the end. */
+export function savedPlanContent(plan: string, outcome: 'approved' | 'denied', feedback: string | null): string {
+  const body = plan.endsWith('\n') ? plan : `${plan}\n`;
+  return outcome === 'denied' ? `${body}\n---\n\n## Review feedback (denied)\n\n${feedback ?? DEFAULT_DENY_FEEDBACK}\n` : body;
+}
+
+/** `<slug>-<YYYY-MM-DD>-approved.md` or `-denied.md` in `folder`, never overwriting; the absolute path. */
+export function savePlan(folder: string, plan: string, outcome: 'approved' | 'denied', feedback: string | null, now: Date): Promise<string> {
+  return writeNewFile(folder, `${planSlug(plan)}-${localDate(now)}-${outcome}`, '.md', savedPlanContent(plan, outcome, feedback));
+}
+
+/**
+ * Wraps a write so its failure is a 500 that says what was not saved. The
+ * decision is then not taken (DecisionGate frees the slot): the reviewer sees
+ * the error and can decide again, e.g. with saving turned off.
+ */
+async function saving<T>(what: string, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    throw reviewErrors.saveFailed(what, error);
+  }
+}
+
+/** The plan review server's routes. */
+export function planRoutes({ plan, permissionMode, config, log, now = () => new Date() }: PlanReviewOptions) {
+  return (gate: DecisionGate<PlanDecision>): Router => {
+    const router = new Router();
+    const noteOptions = { configPath: config.notevaultConfigPath, allowedRoots: config.allowedRoots, home: config.home, projectDir: config.projectDir };
+
+    router.get('/api/plan', (ctx: Context) => {
+      ctx.body = { plan, origin: config.origin, permissionMode, sharingEnabled: config.sharingEnabled };
+    });
+
+    router.get('/api/notevault/vaults', async (ctx: Context) => {
+      ctx.body = { vaults: await listVaults(config.notevaultConfigPath) };
+    });
+
+    router.post('/api/approve', async (ctx: Context) => {
+      const request = readApprove(readBody(ctx.request.body));
+      const folder = await planSaveFolder(request.planSave, config);
+      const vaultFolder = request.notevault && (await noteFolder(request.notevault, noteOptions));
+      await gate.decide(ctx, async () => {
+        const at = now();
+        const savedPath = folder === null ? null : await saving('plan', () => savePlan(folder, plan, 'approved', null, at));
+        const notePath = vaultFolder && request.notevault ? await saving('note', () => writeNote(vaultFolder, request.notevault as NotevaultRequest, at)) : undefined;
+        log.info({ savedPath, notePath }, 'plan approved');
+        return {
+          body: {
+            ok: true,
+            ...(savedPath !== null && { savedPath }),
+            ...(notePath !== undefined && { notevaultPath: notePath }),
+            ...(request.notememo && { notememoUrl: notememoUrl(config.notememoUrlTemplate, request.notememo.plan) }),
+          },
+          decision: {
+            decision: 'approved',
+            feedback: request.feedback ?? null,
+            savedPath,
+            permissionMode: request.permissionMode ?? null,
+            agentSwitch: request.agentSwitch ?? null,
+          },
+        };
+      });
+    });
+
+    router.post('/api/deny', async (ctx: Context) => {
+      const request = readDeny(readBody(ctx.request.body));
+      const feedback = request.feedback?.trim() ? request.feedback : DEFAULT_DENY_FEEDBACK;
+      const folder = await planSaveFolder(request.planSave, config);
+      await gate.decide(ctx, async () => {
+        const savedPath = folder === null ? null : await saving('plan', () => savePlan(folder, plan, 'denied', feedback, now()));
+        log.info({ savedPath }, 'plan denied');
+        return {
+          body: { ok: true, ...(savedPath !== null && { savedPath }) },
+          decision: { decision: 'denied', feedback, savedPath, permissionMode: null, agentSwitch: null },
+        };
+      });
+    });
+
+    return router;
+  };
+}
