@@ -52,6 +52,7 @@ export interface ProxyConfig {
   upstreams: UpstreamConfig[];
   /** Client-facing model name → upstream model name. */
   modelAliases: Record<string, string>;
+  /** Resolved against the env: credentials are plain values. */
   mcpServers: McpServers;
   logLevel: string;
   /** Startup warnings worth a log line (nothing unsafe: that refuses to start). */

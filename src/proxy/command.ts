@@ -1,5 +1,37 @@
+import { once } from 'node:events';
+import { createServer } from 'node:http';
 import type { CommandContext } from '../command.ts';
+import { loadProxyConfig } from '../config/proxy.ts';
+import { close, listen } from '../http/server.ts';
+import { createLogger } from '../log.ts';
+import { createProxyApp } from './app.ts';
+import { REDACTED_PATHS } from './request-log.ts';
 
-export async function runProxy(_ctx: CommandContext): Promise<number> {
-  throw new Error('not built yet');
+/**
+ * `gatehouse proxy [--config FILE]`: serves until SIGINT/SIGTERM, then lets
+ * in-flight requests finish (briefly), closes upstream pools and MCP
+ * processes, and exits 0.
+ */
+export async function runProxy(ctx: CommandContext): Promise<number> {
+  const config = loadProxyConfig(ctx);
+  // Asynchronous writes: a log line must not block the request path.
+  const log = createLogger(config.logLevel, { sync: false, redact: REDACTED_PATHS });
+  const flushed = () => new Promise<void>((resolve) => log.flush(() => resolve()));
+  for (const warning of config.warnings) log.warn(warning);
+  const proxy = createProxyApp(config, { env: ctx.env, log });
+  const server = createServer({ keepAliveTimeout: 65_000 }, proxy.app.callback());
+  try {
+    const address = await listen(server, { port: config.port, host: config.host });
+    log.info(
+      { url: `http://${address.address}:${address.port}`, auth_mode: config.effectiveAuthMode, upstreams: config.upstreams.map((u) => u.name) },
+      'proxy listening',
+    );
+    if (!ctx.shutdown.aborted) await once(ctx.shutdown, 'abort');
+    log.info({ signal: String(ctx.shutdown.reason) }, 'proxy shutting down');
+    return 0;
+  } finally {
+    await close(server);
+    await proxy.close();
+    await flushed();
+  }
 }

@@ -1,0 +1,82 @@
+import cors from '@koa/cors';
+import Router from '@koa/router';
+import Koa, { type Middleware } from 'koa';
+import type { ProxyConfig } from '../config/proxy.ts';
+import { errorHandler } from '../http/middleware.ts';
+import type { Logger } from '../log.ts';
+import { authenticate } from './auth.ts';
+import { geminiModelEndpoint, jsonModelEndpoint, multipartModelEndpoint } from './endpoints.ts';
+import { proxyErrors } from './errors.ts';
+import { renderProxyError } from './families.ts';
+import { detectModel, healthz, telemetrySink, warmup } from './internal.ts';
+import { mcpRoutes } from './mcp/index.ts';
+import { anthropicModels, geminiModelInfo, geminiModels, ModelCatalog, openaiModels } from './models.ts';
+import { requestLog } from './request-log.ts';
+import { ModelRouter } from './routing.ts';
+import { closeUpstreams, createUpstream } from './upstreams.ts';
+
+export interface ProxyApp {
+  app: Koa;
+  /** Ends upstream pools and MCP processes. */
+  close(): Promise<void>;
+}
+
+const noRoute: Middleware = async (ctx) => {
+  throw proxyErrors.routeNotFound(ctx.method, ctx.path);
+};
+
+/**
+ * The proxy, in request order: log line, error shapes, CORS (preflights end
+ * here), authentication, MCP, then the endpoint table.
+ */
+export function createProxyApp(config: ProxyConfig, { env, log }: { env: NodeJS.ProcessEnv; log: Logger }): ProxyApp {
+  const upstreams = config.upstreams.map(createUpstream);
+  const models = new ModelRouter(upstreams, config.modelAliases);
+  const catalog = new ModelCatalog(models, log);
+  const deps = { router: models, maxBodyBytes: config.maxBodyBytes };
+  const mcp = mcpRoutes(config.mcpServers, { env, log, maxBodyBytes: config.maxBodyBytes });
+
+  const router = new Router()
+    // Internal and auxiliary
+    .get('/healthz', healthz())
+    .post('/v1/api/event_logging', telemetrySink())
+    .post('/v1/api/event_logging/batch', telemetrySink())
+    .post('/internal/warmup', warmup(models))
+    .post('/v1/models/detect', detectModel(models))
+    // OpenAI
+    .get('/v1/models', openaiModels(catalog))
+    .post('/v1/chat/completions', jsonModelEndpoint(deps, 'openai', 'chat.completions'))
+    .post('/v1/completions', jsonModelEndpoint(deps, 'openai', 'completions'))
+    .post('/v1/responses', jsonModelEndpoint(deps, 'openai', 'responses'))
+    .post('/v1/images/generations', jsonModelEndpoint(deps, 'openai', 'images.generations'))
+    .post('/v1/images/edits', multipartModelEndpoint(deps, 'images.edits'))
+    .post('/v1/audio/transcriptions', multipartModelEndpoint(deps, 'audio.transcriptions'))
+    // Anthropic
+    .post('/v1/messages', jsonModelEndpoint(deps, 'anthropic', 'messages'))
+    .post('/v1/messages/count_tokens', jsonModelEndpoint(deps, 'anthropic', 'messages.count_tokens'))
+    .get('/v1/models/claude', anthropicModels(catalog))
+    // Gemini
+    .get('/v1beta/models', geminiModels(catalog))
+    .get('/v1beta/models/:model', geminiModelInfo(catalog))
+    .post('/v1beta/models/:model', geminiModelEndpoint(deps))
+    .post('/v1beta/models/:model/countTokens', geminiModelEndpoint(deps, 'countTokens'));
+
+  const app = new Koa();
+  app
+    .use(requestLog(log))
+    .use(errorHandler(renderProxyError, log))
+    .use(cors({ maxAge: 600 }))
+    .use(authenticate(config.effectiveAuthMode, config.apiKey))
+    .use(mcp)
+    .use(router.routes())
+    .use(noRoute);
+  // Errors after the headers went out: mostly clients that hung up mid-stream.
+  app.on('error', (error: Error) => log.debug({ err: error.message }, 'response aborted'));
+
+  return {
+    app,
+    async close() {
+      await Promise.allSettled([mcp.close(), closeUpstreams(upstreams)]);
+    },
+  };
+}

@@ -1,0 +1,47 @@
+import type { IncomingMessage } from 'node:http';
+import { HttpError } from '../http/errors.ts';
+import { proxyErrors } from './errors.ts';
+
+/**
+ * 413 closes the connection: the rest of an oversized body is never read,
+ * and a kept-alive socket would have to swallow it first.
+ */
+export function tooLarge(limit: number): HttpError {
+  const error = proxyErrors.tooLarge(limit);
+  return new HttpError(error.status, error.message, { kind: error.kind, headers: { connection: 'close' } });
+}
+
+/** A declared Content-Length over the limit is refused before a byte is read. */
+export function checkDeclaredLength(req: IncomingMessage, limit: number): void {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);
+}
+
+/**
+ * The whole request body as one buffer, at most `limit` bytes: the model to
+ * route by is inside it, and the same bytes are forwarded unless aliased.
+ */
+export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  checkDeclaredLength(req, limit);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw tooLarge(limit);
+    chunks.push(chunk);
+  }
+  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+}
+
+/** A JSON object body, or the proxy's 400. An empty body is an empty object only where `emptyIsObject`. */
+export function parseJsonObject(raw: Buffer, { emptyIsObject = false } = {}): Record<string, unknown> {
+  if (raw.length === 0 && emptyIsObject) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw proxyErrors.invalidJson();
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw proxyErrors.notJsonObject();
+  return value as Record<string, unknown>;
+}

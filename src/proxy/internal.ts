@@ -1,0 +1,124 @@
+import type { Middleware } from 'koa';
+import type { Protocol } from '../config/proxy.ts';
+import { parseJsonObject, readBody } from './body.ts';
+import { proxyErrors } from './errors.ts';
+import { modelListRequest } from './models.ts';
+import type { ModelRouter } from './routing.ts';
+import { sendUpstream, type Upstream, type UpstreamRequest } from './upstreams.ts';
+
+/** Small JSON bodies only: warmup and detect carry a model name at most. */
+const SMALL_BODY = 64 * 1024;
+
+export function healthz(): Middleware {
+  return async (ctx) => {
+    ctx.body = { status: 'ok' };
+  };
+}
+
+/**
+ * Client telemetry (`/v1/api/event_logging[/batch]`): answered at once, the
+ * body read off the socket and dropped, never parsed or logged.
+ */
+export function telemetrySink(): Middleware {
+  return async (ctx) => {
+    ctx.req.resume();
+    ctx.body = {};
+  };
+}
+
+/** What `model` is for, from its name: the vendors' naming is consistent enough. */
+export function modelType(model: string): 'chat' | 'image' | 'audio' | 'embedding' {
+  if (/embed/i.test(model)) return 'embedding';
+  if (/dall-e|gpt-image|imagen|image-generation|-image\b|flux|stable-diffusion/i.test(model)) return 'image';
+  if (/whisper|transcribe|tts|audio/i.test(model)) return 'audio';
+  return 'chat';
+}
+
+async function smallJson(ctx: Parameters<Middleware>[0], emptyIsObject: boolean): Promise<Record<string, unknown>> {
+  return parseJsonObject(await readBody(ctx.req, SMALL_BODY), { emptyIsObject });
+}
+
+function optionalModel(body: Record<string, unknown>): string | undefined {
+  const model = body['model'];
+  if (model === undefined || model === null) return undefined;
+  if (typeof model !== 'string' || model === '') throw proxyErrors.badField('model', 'a non-empty string');
+  return model;
+}
+
+/** `POST /v1/models/detect {model}`: the routing answer, without calling anyone. */
+export function detectModel(router: ModelRouter): Middleware {
+  return async (ctx) => {
+    const model = optionalModel(await smallJson(ctx, false));
+    if (model === undefined) throw proxyErrors.missingModel();
+    const resolution = router.resolve(model);
+    if (!resolution) throw proxyErrors.modelNotFound(model);
+    ctx.body = {
+      model,
+      mapped_model: resolution.mappedModel,
+      upstream: resolution.upstream.config.name,
+      protocol: resolution.upstream.config.protocol,
+      type: modelType(resolution.mappedModel),
+    };
+  };
+}
+
+/** The cheapest request that makes an upstream load `model`: one output token. */
+function oneTokenRequest(protocol: Protocol, model: string): UpstreamRequest {
+  const prompt = 'ping';
+  switch (protocol) {
+    case 'openai':
+      return { method: 'POST', path: '/chat/completions', body: JSON.stringify({ model, max_tokens: 1, messages: [{ role: 'user', content: prompt }] }) };
+    case 'anthropic':
+      return { method: 'POST', path: '/v1/messages', body: JSON.stringify({ model, max_tokens: 1, messages: [{ role: 'user', content: prompt }] }) };
+    case 'gemini':
+      return {
+        method: 'POST',
+        path: `/v1beta/models/${encodeURIComponent(model)}:generateContent`,
+        body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: prompt }] }], generationConfig: { maxOutputTokens: 1 } }),
+      };
+  }
+}
+
+interface WarmupResult {
+  upstream: string;
+  model: string | null;
+  status: number | null;
+  latency_ms: number;
+  error?: string;
+}
+
+async function warm(upstream: Upstream, model: string | undefined): Promise<WarmupResult> {
+  const request = model === undefined ? modelListRequest(upstream.config.protocol) : oneTokenRequest(upstream.config.protocol, model);
+  const started = performance.now();
+  const result: WarmupResult = { upstream: upstream.config.name, model: model ?? null, status: null, latency_ms: 0 };
+  try {
+    const response = await sendUpstream(upstream, { ...request, headers: { 'content-type': 'application/json' } });
+    await response.body.dump();
+    result.status = response.statusCode;
+    if (response.statusCode >= 400) result.error = `upstream answered ${response.statusCode}`;
+  } catch (error) {
+    result.error = (error as Error).message;
+  }
+  result.latency_ms = Math.round(performance.now() - started);
+  return result;
+}
+
+/**
+ * `POST /internal/warmup {model?}`: with a model, a one-token request to its
+ * upstream (which loads it); without, each upstream's model list (which opens
+ * the pooled connection and checks the key, spending no tokens).
+ */
+export function warmup(router: ModelRouter): Middleware {
+  return async (ctx) => {
+    const model = optionalModel(await smallJson(ctx, true));
+    let results: WarmupResult[];
+    if (model !== undefined) {
+      const resolution = router.resolve(model);
+      if (!resolution) throw proxyErrors.modelNotFound(model);
+      results = [await warm(resolution.upstream, resolution.mappedModel)];
+    } else {
+      results = await Promise.all(router.upstreams.map((u) => warm(u, undefined)));
+    }
+    ctx.body = { success: results.every((r) => r.error === undefined), results };
+  };
+}

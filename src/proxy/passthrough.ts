@@ -1,0 +1,65 @@
+import type { Readable } from 'node:stream';
+import type { Context } from 'koa';
+import type { Dispatcher } from 'undici';
+import { forwardableHeaders, sendUpstream, type Upstream } from './upstreams.ts';
+
+/** Response headers that describe the upstream connection, not the answer. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'proxy-connection', 'te', 'trailer', 'upgrade']);
+
+/**
+ * An AbortSignal that fires when the client goes away before its response is
+ * complete, so the upstream call (and its token spend) stops with it.
+ */
+export function clientGone(ctx: Context): AbortSignal {
+  const controller = new AbortController();
+  ctx.res.once('close', () => {
+    if (!ctx.res.writableFinished) controller.abort(new Error('client disconnected'));
+  });
+  return controller.signal;
+}
+
+/** The client's query string without the `key` parameter (a proxy credential). */
+export function forwardableQuery(querystring: string): string {
+  if (!querystring.includes('key=')) return querystring;
+  const params = new URLSearchParams(querystring);
+  params.delete('key');
+  return params.toString();
+}
+
+/**
+ * Writes an upstream response to the client as it arrives: status, headers and
+ * the body stream, chunk by chunk (Koa pipes it; nothing is buffered, so each
+ * SSE event leaves as soon as the upstream sent it).
+ */
+export function relayResponse(ctx: Context, response: Dispatcher.ResponseData): void {
+  ctx.status = response.statusCode;
+  const { res } = ctx;
+  for (const name in response.headers) {
+    const value = response.headers[name];
+    if (value !== undefined && !HOP_BY_HOP.has(name)) res.setHeader(name, value);
+  }
+  ctx.body = response.body;
+}
+
+export interface ForwardRequest {
+  upstream: Upstream;
+  /** Below base_url: see UpstreamRequest.path. */
+  path: string;
+  body: Buffer | Readable;
+  signal: AbortSignal;
+  /** Header overrides, e.g. an adjusted content-length. */
+  headers?: Record<string, string>;
+}
+
+/** Same-protocol forwarding: the client's request as it is, with credentials swapped. */
+export async function forward(ctx: Context, { upstream, path, body, signal, headers }: ForwardRequest): Promise<void> {
+  const response = await sendUpstream(upstream, {
+    method: 'POST',
+    path,
+    query: forwardableQuery(ctx.querystring),
+    headers: Object.assign(forwardableHeaders(ctx.req.headers), headers),
+    body,
+    signal,
+  });
+  relayResponse(ctx, response);
+}

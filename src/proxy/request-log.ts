@@ -1,0 +1,48 @@
+import type { Middleware } from 'koa';
+import type { Logger } from '../log.ts';
+import type { ProxyState } from './endpoints.ts';
+import { familyOf } from './families.ts';
+
+/** Polled constantly by health checks and clients: worth a line only at debug level. */
+const QUIET = /^\/(?:healthz$|v1\/api\/event_logging(?:\/|$))/;
+
+/** pino paths censored should a request's headers or a key ever reach a log call. */
+export const REDACTED_PATHS = [
+  'req.headers.authorization',
+  'req.headers["x-api-key"]',
+  'req.headers["x-goog-api-key"]',
+  'headers.authorization',
+  'headers["x-api-key"]',
+  'headers["x-goog-api-key"]',
+  '*.api_key',
+  '*.apiKey',
+];
+
+/**
+ * One log line per request, written when its response has ended (streams
+ * included) or the client went away: family, model, upstream, status, ms,
+ * stream. Never headers, bodies or the query string (Gemini's `key`).
+ */
+export function requestLog(log: Logger): Middleware {
+  return async (ctx, next) => {
+    const started = performance.now();
+    const state = ctx.state as ProxyState;
+    state.family = familyOf(ctx.path);
+    ctx.res.once('close', () => {
+      const line = {
+        method: ctx.method,
+        path: ctx.path,
+        family: state.family,
+        model: state.model,
+        upstream: state.upstream,
+        status: ctx.res.statusCode,
+        ms: Math.round((performance.now() - started) * 100) / 100,
+        stream: state.stream ?? false,
+        ...(ctx.res.writableFinished ? {} : { aborted: true }),
+      };
+      if (QUIET.test(ctx.path)) log.debug(line, 'request');
+      else log.info(line, 'request');
+    });
+    await next();
+  };
+}
