@@ -31,7 +31,7 @@ export function parseReviewArgs(argv: string[], flags: readonly ReviewFlag[], ma
     });
   } catch (error) {
     const code = (error as { code?: string }).code;
-    const option = /'(-[^']*)'/.exec((error as Error).message)?.[1];
+    const option = /'(-[^' ]*)/.exec((error as Error).message)?.[1];
     if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') throw new ConfigError(`unknown option ${option ?? ''} (accepted: ${accepted})`);
     if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') throw new ConfigError(`option ${option ?? ''} needs a value`);
     throw new ConfigError((error as Error).message);

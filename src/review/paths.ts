@@ -4,7 +4,7 @@ import path from 'node:path';
 /** True when `child` is `parent` or lies below it (both absolute and normalised). */
 export function isInside(child: string, parent: string): boolean {
   const relative = path.relative(parent, child);
-  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+  return relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);
 }
 
 /** realpath, or the plain resolved path when it does not exist (yet). */

@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { HOOK_TIMEOUT_MESSAGE, hookAnswer, hookCodec, parseHookEvent } from '../../../src/review/plan/hook.ts';
+import { TIMEOUT_DECISION } from '../../../src/review/plan/serve.ts';
+
+/** The PermissionRequest event Claude Code sends for ExitPlanMode. */
+const EVENT = {
+  session_id: 'abc123',
+  transcript_path: '/home/u/.claude/projects/p/abc123.jsonl',
+  cwd: '/home/u/project',
+  permission_mode: 'plan',
+  hook_event_name: 'PermissionRequest',
+  tool_name: 'ExitPlanMode',
+  tool_input: { plan: '# Plan\n\n1. Do it' },
+  permission_suggestions: [],
+};
+
+describe('parseHookEvent', () => {
+  it('reads the plan, permission mode and cwd', () => {
+    expect(parseHookEvent(JSON.stringify(EVENT))).toEqual({ plan: '# Plan\n\n1. Do it', permissionMode: 'plan', cwd: '/home/u/project' });
+    expect(parseHookEvent(JSON.stringify({ tool_input: { plan: 'p' } }))).toEqual({ plan: 'p', permissionMode: 'default', cwd: undefined });
+  });
+
+  it.each([
+    ['', 'no hook event on stdin'],
+    ['{"tool_input":', 'not valid JSON'],
+    ['[1]', 'must be a JSON object'],
+    [JSON.stringify({ ...EVENT, hook_event_name: 'PreToolUse' }), 'expected a PermissionRequest event'],
+    [JSON.stringify({ ...EVENT, tool_name: 'Bash' }), 'ExitPlanMode plans only'],
+    [JSON.stringify({ ...EVENT, tool_input: {} }), 'tool_input.plan must be a non-empty string'],
+    [JSON.stringify({ ...EVENT, tool_input: { plan: '  ' } }), 'tool_input.plan must be a non-empty string'],
+    [JSON.stringify({ ...EVENT, permission_mode: 3 }), 'permission_mode must be a string'],
+    [JSON.stringify({ ...EVENT, cwd: 'relative' }), 'cwd must be an absolute path'],
+  ])('refuses %j', (text, message) => {
+    expect(() => parseHookEvent(text)).toThrow(message);
+  });
+});
+
+describe('hookAnswer', () => {
+  const base = { feedback: null, savedPath: null, permissionMode: null, agentSwitch: null };
+
+  it('allows, switching the mode only when one was chosen', () => {
+    expect(hookAnswer({ ...base, decision: 'approved' })).toEqual({ hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'allow' } } });
+    expect(hookAnswer({ ...base, decision: 'approved', permissionMode: 'acceptEdits' })).toEqual({
+      hookSpecificOutput: {
+        hookEventName: 'PermissionRequest',
+        decision: { behavior: 'allow', updatedPermissions: [{ type: 'setMode', mode: 'acceptEdits', destination: 'session' }] },
+      },
+    });
+  });
+
+  it('denies with the feedback as the message, and denies on timeout', () => {
+    expect(hookAnswer({ ...base, decision: 'denied', feedback: 'Split step 2' })).toEqual({
+      hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'deny', message: 'Split step 2' } },
+    });
+    expect(hookAnswer(TIMEOUT_DECISION)).toEqual({ hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'deny', message: HOOK_TIMEOUT_MESSAGE } } });
+    expect(hookCodec.exitCode(TIMEOUT_DECISION)).toBe(0);
+  });
+});
