@@ -1,0 +1,115 @@
+import { readFileSync, statSync } from 'node:fs';
+import { gitErrors } from './errors.ts';
+
+/** One stage-0 entry of `.git/index`, with the stat data git cached for it. */
+export interface IndexEntry {
+  /** Path bytes decoded as latin1 (one char per byte). */
+  path: string;
+  oid: string;
+  mode: number;
+  ctimeS: number;
+  ctimeNs: number;
+  mtimeS: number;
+  mtimeNs: number;
+  ino: number;
+  size: number;
+  /** assume-unchanged or skip-worktree: git never looks at the working file. */
+  trustIndex: boolean;
+  /** `git add -N`: tracked, but nothing staged yet. */
+  intentToAdd: boolean;
+}
+
+export interface GitIndex {
+  entries: IndexEntry[];
+  /** Paths in conflict (stages 1–3 only); left out of every diff. */
+  unmerged: Set<string>;
+  /** The index file's own mtime: entries modified at or after it are "racily clean" and must be re-read. */
+  mtimeS: number;
+  mtimeNs: number;
+}
+
+const EXTENDED = 0x4000;
+const ASSUME_VALID = 0x8000;
+const SKIP_WORKTREE = 0x4000;
+const INTENT_TO_ADD = 0x2000;
+
+/** git's offset varint (index v4 path prefix lengths). */
+function readVarint(buf: Buffer, pos: number): [value: number, next: number] {
+  let c = buf[pos++]!;
+  let value = c & 127;
+  while (c & 128) {
+    c = buf[pos++]!;
+    value = ((value + 1) << 7) | (c & 127);
+  }
+  return [value, pos];
+}
+
+/**
+ * Reads `.git/index` (versions 2–4) as git wrote it. A missing index is an
+ * empty one (a fresh repository).
+ */
+export function readIndex(file: string): GitIndex {
+  let buf: Buffer;
+  let stat: { mtimeS: number; mtimeNs: number };
+  try {
+    buf = readFileSync(file);
+    stat = statTimes(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], unmerged: new Set(), mtimeS: 0, mtimeNs: 0 };
+    throw error;
+  }
+  if (buf.length < 12 || buf.toString('latin1', 0, 4) !== 'DIRC') throw gitErrors.corrupt(`index ${file}`);
+  const version = buf.readUInt32BE(4);
+  if (version < 2 || version > 4) throw gitErrors.corrupt(`index ${file} has unsupported version ${version}`);
+  const count = buf.readUInt32BE(8);
+  const entries: IndexEntry[] = [];
+  const unmerged = new Set<string>();
+  let pos = 12;
+  let previousPath = '';
+  for (let i = 0; i < count; i++) {
+    const start = pos;
+    const flags = buf.readUInt16BE(start + 60);
+    let extended = 0;
+    pos = start + 62;
+    if (flags & EXTENDED) {
+      extended = buf.readUInt16BE(pos);
+      pos += 2;
+    }
+    let path: string;
+    if (version === 4) {
+      const [strip, next] = readVarint(buf, pos);
+      const end = buf.indexOf(0, next);
+      path = previousPath.slice(0, previousPath.length - strip) + buf.toString('latin1', next, end);
+      pos = end + 1;
+    } else {
+      const end = buf.indexOf(0, pos);
+      path = buf.toString('latin1', pos, end);
+      // Entries are NUL-padded to a multiple of 8 bytes.
+      pos = start + ((end - start + 8) & ~7);
+    }
+    previousPath = path;
+    if ((flags >> 12) & 3) {
+      unmerged.add(path);
+      continue;
+    }
+    entries.push({
+      path,
+      oid: buf.toString('hex', start + 40, start + 60),
+      mode: buf.readUInt32BE(start + 24),
+      ctimeS: buf.readUInt32BE(start),
+      ctimeNs: buf.readUInt32BE(start + 4),
+      mtimeS: buf.readUInt32BE(start + 8),
+      mtimeNs: buf.readUInt32BE(start + 12),
+      ino: buf.readUInt32BE(start + 20),
+      size: buf.readUInt32BE(start + 36),
+      trustIndex: (flags & ASSUME_VALID) !== 0 || (extended & SKIP_WORKTREE) !== 0,
+      intentToAdd: (extended & INTENT_TO_ADD) !== 0,
+    });
+  }
+  return { entries, unmerged, ...stat };
+}
+
+function statTimes(file: string): { mtimeS: number; mtimeNs: number } {
+  const { mtimeNs } = statSync(file, { bigint: true });
+  return { mtimeS: Number(mtimeNs / 1_000_000_000n), mtimeNs: Number(mtimeNs % 1_000_000_000n) };
+}

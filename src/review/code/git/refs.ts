@@ -1,0 +1,66 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import git from 'isomorphic-git';
+import { gitErrors } from './errors.ts';
+import type { ObjectStore } from './objects.ts';
+import type { RepoLayout } from './repo.ts';
+
+export interface Head {
+  /** The branch HEAD points at (possibly unborn), or null when detached. */
+  branch: string | null;
+  /** The commit HEAD resolves to, or null before the first commit. */
+  commit: string | null;
+}
+
+export async function readHead(layout: RepoLayout): Promise<Head> {
+  let text: string;
+  try {
+    text = fs.readFileSync(path.join(layout.gitdir, 'HEAD'), 'latin1').trim();
+  } catch (error) {
+    throw gitErrors.unreadable('HEAD', error);
+  }
+  if (/^[0-9a-f]{40}$/.test(text)) return { branch: null, commit: text };
+  const match = /^ref:\s*refs\/heads\/(.+)$/.exec(text);
+  if (!match) throw gitErrors.corrupt(`HEAD (${text})`);
+  const branch = match[1]!;
+  return { branch, commit: await resolveBranch(layout, branch) };
+}
+
+/** The commit a local branch points at, or null if it does not exist. */
+export async function resolveBranch(layout: RepoLayout, branch: string): Promise<string | null> {
+  try {
+    return await git.resolveRef({ fs, gitdir: layout.commondir, ref: `refs/heads/${branch}` });
+  } catch (error) {
+    if ((error as { code?: string }).code === 'NotFoundError') return null;
+    throw gitErrors.unreadable(`branch ${branch}`, error);
+  }
+}
+
+/** `main` if it exists, else `master` if it exists, else null. */
+export async function defaultBranch(layout: RepoLayout): Promise<string | null> {
+  for (const name of ['main', 'master']) {
+    if ((await resolveBranch(layout, name)) !== null) return name;
+  }
+  return null;
+}
+
+export interface Commit {
+  tree: string;
+  parents: string[];
+}
+
+export async function readCommit(store: ObjectStore, oid: string): Promise<Commit> {
+  let object = await store.read(oid);
+  // An annotated tag may stand where a commit is expected.
+  while (object.type === 'tag') {
+    const target = /^object ([0-9a-f]{40})$/m.exec(object.content.toString('latin1'));
+    if (!target) throw gitErrors.corrupt(`tag ${oid}`);
+    object = await store.read(target[1]!);
+  }
+  if (object.type !== 'commit') throw gitErrors.corrupt(`${oid} is a ${object.type}, not a commit`);
+  const header = object.content.toString('latin1', 0, object.content.indexOf('\n\n'));
+  const tree = /^tree ([0-9a-f]{40})$/m.exec(header);
+  if (!tree) throw gitErrors.corrupt(`commit ${oid}`);
+  const parents = [...header.matchAll(/^parent ([0-9a-f]{40})$/gm)].map((m) => m[1]!);
+  return { tree: tree[1]!, parents };
+}

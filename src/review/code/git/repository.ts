@@ -1,0 +1,188 @@
+import path from 'node:path';
+import type { DiffType } from '../../../config/review.ts';
+import { gitErrors } from './errors.ts';
+import { readIndex } from './index-file.ts';
+import { NULL_OID, ObjectStore } from './objects.ts';
+import { formatPatch } from './patch.ts';
+import { defaultBranch, readCommit, readHead, resolveBranch, type Head } from './refs.ts';
+import { detectRenames } from './renames.ts';
+import { openRepository, type RepoLayout } from './repo.ts';
+import { compareKeys, diffTrees, flattenTree, MODE_GITLINK, TreeCache, type FilePair, type FileVersion } from './tree.ts';
+import { Worktree } from './worktree.ts';
+
+export interface DiffResult {
+  /** The patch as `git diff` prints it, its bytes read as UTF-8. */
+  rawPatch: string;
+  /** The same patch byte for byte (each char one byte), for exact comparison. */
+  latin1Patch: string;
+  gitRef: string;
+}
+
+export interface DiffOption {
+  id: string;
+  label: string;
+}
+
+export interface GitContext {
+  /** The checked-out branch; `HEAD` when detached. */
+  currentBranch: string;
+  /** `main` if it exists, else `master` (and `main` when neither does). */
+  defaultBranch: string;
+  diffOptions: DiffOption[];
+}
+
+/** One read of the repository: objects and blobs are cached for its length only. */
+interface Session {
+  store: ObjectStore;
+  head: Head;
+  load: (version: FileVersion) => Promise<Buffer>;
+}
+
+/**
+ * A work tree's diffs, computed without a git binary the way git computes
+ * them (see docs/code-review.md for what is and is not covered). Opening
+ * checks the repository; each diff reads it afresh, so edits made while the
+ * server runs show up on the next request. Nothing is ever written to .git.
+ */
+export class GitRepository {
+  readonly layout: RepoLayout;
+  private readonly trees = new TreeCache();
+  private readonly packCache = {};
+
+  private constructor(layout: RepoLayout) {
+    this.layout = layout;
+  }
+
+  static open(dir: string): GitRepository {
+    return new GitRepository(openRepository(dir));
+  }
+
+  private async session(): Promise<Session> {
+    const store = new ObjectStore(this.layout.commondir, this.packCache);
+    const head = await readHead(this.layout);
+    const blobs = new Map<string, Promise<Buffer>>();
+    const load = (version: FileVersion): Promise<Buffer> => {
+      if (version.content) return Promise.resolve(version.content);
+      if (version.mode === MODE_GITLINK) return Promise.resolve(Buffer.from(`Subproject commit ${version.oid}\n`));
+      let blob = blobs.get(version.oid);
+      if (!blob) {
+        blob = store.readBlob(version.oid);
+        blobs.set(version.oid, blob);
+      }
+      return blob;
+    };
+    return { store, head, load };
+  }
+
+  private async treeOf(store: ObjectStore, commit: string): Promise<string> {
+    return (await readCommit(store, commit)).tree;
+  }
+
+  private async headFiles(s: Session): Promise<Map<string, FileVersion>> {
+    if (!s.head.commit) return new Map();
+    return flattenTree(s.store, this.trees, await this.treeOf(s.store, s.head.commit));
+  }
+
+  /** `git diff HEAD`: HEAD's tree against the tracked working files (all new before the first commit). */
+  private async uncommitted(s: Session): Promise<FilePair[]> {
+    const before = await this.headFiles(s);
+    const index = readIndex(path.join(this.layout.gitdir, 'index'));
+    const worktree = new Worktree(this.layout.workdir, this.layout.filemode, index);
+    const pairs: FilePair[] = [];
+    const tracked = new Set(index.unmerged);
+    for (const entry of index.entries) {
+      tracked.add(entry.path);
+      const old = before.get(entry.path) ?? null;
+      const file = worktree.read(entry);
+      if (!file) {
+        if (old) pairs.push({ old, new: null });
+      } else if (!old || old.oid !== file.oid || old.mode !== file.mode) {
+        pairs.push({ old, new: { path: entry.path, ...file } });
+      }
+    }
+    for (const [p, old] of before) if (!tracked.has(p)) pairs.push({ old, new: null });
+    return pairs;
+  }
+
+  /** `git diff --staged`: HEAD's tree (or the empty tree) against the index. */
+  private async staged(s: Session): Promise<FilePair[]> {
+    const before = await this.headFiles(s);
+    const index = readIndex(path.join(this.layout.gitdir, 'index'));
+    const pairs: FilePair[] = [];
+    const tracked = new Set(index.unmerged);
+    for (const entry of index.entries) {
+      tracked.add(entry.path);
+      // `git add -N` records the path, not content: nothing is staged yet.
+      if (entry.intentToAdd) continue;
+      const old = before.get(entry.path) ?? null;
+      if (!old || old.oid !== entry.oid || old.mode !== entry.mode) {
+        pairs.push({ old, new: { path: entry.path, oid: entry.oid, mode: entry.mode } });
+      }
+    }
+    for (const [p, old] of before) if (!tracked.has(p)) pairs.push({ old, new: null });
+    return pairs;
+  }
+
+  /** `git diff HEAD~1..HEAD`; a root commit is compared with the empty tree. */
+  private async lastCommit(s: Session): Promise<FilePair[]> {
+    if (!s.head.commit) throw gitErrors.noCommits('the last commit');
+    const commit = await readCommit(s.store, s.head.commit);
+    const parent = commit.parents[0];
+    const parentTree = parent ? await this.treeOf(s.store, parent) : null;
+    return diffTrees(s.store, this.trees, parentTree, commit.tree);
+  }
+
+  /** `git diff <default>..HEAD`: the two trees, as two-dot diff does (no merge base). */
+  private async vsDefault(s: Session, branch: string | null): Promise<FilePair[]> {
+    if (!s.head.commit) throw gitErrors.noCommits('against the default branch');
+    if (!branch) throw gitErrors.noDefaultBranch();
+    const base = await resolveBranch(this.layout, branch);
+    if (!base) throw gitErrors.noDefaultBranch();
+    return diffTrees(s.store, this.trees, await this.treeOf(s.store, base), await this.treeOf(s.store, s.head.commit));
+  }
+
+  async diff(type: DiffType): Promise<DiffResult> {
+    const s = await this.session();
+    const branch = type === 'vs main' ? await defaultBranch(this.layout) : null;
+    const pairs =
+      type === 'uncommitted'
+        ? await this.uncommitted(s)
+        : type === 'staged'
+          ? await this.staged(s)
+          : type === 'last-commit'
+            ? await this.lastCommit(s)
+            : await this.vsDefault(s, branch);
+    pairs.sort((a, b) => compareKeys((a.old ?? a.new)!.path, (b.old ?? b.new)!.path));
+    const items = await detectRenames(pairs, s.load);
+    const latin1Patch = await formatPatch(items, { load: s.load, abbrev: (oid) => s.store.abbrev(oid), nullOid: NULL_OID });
+    return { rawPatch: Buffer.from(latin1Patch, 'latin1').toString('utf8'), latin1Patch, gitRef: gitRefOf(type, branch) };
+  }
+
+  async context(): Promise<GitContext> {
+    const head = await readHead(this.layout);
+    const base = (await defaultBranch(this.layout)) ?? 'main';
+    return {
+      currentBranch: head.branch ?? 'HEAD',
+      defaultBranch: base,
+      diffOptions: [
+        { id: 'uncommitted', label: 'Uncommitted changes' },
+        { id: 'last-commit', label: 'Last commit' },
+        { id: 'branch', label: `vs ${base}` },
+      ],
+    };
+  }
+}
+
+/** The git revision argument each diff type stands for. */
+export function gitRefOf(type: DiffType, defaultBranchName: string | null): string {
+  switch (type) {
+    case 'uncommitted':
+      return 'HEAD';
+    case 'staged':
+      return '--staged';
+    case 'last-commit':
+      return 'HEAD~1..HEAD';
+    case 'vs main':
+      return `${defaultBranchName ?? 'main'}..HEAD`;
+  }
+}
