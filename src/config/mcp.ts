@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { ConfigError } from './errors.ts';
 import { parseDuration } from './formats.ts';
+import { fail, isRecord, nonEmptyString } from './shape.ts';
 
 /**
  * `proxy.mcp.servers`: name → MCP server served at `/mcp/<name>/mcp`.
@@ -62,20 +62,6 @@ export type McpServersConfig = Record<string, Record<string, unknown>>;
 const REMOTE_KEYS = new Set(['url', 'headers', 'api_key', 'api_key_env', 'api_key_header', 'timeout_ms']);
 const STDIO_KEYS = new Set(['command', 'args', 'env', 'cwd', 'timeout_ms', 'max_sessions', 'idle_timeout_ms']);
 
-/** A config error at a key below `proxy.mcp.servers`. */
-function fail(key: string, message: string): never {
-  throw new ConfigError(`invalid configuration: ${key}: ${message}`);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function checkString(key: string, value: unknown): string {
-  if (typeof value !== 'string' || value.trim() === '') fail(key, 'must be a non-empty string');
-  return value;
-}
-
 function checkStringMap(key: string, value: unknown, nameRule: RegExp, what: string): void {
   if (!isRecord(value)) fail(key, `must be a map of ${what} to strings`);
   for (const [name, item] of Object.entries(value)) {
@@ -102,7 +88,7 @@ function checkDuration(key: string, value: unknown): void {
 }
 
 function checkRemote(key: string, server: Record<string, unknown>): void {
-  const url = checkString(`${key}.url`, server['url']);
+  const url = nonEmptyString(`${key}.url`, server['url']);
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -113,12 +99,12 @@ function checkRemote(key: string, server: Record<string, unknown>): void {
   if (server['api_key'] !== undefined && server['api_key_env'] !== undefined) {
     fail(`${key}.api_key`, 'give either api_key or api_key_env, not both');
   }
-  if (server['api_key'] !== undefined) checkString(`${key}.api_key`, server['api_key']);
-  if (server['api_key_env'] !== undefined && !ENV_NAME.test(checkString(`${key}.api_key_env`, server['api_key_env']))) {
+  if (server['api_key'] !== undefined) nonEmptyString(`${key}.api_key`, server['api_key']);
+  if (server['api_key_env'] !== undefined && !ENV_NAME.test(nonEmptyString(`${key}.api_key_env`, server['api_key_env']))) {
     fail(`${key}.api_key_env`, 'must be an environment variable name');
   }
   if (server['api_key_header'] !== undefined) {
-    const header = checkString(`${key}.api_key_header`, server['api_key_header']);
+    const header = nonEmptyString(`${key}.api_key_header`, server['api_key_header']);
     if (!HEADER_NAME.test(header) || RESERVED_HEADERS.has(header.toLowerCase())) fail(`${key}.api_key_header`, 'must be a header name the proxy does not set itself');
   }
   if (server['headers'] !== undefined) {
@@ -130,11 +116,11 @@ function checkRemote(key: string, server: Record<string, unknown>): void {
 }
 
 function checkStdio(key: string, server: Record<string, unknown>): void {
-  checkString(`${key}.command`, server['command']);
+  nonEmptyString(`${key}.command`, server['command']);
   const args = server['args'];
   if (args !== undefined && (!Array.isArray(args) || args.some((a) => typeof a !== 'string'))) fail(`${key}.args`, 'must be a list of strings');
   if (server['env'] !== undefined) checkStringMap(`${key}.env`, server['env'], ENV_NAME, 'environment variable names');
-  if (server['cwd'] !== undefined && !path.isAbsolute(checkString(`${key}.cwd`, server['cwd']))) fail(`${key}.cwd`, 'must be an absolute path');
+  if (server['cwd'] !== undefined && !path.isAbsolute(nonEmptyString(`${key}.cwd`, server['cwd']))) fail(`${key}.cwd`, 'must be an absolute path');
   if (server['max_sessions'] !== undefined) {
     const max = server['max_sessions'];
     if (typeof max !== 'number' || !Number.isInteger(max) || max < 1) fail(`${key}.max_sessions`, 'must be a positive integer');
@@ -178,7 +164,7 @@ export const mcpServersSchema = {
 function resolveText(key: string, text: string, env: NodeJS.ProcessEnv): string {
   return text.replace(ENV_REFERENCE, (_match, name: string) => {
     const value = env[name];
-    if (value === undefined) throw new ConfigError(`invalid configuration: ${key}: environment variable ${name} is not set`);
+    if (value === undefined) fail(key, `environment variable ${name} is not set`);
     return value;
   });
 }
@@ -210,7 +196,7 @@ export function resolveMcpServers(config: unknown, env: NodeJS.ProcessEnv): McpS
       const keyEnv = server['api_key_env'] as string | undefined;
       if (keyEnv !== undefined) {
         key = env[keyEnv];
-        if (!key) throw new ConfigError(`invalid configuration: ${at}.api_key_env: environment variable ${keyEnv} is not set`);
+        if (!key) fail(`${at}.api_key_env`, `environment variable ${keyEnv} is not set`);
       }
       if (key !== undefined) {
         const header = ((server['api_key_header'] as string | undefined) ?? 'authorization').toLowerCase();

@@ -1,3 +1,4 @@
+import { pipeline } from 'node:stream/promises';
 import type { Context } from 'koa';
 import { errors as undiciErrors, request, type Dispatcher } from 'undici';
 import type { Logger } from '../../log.ts';
@@ -41,15 +42,14 @@ function classify(name: string, server: RemoteMcpServer, error: unknown) {
 
 /**
  * Relays one Streamable HTTP request to a remote MCP server. The response
- * body is piped as it arrives, so SSE events reach the client one by one; a
- * client that goes away destroys the pipe and with it the upstream request.
+ * body is piped chunk by chunk as it arrives, so SSE events reach the client
+ * one by one; a client that goes away ends the upstream request.
  */
 export async function relayRemote(ctx: Context, name: string, server: RemoteMcpServer, { dispatcher, log, maxBodyBytes }: RemoteOptions): Promise<void> {
   const body = ctx.method === 'POST' ? await readBody(ctx.req, maxBodyBytes) : undefined;
+  // Until the upstream answers, a client that leaves cancels the request.
   const abort = new AbortController();
-  const onClose = () => {
-    if (!ctx.res.writableFinished) abort.abort();
-  };
+  const onClose = () => abort.abort();
   ctx.res.once('close', onClose);
   let upstream: Dispatcher.ResponseData;
   try {
@@ -68,9 +68,9 @@ export async function relayRemote(ctx: Context, name: string, server: RemoteMcpS
     if (abort.signal.aborted) return;
     throw classify(name, server, error);
   }
+  ctx.res.off('close', onClose);
   if (upstream.statusCode === 401 || upstream.statusCode === 403) {
-    upstream.body.destroy();
-    ctx.res.off('close', onClose);
+    await upstream.body.dump();
     throw mcpErrors.rejectedCredentials(name, upstream.statusCode);
   }
   ctx.status = upstream.statusCode;
@@ -79,13 +79,19 @@ export async function relayRemote(ctx: Context, name: string, server: RemoteMcpS
     if (value !== undefined) ctx.set(header, value);
   }
   if (String(upstream.headers['content-type'] ?? '').startsWith('text/event-stream')) {
-    // Stop Koa and any reverse proxy in front of us from holding events back.
+    // Nothing between here and the client may hold events back.
     ctx.set('x-accel-buffering', 'no');
     ctx.req.socket.setNoDelay(true);
   }
-  upstream.body.once('end', () => ctx.res.off('close', onClose));
-  upstream.body.on('error', (error) => {
-    if (!abort.signal.aborted) log.warn({ mcp_server: name, err: error }, `MCP server "${name}" broke off its response`);
-  });
-  ctx.body = upstream.body;
+  // Piped by hand rather than handed to Koa: a client leaving mid-stream is
+  // normal here, not an application error. pipeline() destroys the upstream
+  // body when the client goes away, which aborts the upstream request.
+  ctx.respond = false;
+  ctx.res.flushHeaders();
+  try {
+    await pipeline(upstream.body, ctx.res);
+  } catch (error) {
+    // A client that left shows as a premature close; anything else came from upstream.
+    if ((error as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') log.warn({ mcp_server: name, err: error }, `MCP server "${name}" broke off its response`);
+  }
 }
