@@ -108,9 +108,9 @@ interface Split {
 
 function measureSplit(f: MarkedFile, split: number): Split {
   const n = f.lines.length;
-  const m: Split = { endOfFile: split >= n, indent: split >= n ? -1 : indentOf(f.lines[split]!), preBlank: 0, preIndent: -1, postBlank: 0, postIndent: -1 };
+  const m: Split = { endOfFile: split >= n, indent: split >= n ? -1 : indentOf(f.lines[split] ?? ''), preBlank: 0, preIndent: -1, postBlank: 0, postIndent: -1 };
   for (let i = split - 1; i >= 0; i--) {
-    m.preIndent = indentOf(f.lines[i]!);
+    m.preIndent = indentOf(f.lines[i] ?? '');
     if (m.preIndent !== -1) break;
     m.preBlank++;
     if (m.preBlank === MAX_BLANKS) {
@@ -119,7 +119,7 @@ function measureSplit(f: MarkedFile, split: number): Split {
     }
   }
   for (let i = split + 1; i < n; i++) {
-    m.postIndent = indentOf(f.lines[i]!);
+    m.postIndent = indentOf(f.lines[i] ?? '');
     if (m.postIndent !== -1) break;
     m.postBlank++;
     if (m.postBlank === MAX_BLANKS) {

@@ -44,7 +44,7 @@ const isSpace = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0
  */
 function functionLine(lines: string[], before: number): string {
   for (let l = before - 1; l >= 0; l--) {
-    const line = lines[l]!;
+    const line = lines[l] ?? '';
     const c = line.charCodeAt(0);
     if ((c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x5f || c === 0x24) {
       let end = Math.min(line.length, FUNC_LINE_MAX);
@@ -66,6 +66,28 @@ function emit(out: string[], prefix: string, line: string): void {
   if (!line.endsWith('\n')) out.push('\n', NO_NEWLINE);
 }
 
+interface Hunk {
+  first: Change;
+  last: Change;
+  changes: Change[];
+}
+
+/** Changes at most MAX_GAP unchanged lines apart go into one hunk. */
+function hunksOf(changes: Change[]): Hunk[] {
+  const hunks: Hunk[] = [];
+  let current: Hunk | undefined;
+  for (const change of changes) {
+    if (current && change.i1 - (current.last.i1 + current.last.chg1) <= MAX_GAP) {
+      current.changes.push(change);
+      current.last = change;
+    } else {
+      current = { first: change, last: change, changes: [change] };
+      hunks.push(current);
+    }
+  }
+  return hunks;
+}
+
 /**
  * The hunks of a unified diff between two texts (bytes as latin1), exactly
  * as git prints them; '' when the texts are equal.
@@ -74,28 +96,23 @@ export function unifiedHunks(oldText: string, newText: string): string {
   const oldLines = splitLines(oldText);
   const newLines = splitLines(newText);
   const { old: a, new: b } = diffLines(oldLines, newLines);
-  const changes = changeList(a, b);
   const out: string[] = [];
-  for (let k = 0; k < changes.length; ) {
-    const first = changes[k]!;
-    let last = first;
-    let end = k + 1;
-    while (end < changes.length && changes[end]!.i1 - (last.i1 + last.chg1) <= MAX_GAP) last = changes[end++]!;
+  const newLine = (i: number) => newLines[i] ?? '';
+  for (const { first, last, changes } of hunksOf(changeList(a, b))) {
     const s1 = Math.max(first.i1 - CONTEXT, 0);
     const s2 = Math.max(first.i2 - CONTEXT, 0);
     const e1 = Math.min(last.i1 + last.chg1 + CONTEXT, oldLines.length);
     const e2 = Math.min(last.i2 + last.chg2 + CONTEXT, newLines.length);
     const func = functionLine(oldLines, s1);
     out.push(`@@ -${range(s1, e1 - s1)} +${range(s2, e2 - s2)} @@${func ? ` ${func}` : ''}\n`);
+    // Context lines are taken from the new side, as git does (they are equal anyway).
     let p2 = s2;
-    for (let c = k; c < end; c++) {
-      const change = changes[c]!;
-      for (; p2 < change.i2; p2++) emit(out, ' ', newLines[p2]!);
-      for (let i = change.i1; i < change.i1 + change.chg1; i++) emit(out, '-', oldLines[i]!);
-      for (; p2 < change.i2 + change.chg2; p2++) emit(out, '+', newLines[p2]!);
+    for (const change of changes) {
+      for (; p2 < change.i2; p2++) emit(out, ' ', newLine(p2));
+      for (let i = change.i1; i < change.i1 + change.chg1; i++) emit(out, '-', oldLines[i] ?? '');
+      for (; p2 < change.i2 + change.chg2; p2++) emit(out, '+', newLine(p2));
     }
-    for (; p2 < e2; p2++) emit(out, ' ', newLines[p2]!);
-    k = end;
+    for (; p2 < e2; p2++) emit(out, ' ', newLine(p2));
   }
   return out.join('');
 }

@@ -35,10 +35,10 @@ const INTENT_TO_ADD = 0x2000;
 
 /** git's offset varint (index v4 path prefix lengths). */
 function readVarint(buf: Buffer, pos: number): [value: number, next: number] {
-  let c = buf[pos++]!;
+  let c = buf.readUInt8(pos++);
   let value = c & 127;
   while (c & 128) {
-    c = buf[pos++]!;
+    c = buf.readUInt8(pos++);
     value = ((value + 1) << 7) | (c & 127);
   }
   return [value, pos];

@@ -21,10 +21,10 @@ function labelLine(marker: string, label: string): string {
 }
 
 async function filePatch(ctx: PatchContext, oldV: FileVersion | null, newV: FileVersion | null, score: number | undefined): Promise<string> {
-  const oldPath = (oldV ?? newV)!.path;
-  const newPath = (newV ?? oldV)!.path;
+  const oldPath = oldV?.path ?? newV?.path ?? '';
+  const newPath = newV?.path ?? oldPath;
   let out = `diff --git ${quotePath('a/', oldPath)} ${quotePath('b/', newPath)}\n`;
-  if (!oldV) out += `new file mode ${octalMode(newV!.mode)}\n`;
+  if (!oldV) out += `new file mode ${octalMode(newV?.mode ?? 0)}\n`;
   else if (!newV) out += `deleted file mode ${octalMode(oldV.mode)}\n`;
   else if (oldV.mode !== newV.mode) out += `old mode ${octalMode(oldV.mode)}\nnew mode ${octalMode(newV.mode)}\n`;
   if (score !== undefined) {

@@ -20,9 +20,8 @@ export async function readHead(layout: RepoLayout): Promise<Head> {
     throw gitErrors.unreadable('HEAD', error);
   }
   if (/^[0-9a-f]{40}$/.test(text)) return { branch: null, commit: text };
-  const match = /^ref:\s*refs\/heads\/(.+)$/.exec(text);
-  if (!match) throw gitErrors.corrupt(`HEAD (${text})`);
-  const branch = match[1]!;
+  const branch = /^ref:\s*refs\/heads\/(.+)$/.exec(text)?.[1];
+  if (branch === undefined) throw gitErrors.corrupt(`HEAD (${text})`);
   return { branch, commit: await resolveBranch(layout, branch) };
 }
 
@@ -53,14 +52,14 @@ export async function readCommit(store: ObjectStore, oid: string): Promise<Commi
   let object = await store.read(oid);
   // An annotated tag may stand where a commit is expected.
   while (object.type === 'tag') {
-    const target = /^object ([0-9a-f]{40})$/m.exec(object.content.toString('latin1'));
+    const target = /^object ([0-9a-f]{40})$/m.exec(object.content.toString('latin1'))?.[1];
     if (!target) throw gitErrors.corrupt(`tag ${oid}`);
-    object = await store.read(target[1]!);
+    object = await store.read(target);
   }
   if (object.type !== 'commit') throw gitErrors.corrupt(`${oid} is a ${object.type}, not a commit`);
   const header = object.content.toString('latin1', 0, object.content.indexOf('\n\n'));
-  const tree = /^tree ([0-9a-f]{40})$/m.exec(header);
+  const tree = /^tree ([0-9a-f]{40})$/m.exec(header)?.[1];
   if (!tree) throw gitErrors.corrupt(`commit ${oid}`);
-  const parents = [...header.matchAll(/^parent ([0-9a-f]{40})$/gm)].map((m) => m[1]!);
-  return { tree: tree[1]!, parents };
+  const parents = [...header.matchAll(/^parent ([0-9a-f]{40})$/gm)].flatMap((m) => m.slice(1));
+  return { tree, parents };
 }

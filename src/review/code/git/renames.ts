@@ -43,7 +43,7 @@ function spanHashes(content: Buffer): Map<number, number> {
     accum2 = 0;
   };
   for (let i = 0; i < content.length; i++) {
-    const c = content[i]!;
+    const c = content[i] ?? 0;
     // A CR of a CRLF pair is not content in a text file.
     if (text && c === 0x0d && content[i + 1] === 0x0a) continue;
     const old1 = accum1;
@@ -57,24 +57,26 @@ function spanHashes(content: Buffer): Map<number, number> {
 }
 
 interface Candidate {
+  pair: FilePair;
   version: FileVersion;
-  content: Buffer;
+  content?: Buffer;
   spans?: Map<number, number>;
   used: boolean;
 }
 
+const sizeOf = (c: Candidate) => c.content?.length ?? 0;
+
 function spansOf(c: Candidate): Map<number, number> {
-  c.spans ??= spanHashes(c.content);
+  c.spans ??= spanHashes(c.content ?? Buffer.alloc(0));
   return c.spans;
 }
 
 /** git's estimate_similarity: bytes of `dst` found in `src`, scaled to MAX_SCORE by the larger size. */
 function similarity(src: Candidate, dst: Candidate): number {
   if (!isRegular(src.version.mode) || !isRegular(dst.version.mode)) return 0;
-  const max = Math.max(src.content.length, dst.content.length);
-  const base = Math.min(src.content.length, dst.content.length);
-  if (max * (MAX_SCORE - MIN_SCORE) < (max - base) * MAX_SCORE) return 0;
-  if (max === 0) return 0;
+  const max = Math.max(sizeOf(src), sizeOf(dst));
+  const base = Math.min(sizeOf(src), sizeOf(dst));
+  if (max === 0 || max * (MAX_SCORE - MIN_SCORE) < (max - base) * MAX_SCORE) return 0;
   const a = spansOf(src);
   const b = spansOf(dst);
   let copied = 0;
@@ -85,6 +87,29 @@ function similarity(src: Candidate, dst: Candidate): number {
   return Math.floor((copied * MAX_SCORE) / max);
 }
 
+/** Candidates by file name, for the names that occur once only. */
+function uniqueNames(candidates: Candidate[]): Map<string, Candidate> {
+  const seen = new Map<string, Candidate | null>();
+  for (const c of candidates) {
+    const name = basename(c.version.path);
+    seen.set(name, seen.has(name) ? null : c);
+  }
+  const unique = new Map<string, Candidate>();
+  for (const [name, c] of seen) if (c) unique.set(name, c);
+  return unique;
+}
+
+interface Scored {
+  dst: Candidate;
+  src: Candidate;
+  score: number;
+  sameName: number;
+}
+
+function byScore(a: Scored, b: Scored): number {
+  return a.score === b.score ? b.sameName - a.sameName : b.score - a.score;
+}
+
 export type ContentLoader = (version: FileVersion) => Promise<Buffer>;
 
 /**
@@ -92,101 +117,79 @@ export type ContentLoader = (version: FileVersion) => Promise<Buffer>;
  * in path order; the result keeps it, a rename standing where its new path is.
  */
 export async function detectRenames(pairs: FilePair[], load: ContentLoader): Promise<DiffItem[]> {
-  const srcPairs = pairs.filter((p) => p.old && !p.new);
-  const dstPairs = pairs.filter((p) => !p.old && p.new);
-  if (srcPairs.length === 0 || dstPairs.length === 0) return pairs;
+  const sources: Candidate[] = [];
+  const dests: Candidate[] = [];
+  for (const pair of pairs) {
+    if (pair.old && !pair.new) sources.push({ pair, version: pair.old, used: false });
+    else if (pair.new && !pair.old) dests.push({ pair, version: pair.new, used: false });
+  }
+  if (sources.length === 0 || dests.length === 0) return pairs;
 
   const renameOf = new Map<FilePair, { src: Candidate; score: number }>();
-  const usedSrc = new Set<FilePair>();
-  const srcs = srcPairs.map((p) => ({ pair: p, version: p.old! }));
+  const record = (dst: Candidate, src: Candidate, score: number) => {
+    src.used = true;
+    dst.used = true;
+    renameOf.set(dst.pair, { src, score });
+  };
 
-  // 1. Exact renames: same blob (and the same mode unless both are regular files).
-  for (const dst of dstPairs) {
-    const target = dst.new!;
-    let best: { pair: FilePair; version: FileVersion } | undefined;
-    for (const src of srcs) {
-      if (usedSrc.has(src.pair) || src.version.oid !== target.oid) continue;
-      if ((!isRegular(src.version.mode) || !isRegular(target.mode)) && src.version.mode !== target.mode) continue;
-      if (basename(src.version.path) === basename(target.path)) {
+  // 1. Exact renames: the same blob (and the same mode unless both are regular files).
+  for (const dst of dests) {
+    let best: Candidate | undefined;
+    for (const src of sources) {
+      if (src.used || src.version.oid !== dst.version.oid) continue;
+      if ((!isRegular(src.version.mode) || !isRegular(dst.version.mode)) && src.version.mode !== dst.version.mode) continue;
+      if (basename(src.version.path) === basename(dst.version.path)) {
         best = src;
         break;
       }
       best ??= src;
     }
-    if (best) {
-      usedSrc.add(best.pair);
-      renameOf.set(dst, { src: { version: best.version, content: Buffer.alloc(0), used: true }, score: MAX_SCORE });
-    }
+    if (best) record(dst, best, MAX_SCORE);
   }
 
-  const remainingDst = dstPairs.filter((p) => !renameOf.has(p));
-  const remainingSrc = srcPairs.filter((p) => !usedSrc.has(p));
-  if (remainingDst.length > 0 && remainingSrc.length > 0) {
-    const srcCands: Candidate[] = await Promise.all(remainingSrc.map(async (p) => ({ version: p.old!, content: await load(p.old!), used: false })));
-    const dstCands = new Map<FilePair, Candidate>();
-    for (const p of remainingDst) dstCands.set(p, { version: p.new!, content: await load(p.new!), used: false });
-    const srcPairOf = new Map(srcCands.map((c, i) => [c, remainingSrc[i]!]));
-    const record = (dst: FilePair, src: Candidate, score: number) => {
-      src.used = true;
-      usedSrc.add(srcPairOf.get(src)!);
-      renameOf.set(dst, { src, score });
-    };
+  let srcLeft = sources.filter((c) => !c.used);
+  let dstLeft = dests.filter((c) => !c.used);
+  if (srcLeft.length > 0 && dstLeft.length > 0) {
+    await Promise.all([...srcLeft, ...dstLeft].map(async (c) => (c.content = await load(c.version))));
 
-    // 2. File names unique among the remaining sources and destinations.
-    const uniqueBy = <T>(items: T[], name: (t: T) => string) => {
-      const seen = new Map<string, T | null>();
-      for (const item of items) {
-        const key = name(item);
-        seen.set(key, seen.has(key) ? null : item);
-      }
-      return seen;
-    };
-    const srcByName = uniqueBy(srcCands, (c) => basename(c.version.path));
-    const dstByName = uniqueBy(remainingDst, (p) => basename(p.new!.path));
-    for (const src of srcCands) {
-      const name = basename(src.version.path);
+    // 2. A file name unique among the remaining sources and among the remaining destinations.
+    const srcByName = uniqueNames(srcLeft);
+    const dstByName = uniqueNames(dstLeft);
+    for (const [name, src] of srcByName) {
       const dst = dstByName.get(name);
-      if (!dst || srcByName.get(name) !== src || renameOf.has(dst)) continue;
-      const score = similarity(src, dstCands.get(dst)!);
+      if (!dst) continue;
+      const score = similarity(src, dst);
       if (score >= MIN_BASENAME_SCORE) record(dst, src, score);
     }
 
-    // 3. Everything else: the best-scoring pairs first.
-    const sources = srcCands.filter((c) => !c.used);
-    const dsts = remainingDst.filter((p) => !renameOf.has(p));
-    const tooMany = dsts.length * sources.length > RENAME_LIMIT * RENAME_LIMIT;
-    if (!tooMany && sources.length > 0) {
-      const scored: { dst: FilePair; dstIndex: number; src: Candidate; score: number; sameName: number }[] = [];
-      dsts.forEach((dst, dstIndex) => {
-        const dstCand = dstCands.get(dst)!;
-        const top: typeof scored = [];
-        for (const src of sources) {
-          const entry = { dst, dstIndex, src, score: similarity(src, dstCand), sameName: basename(src.version.path) === basename(dst.new!.path) ? 1 : 0 };
-          // Keep the best few per destination, as git does.
-          top.push(entry);
+    // 3. Everything else: the best-scoring pairs first, keeping the best few per destination.
+    srcLeft = srcLeft.filter((c) => !c.used);
+    dstLeft = dstLeft.filter((c) => !c.used);
+    if (srcLeft.length > 0 && dstLeft.length * srcLeft.length <= RENAME_LIMIT * RENAME_LIMIT) {
+      const scored: Scored[] = [];
+      for (const dst of dstLeft) {
+        const top: Scored[] = [];
+        for (const src of srcLeft) {
+          top.push({ dst, src, score: similarity(src, dst), sameName: basename(src.version.path) === basename(dst.version.path) ? 1 : 0 });
           top.sort(byScore);
           if (top.length > CANDIDATES_PER_DST) top.pop();
         }
         scored.push(...top);
-      });
+      }
       scored.sort(byScore);
-      for (const entry of scored) {
-        if (entry.score < MIN_SCORE) break;
-        if (renameOf.has(entry.dst) || entry.src.used) continue;
-        record(entry.dst, entry.src, entry.score);
+      for (const { dst, src, score } of scored) {
+        if (score < MIN_SCORE) break;
+        if (!dst.used && !src.used) record(dst, src, score);
       }
     }
   }
 
+  const renamedAway = new Set(sources.filter((c) => c.used).map((c) => c.pair));
   const items: DiffItem[] = [];
   for (const pair of pairs) {
     const rename = renameOf.get(pair);
     if (rename) items.push({ old: rename.src.version, new: pair.new, score: rename.score });
-    else if (!usedSrc.has(pair)) items.push(pair);
+    else if (!renamedAway.has(pair)) items.push(pair);
   }
   return items;
-}
-
-function byScore(a: { score: number; sameName: number }, b: { score: number; sameName: number }): number {
-  return a.score === b.score ? b.sameName - a.sameName : b.score - a.score;
 }

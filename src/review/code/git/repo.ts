@@ -16,9 +16,9 @@ export interface RepoLayout {
 
 function readGitFile(file: string): string {
   const text = fs.readFileSync(file, 'utf8');
-  const match = /^gitdir:\s*(.+?)\s*$/m.exec(text);
-  if (!match) throw gitErrors.corrupt(`${file} names no gitdir`);
-  return path.resolve(path.dirname(file), match[1]!);
+  const target = /^gitdir:\s*(.+?)\s*$/m.exec(text)?.[1];
+  if (!target) throw gitErrors.corrupt(`${file} names no gitdir`);
+  return path.resolve(path.dirname(file), target);
 }
 
 /** core.filemode from the repository config (git's default is true). */
@@ -32,11 +32,11 @@ function readFilemode(commondir: string): boolean {
   let section = '';
   for (const raw of text.split('\n')) {
     const line = raw.replace(/[#;].*$/, '').trim();
-    const header = /^\[\s*([^\]\s"]+)[^\]]*\]$/.exec(line);
-    if (header) section = header[1]!.toLowerCase();
+    const header = /^\[\s*([^\]\s"]+)[^\]]*\]$/.exec(line)?.[1];
+    if (header) section = header.toLowerCase();
     else if (section === 'core') {
-      const kv = /^filemode\s*=\s*(\S+)$/i.exec(line);
-      if (kv) return !/^(false|no|off|0)$/i.test(kv[1]!);
+      const value = /^filemode\s*=\s*(\S+)$/i.exec(line)?.[1];
+      if (value) return !/^(false|no|off|0)$/i.test(value);
     }
   }
   return true;

@@ -7,7 +7,7 @@ import { formatPatch } from './patch.ts';
 import { defaultBranch, readCommit, readHead, resolveBranch, type Head } from './refs.ts';
 import { detectRenames } from './renames.ts';
 import { openRepository, type RepoLayout } from './repo.ts';
-import { compareKeys, diffTrees, flattenTree, MODE_GITLINK, TreeCache, type FilePair, type FileVersion } from './tree.ts';
+import { compareKeys, diffTrees, flattenTree, MODE_GITLINK, pairPath, TreeCache, type FilePair, type FileVersion } from './tree.ts';
 import { Worktree } from './worktree.ts';
 
 export interface DiffResult {
@@ -152,7 +152,7 @@ export class GitRepository {
           : type === 'last-commit'
             ? await this.lastCommit(s)
             : await this.vsDefault(s, branch);
-    pairs.sort((a, b) => compareKeys((a.old ?? a.new)!.path, (b.old ?? b.new)!.path));
+    pairs.sort((a, b) => compareKeys(pairPath(a), pairPath(b)));
     const items = await detectRenames(pairs, s.load);
     const latin1Patch = await formatPatch(items, { load: s.load, abbrev: (oid) => s.store.abbrev(oid), nullOid: NULL_OID });
     return { rawPatch: Buffer.from(latin1Patch, 'latin1').toString('utf8'), latin1Patch, gitRef: gitRefOf(type, branch) };

@@ -33,7 +33,8 @@ export class TreeCache {
   readonly flat = new Map<string, Map<string, FileVersion>>();
 
   rememberFlat(oid: string, files: Map<string, FileVersion>): void {
-    if (this.flat.size >= 4) this.flat.delete(this.flat.keys().next().value!);
+    const oldest = this.flat.keys().next();
+    if (this.flat.size >= 4 && !oldest.done) this.flat.delete(oldest.value);
     this.flat.set(oid, files);
   }
 }
@@ -89,6 +90,10 @@ export interface FilePair {
   new: FileVersion | null;
 }
 
+export function pairPath(pair: FilePair): string {
+  return pair.old?.path ?? pair.new?.path ?? '';
+}
+
 /** git's tree order: a tree sorts as if its name ended with '/'. */
 function orderKey(entry: TreeEntry): string {
   return entry.mode === MODE_TREE ? `${entry.name}/` : entry.name;
@@ -100,14 +105,14 @@ function orderKey(entry: TreeEntry): string {
  */
 export async function diffTrees(store: ObjectStore, cache: TreeCache, a: string | null, b: string | null): Promise<FilePair[]> {
   const pairs: FilePair[] = [];
-  const all = async (oid: string, prefix: string, side: 'old' | 'new'): Promise<void> => {
-    for (const entry of await readTree(store, cache, oid)) {
-      const path = prefix + entry.name;
-      if (entry.mode === MODE_TREE) await all(entry.oid, `${path}/`, side);
-      else {
-        const version = { path, oid: entry.oid, mode: entry.mode };
-        pairs.push(side === 'old' ? { old: version, new: null } : { old: null, new: version });
-      }
+  // An entry on one side only: the file, or everything under the directory, was added or deleted.
+  const one = async (entry: TreeEntry, prefix: string, side: 'old' | 'new'): Promise<void> => {
+    const path = prefix + entry.name;
+    if (entry.mode === MODE_TREE) {
+      for (const child of await readTree(store, cache, entry.oid)) await one(child, `${path}/`, side);
+    } else {
+      const version = { path, oid: entry.oid, mode: entry.mode };
+      pairs.push(side === 'old' ? { old: version, new: null } : { old: null, new: version });
     }
   };
   const walk = async (oldOid: string | null, newOid: string | null, prefix: string): Promise<void> => {
@@ -118,23 +123,21 @@ export async function diffTrees(store: ObjectStore, cache: TreeCache, a: string 
     while (i < left.length || j < right.length) {
       const l = left[i];
       const r = right[j];
-      const cmp = !l ? 1 : !r ? -1 : compareKeys(orderKey(l), orderKey(r));
-      if (cmp < 0) {
+      const cmp = l && r ? compareKeys(orderKey(l), orderKey(r)) : l ? -1 : 1;
+      if (l && cmp < 0) {
         i++;
-        if (l!.mode === MODE_TREE) await all(l!.oid, `${prefix}${l!.name}/`, 'old');
-        else pairs.push({ old: { path: prefix + l!.name, oid: l!.oid, mode: l!.mode }, new: null });
-      } else if (cmp > 0) {
+        await one(l, prefix, 'old');
+      } else if (r && cmp > 0) {
         j++;
-        if (r!.mode === MODE_TREE) await all(r!.oid, `${prefix}${r!.name}/`, 'new');
-        else pairs.push({ old: null, new: { path: prefix + r!.name, oid: r!.oid, mode: r!.mode } });
-      } else {
+        await one(r, prefix, 'new');
+      } else if (l && r) {
         i++;
         j++;
-        if (l!.oid === r!.oid && l!.mode === r!.mode) continue;
-        if (l!.mode === MODE_TREE) await walk(l!.oid, r!.oid, `${prefix}${l!.name}/`);
+        if (l.oid === r.oid && l.mode === r.mode) continue;
+        if (l.mode === MODE_TREE) await walk(l.oid, r.oid, `${prefix}${l.name}/`);
         else {
-          const path = prefix + l!.name;
-          pairs.push({ old: { path, oid: l!.oid, mode: l!.mode }, new: { path, oid: r!.oid, mode: r!.mode } });
+          const path = prefix + l.name;
+          pairs.push({ old: { path, oid: l.oid, mode: l.mode }, new: { path, oid: r.oid, mode: r.mode } });
         }
       }
     }
