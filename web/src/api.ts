@@ -1,0 +1,122 @@
+// The review server's API (spec: review-server.md), typed, in one place.
+import type { CodeAnnotation } from './annotations.ts';
+
+export type Origin = 'claude-code' | 'opencode';
+
+export interface PlanResponse {
+  plan: string;
+  origin: Origin;
+  permissionMode?: string;
+  sharingEnabled: boolean;
+}
+
+export interface DiffOption {
+  id: string;
+  label: string;
+}
+
+export interface DiffResponse {
+  rawPatch: string;
+  gitRef: string;
+  origin: Origin;
+  diffType: string;
+  gitContext: { currentBranch: string; defaultBranch: string; diffOptions: DiffOption[] };
+  sharingEnabled: boolean;
+}
+
+export interface Agent {
+  id: string;
+  name: string;
+  description: string;
+}
+
+export interface PlanSave {
+  enabled: boolean;
+  customPath?: string;
+}
+
+export interface ApproveRequest {
+  notevault?: { vaultPath: string; folder?: string; tags?: string[]; plan: string };
+  notememo?: { plan: string };
+  feedback?: string;
+  agentSwitch?: string;
+  permissionMode?: string;
+  planSave?: PlanSave;
+}
+
+export interface DenyRequest {
+  feedback?: string;
+  planSave?: PlanSave;
+}
+
+export interface DecisionResponse {
+  ok: boolean;
+  savedPath?: string;
+  notememoUrl?: string;
+}
+
+export interface FeedbackRequest {
+  feedback?: string;
+  annotations?: CodeAnnotation[];
+  agentSwitch?: string;
+}
+
+/** An API error carrying the server's `{"error"}` message. */
+export class ApiError extends Error {
+  status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+async function readJson<T>(response: Response): Promise<T> {
+  const type = response.headers.get('content-type') ?? '';
+  if (!type.includes('json')) throw new ApiError(response.status, `Unexpected ${type || 'untyped'} answer from ${response.url}`);
+  const body = (await response.json()) as T & { error?: unknown };
+  if (!response.ok) throw new ApiError(response.status, typeof body.error === 'string' ? body.error : `HTTP ${response.status}`);
+  return body;
+}
+
+async function get<T>(path: string): Promise<T> {
+  return readJson<T>(await fetch(path, { headers: { accept: 'application/json' } }));
+}
+
+async function post<T>(path: string, body: unknown): Promise<T> {
+  return readJson<T>(
+    await fetch(path, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(body) }),
+  );
+}
+
+export type Review = { kind: 'plan'; data: PlanResponse } | { kind: 'code'; data: DiffResponse };
+
+/**
+ * Which server this page belongs to. An unknown path answers with this very
+ * page (the SPA fallback), so the server that is not this one answers HTML.
+ */
+export async function loadReview(): Promise<Review> {
+  const [plan, diff] = await Promise.allSettled([get<PlanResponse>('/api/plan'), get<DiffResponse>('/api/diff')]);
+  if (plan.status === 'fulfilled') return { kind: 'plan', data: plan.value };
+  if (diff.status === 'fulfilled') return { kind: 'code', data: diff.value };
+  const reason: unknown = diff.reason instanceof ApiError && diff.reason.status !== 200 ? diff.reason : plan.reason;
+  throw reason instanceof Error ? reason : new Error(String(reason));
+}
+
+export const api = {
+  approve: (body: ApproveRequest) => post<DecisionResponse>('/api/approve', body),
+  deny: (body: DenyRequest) => post<DecisionResponse>('/api/deny', body),
+  feedback: (body: FeedbackRequest) => post<{ ok: boolean }>('/api/feedback', body),
+  switchDiff: (diffType: string) => post<{ rawPatch: string; gitRef: string; diffType: string }>('/api/diff/switch', { diffType }),
+  agents: () => get<{ agents: Agent[]; error?: string }>('/api/agents'),
+  vaults: () => get<{ vaults: string[] }>('/api/notevault/vaults'),
+  async upload(file: Blob, name: string): Promise<string> {
+    const form = new FormData();
+    form.append('file', file, name);
+    return (await readJson<{ path: string }>(await fetch('/api/upload', { method: 'POST', body: form }))).path;
+  },
+};
+
+/** The URL through which the page shows a local image file. */
+export function imageUrl(path: string): string {
+  return `/api/image?path=${encodeURIComponent(path)}`;
+}

@@ -1,0 +1,73 @@
+// Entry: find out which review this server holds (or whether the URL carries
+// a shared plan) and show the matching screen.
+import { render, type JSX } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import type { PlanAnnotation } from './annotations.ts';
+import { loadReview, type DiffResponse } from './api.ts';
+import { decodeShare, isShareFragment } from './share.ts';
+import { applyTheme } from './theme.ts';
+import { CodeReview } from './ui/code-review.tsx';
+import { errorText } from './ui/common.tsx';
+import { PlanReview, type PlanReviewProps } from './ui/plan-review.tsx';
+import { useSettings } from './use-settings.ts';
+import './styles.css';
+
+type Screen =
+  | { kind: 'loading' }
+  | { kind: 'error'; message: string }
+  | { kind: 'plan'; data: PlanReviewProps['data']; shared?: { annotations: PlanAnnotation[] } }
+  | { kind: 'code'; data: DiffResponse };
+
+async function load(): Promise<Screen> {
+  if (isShareFragment(location.hash)) {
+    const shared = await decodeShare(location.hash);
+    return { kind: 'plan', data: { plan: shared.plan, sharingEnabled: false }, shared: { annotations: shared.annotations } };
+  }
+  const review = await loadReview();
+  return review.kind === 'plan' ? { kind: 'plan', data: review.data } : { kind: 'code', data: review.data };
+}
+
+function App(): JSX.Element {
+  const [settings, updateSettings] = useSettings();
+  const [screen, setScreen] = useState<Screen>({ kind: 'loading' });
+  useEffect(() => applyTheme(settings.theme), [settings.theme]);
+  useEffect(() => {
+    const start = (): void => {
+      load()
+        .then(setScreen)
+        .catch((e: unknown) => setScreen({ kind: 'error', message: errorText(e) }));
+    };
+    start();
+    // A share link pasted into this tab's address bar only changes the fragment.
+    const onHash = (): void => {
+      if (isShareFragment(location.hash)) start();
+    };
+    window.addEventListener('hashchange', onHash);
+    return () => window.removeEventListener('hashchange', onHash);
+  }, []);
+
+  switch (screen.kind) {
+    case 'loading':
+      return (
+        <main class="center" aria-busy="true">
+          <p class="muted">Loading the review…</p>
+        </main>
+      );
+    case 'error':
+      return (
+        <main class="center">
+          <div class="done-card" role="alert">
+            <h1>This review is not available</h1>
+            <p>{screen.message}</p>
+            <p class="muted">The review may already be decided and its server closed.</p>
+          </div>
+        </main>
+      );
+    case 'plan':
+      return <PlanReview key={location.hash} data={screen.data} shared={screen.shared} settings={settings} updateSettings={updateSettings} />;
+    case 'code':
+      return <CodeReview data={screen.data} settings={settings} updateSettings={updateSettings} />;
+  }
+}
+
+render(<App />, document.getElementById('app') as HTMLElement);

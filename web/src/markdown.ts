@@ -1,0 +1,103 @@
+// Plan Markdown → sanitized DOM. The plan is untrusted input (an agent wrote
+// it, maybe from a hostile file): marked renders it, DOMPurify strips anything
+// that can run or restyle the page, then headings get ids for the table of contents.
+import DOMPurify from 'dompurify';
+import { Marked, type Tokens } from 'marked';
+import { imageUrl } from './api.ts';
+import { highlight } from './highlight.ts';
+
+export interface TocEntry {
+  id: string;
+  level: number;
+  text: string;
+}
+
+export interface RenderedPlan {
+  fragment: DocumentFragment;
+  toc: TocEntry[];
+}
+
+const marked = new Marked({
+  gfm: true,
+  renderer: {
+    code({ text, lang }: Tokens.Code): string {
+      const language = (lang ?? '').trim().split(/\s+/)[0] ?? '';
+      const cls = language === '' ? '' : ` class="hljs language-${language.replace(/[^\w-]/g, '')}"`;
+      return `<pre><code${cls}>${highlight(text, language)}</code></pre>\n`;
+    },
+  },
+});
+
+const purifier = DOMPurify();
+
+/** Whether an image source is a local file path, shown through `/api/image`. */
+function isLocalPath(src: string): boolean {
+  return !/^(?:[a-z][a-z0-9+.-]*:|\/\/|#)/i.test(src);
+}
+
+purifier.addHook('afterSanitizeAttributes', (node) => {
+  if (node instanceof HTMLImageElement) {
+    const src = node.getAttribute('src') ?? '';
+    if (isLocalPath(src) && src !== '') node.setAttribute('src', imageUrl(decodeURI(src)));
+    else if (!/^https?:/i.test(src)) node.removeAttribute('src');
+    node.setAttribute('loading', 'lazy');
+  } else if (node instanceof HTMLAnchorElement) {
+    const href = node.getAttribute('href') ?? '';
+    if (!href.startsWith('#')) {
+      node.setAttribute('target', '_blank');
+      node.setAttribute('rel', 'noopener noreferrer');
+    }
+  } else if (node instanceof HTMLInputElement) {
+    // Only GFM task-list boxes survive, and a reviewer can't tick them.
+    if (node.type !== 'checkbox') node.remove();
+    else node.setAttribute('disabled', '');
+  }
+});
+
+const SANITIZE = {
+  USE_PROFILES: { html: true },
+  // Styles and form controls in a plan could draw fake buttons over the page.
+  FORBID_TAGS: ['style', 'form', 'button', 'textarea', 'select', 'option', 'dialog', 'template'],
+  FORBID_ATTR: ['style', 'id', 'name', 'tabindex', 'autofocus'],
+  ADD_ATTR: ['target'],
+  ALLOW_DATA_ATTR: false,
+  RETURN_DOM_FRAGMENT: true as const,
+};
+
+function slug(text: string): string {
+  return text
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s-]/gu, '')
+    .trim()
+    .replace(/\s+/g, '-')
+    .slice(0, 60);
+}
+
+/** Renders a plan: sanitized DOM plus the headings for the table of contents. */
+export function renderPlan(markdown: string): RenderedPlan {
+  const html = marked.parse(markdown, { async: false });
+  const fragment = purifier.sanitize(html, SANITIZE);
+  // Only highlighter classes survive: a plan's own classes could borrow the page's styles.
+  for (const el of fragment.querySelectorAll('[class]')) {
+    const keep = [...el.classList].filter((c) => c === 'hljs' || c.startsWith('hljs-') || c.startsWith('language-'));
+    if (keep.length === 0) el.removeAttribute('class');
+    else el.className = keep.join(' ');
+  }
+  const toc: TocEntry[] = [];
+  const seen = new Map<string, number>();
+  for (const heading of fragment.querySelectorAll('h1, h2, h3, h4, h5, h6')) {
+    const text = heading.textContent.trim();
+    const base = `h-${slug(text) || 'section'}`;
+    const n = (seen.get(base) ?? 0) + 1;
+    seen.set(base, n);
+    const id = n === 1 ? base : `${base}-${n}`;
+    heading.id = id;
+    toc.push({ id, level: Number(heading.tagName.slice(1)), text });
+  }
+  return { fragment, toc };
+}
+
+/** A reviewer's own comment text, rendered the same safe way (images, code, links). */
+export function renderComment(markdown: string): DocumentFragment {
+  return renderPlan(markdown).fragment;
+}

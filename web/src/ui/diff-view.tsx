@@ -1,0 +1,171 @@
+// The diff itself: unified or split rows in a virtual list, line numbers as
+// buttons that select a line or a range (click, shift+click or drag) on the
+// side they belong to, annotations and the comment form inline.
+import type { JSX, VNode } from 'preact';
+import { useCallback, useEffect, useRef } from 'preact/hooks';
+import type { CodeAnnotation } from '../annotations.ts';
+import type { DiffFile, DiffLayout, DiffLine, Side } from '../diff-model.ts';
+import { viewRowKey, type LineSelection, type ViewRow } from '../diff-rows.ts';
+import { languageOf } from '../feedback.ts';
+import { highlightLine } from '../highlight.ts';
+import { VirtualList } from './virtual-list.tsx';
+
+export interface DiffViewProps {
+  files: readonly DiffFile[];
+  rows: readonly ViewRow[];
+  layout: DiffLayout;
+  collapsed: ReadonlySet<number>;
+  annotations: ReadonlyMap<string, CodeAnnotation>;
+  selection: LineSelection | undefined;
+  scrollTo: { index: number; seq: number } | undefined;
+  onSelect: (selection: LineSelection) => void;
+  onToggleFile: (file: number) => void;
+  renderNote: (annotation: CodeAnnotation) => VNode;
+  renderForm: () => VNode;
+}
+
+const ESTIMATE: Record<ViewRow['type'], number> = { file: 44, hunk: 28, line: 20, split: 20, empty: 36, notes: 96, form: 220 };
+const STATUS_LABEL = { added: 'Added', deleted: 'Deleted', modified: 'Modified', renamed: 'Renamed' };
+
+export function DiffView(props: DiffViewProps): JSX.Element {
+  const { rows, layout, selection } = props;
+  const drag = useRef<{ file: number; side: Side; anchor: number } | undefined>(undefined);
+  const latest = useRef(props);
+  latest.current = props;
+
+  useEffect(() => {
+    const end = (): void => (drag.current = undefined);
+    window.addEventListener('mouseup', end);
+    return () => window.removeEventListener('mouseup', end);
+  }, []);
+
+  const pick = (file: number, side: Side, no: number, extend: boolean): void => {
+    const sel = latest.current.selection;
+    if (extend && sel !== undefined && sel.file === file && sel.side === side) {
+      latest.current.onSelect({ file, side, start: Math.min(sel.start, no), end: Math.max(sel.end, no) });
+    } else {
+      latest.current.onSelect({ file, side, start: no, end: no });
+    }
+  };
+
+  const gutter = (file: number, side: Side, line: DiffLine | undefined): VNode => {
+    const no = line === undefined ? undefined : side === 'old' ? line.oldNo : line.newNo;
+    if (no === undefined) return <span class="ln empty" />;
+    const selected = selection !== undefined && selection.file === file && selection.side === side && no >= selection.start && no <= selection.end;
+    return (
+      <button
+        type="button"
+        class={selected ? 'ln sel' : 'ln'}
+        aria-label={`${side === 'old' ? 'Old' : 'New'} line ${no}: comment`}
+        data-side={side}
+        data-line={no}
+        onMouseDown={(e) => {
+          if (e.button !== 0) return;
+          e.preventDefault();
+          drag.current = { file, side, anchor: e.shiftKey && selection ? selection.start : no };
+          pick(file, side, no, e.shiftKey);
+        }}
+        onMouseEnter={() => {
+          const d = drag.current;
+          if (d !== undefined && d.file === file && d.side === side) latest.current.onSelect({ file, side, start: Math.min(d.anchor, no), end: Math.max(d.anchor, no) });
+        }}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter' || e.key === ' ') {
+            e.preventDefault();
+            pick(file, side, no, e.shiftKey);
+          }
+        }}
+      >
+        {no}
+      </button>
+    );
+  };
+
+  const code = (line: DiffLine | undefined, lang: string, side: Side | 'both'): VNode => {
+    if (line === undefined) return <span class="code filler" />;
+    const kind = side === 'both' ? line.kind : line.kind === 'context' ? 'context' : side === 'old' ? 'del' : 'add';
+    return (
+      <span class={`code ${kind}`}>
+        <span class="mark" aria-hidden="true">
+          {kind === 'add' ? '+' : kind === 'del' ? '-' : ' '}
+        </span>
+        <span dangerouslySetInnerHTML={{ __html: highlightLine(line.text, lang) }} />
+      </span>
+    );
+  };
+
+  const renderRow = useCallback(
+    (i: number): VNode => {
+      const p = latest.current;
+      const row = p.rows[i];
+      if (row === undefined) return <div />;
+      const file = p.files[row.file];
+      if (file === undefined) return <div />;
+      const lang = languageOf(file.path);
+      switch (row.type) {
+        case 'file': {
+          const open = !p.collapsed.has(row.file);
+          const notes = [...p.annotations.values()].filter((a) => a.filePath === file.path).length;
+          return (
+            <div class="file-head" id={`file-${row.file}`}>
+              <button type="button" class="icon-btn" aria-expanded={open} aria-label={`${open ? 'Collapse' : 'Expand'} ${file.path}`} onClick={() => p.onToggleFile(row.file)}>
+                {open ? '▾' : '▸'}
+              </button>
+              <span class={`status st-${file.status}`}>{STATUS_LABEL[file.status]}</span>
+              <span class="path" title={file.path}>
+                {file.status === 'renamed' ? `${file.oldPath} → ${file.newPath}` : file.path}
+              </span>
+              {notes > 0 && <span class="count">{notes} 💬</span>}
+              <span class="stat">
+                <span class="plus">+{file.additions}</span> <span class="minus">−{file.deletions}</span>
+              </span>
+            </div>
+          );
+        }
+        case 'hunk':
+          return <div class="hunk-head">{file.hunks[row.hunk]?.header}</div>;
+        case 'empty':
+          return <div class="empty-file muted">{row.reason}</div>;
+        case 'line':
+          return (
+            <div class={`dl unified ${row.line.kind}`}>
+              {gutter(row.file, 'old', row.line.oldNo === undefined ? undefined : row.line)}
+              {gutter(row.file, 'new', row.line.newNo === undefined ? undefined : row.line)}
+              {code(row.line, lang, 'both')}
+            </div>
+          );
+        case 'split':
+          return (
+            <div class="dl split">
+              {gutter(row.file, 'old', row.row.left)}
+              {code(row.row.left, lang, 'old')}
+              {gutter(row.file, 'new', row.row.right)}
+              {code(row.row.right, lang, 'new')}
+            </div>
+          );
+        case 'notes':
+          return <div class="notes">{row.ids.map((id) => p.annotations.get(id)).map((a) => (a === undefined ? null : p.renderNote(a)))}</div>;
+        case 'form':
+          return <div class="form-row">{p.renderForm()}</div>;
+      }
+    },
+    [],
+  );
+
+  const rowKey = useCallback((i: number) => viewRowKey(latest.current.rows[i], latest.current.layout), []);
+  // New estimate function per rows list: the list recomputes its offsets when rows change.
+  const estimate = useCallback((i: number) => ESTIMATE[rows[i]?.type ?? 'line'], [rows]);
+
+  return (
+    <VirtualList
+      class={`diff ${layout}`}
+      label="Diff"
+      count={rows.length}
+      rowKey={rowKey}
+      estimate={estimate}
+      renderRow={renderRow}
+      scrollTo={props.scrollTo}
+      overscan={400}
+    />
+  );
+}
