@@ -3,8 +3,8 @@ import { HttpError } from '../http/errors.ts';
 /**
  * Every error the proxy itself answers with: status, message and kind in one
  * place. families.ts renders them in each vendor's body shape (the kind is
- * OpenAI's `error.code`). Upstream errors are not here: they pass through as
- * the upstream sent them.
+ * OpenAI's `error.code`). Same-protocol upstream errors are not here: they pass
+ * through as the upstream sent them (translated ones use upstreamError).
  */
 export const proxyErrors = {
   unauthorized: () => new HttpError(401, 'Invalid or missing API key', { kind: 'invalid_api_key' }),
@@ -18,6 +18,10 @@ export const proxyErrors = {
   routeNotFound: (method: string, path: string) => new HttpError(404, `No route for ${method} ${path}`, { kind: 'not_found' }),
   noTranslation: (from: string, to: string, what: string) =>
     new HttpError(501, `Translating ${what} from the ${from} protocol to a ${to} upstream is not supported`, { kind: 'translation_unavailable' }),
+  invalidRequest: (message: string) => new HttpError(400, message, { kind: 'invalid_request' }),
+  previousResponseNotFound: (id: string) => new HttpError(404, `Previous response with id '${id}' not found.`, { kind: 'previous_response_not_found' }),
+  /** A translated request's upstream error: its status and message in the client's shape. */
+  upstreamError: (status: number, message: string, headers: Record<string, string>) => new HttpError(status, message, { kind: 'upstream_error', headers }),
   upstreamUnreachable: (upstream: string) => new HttpError(502, `Upstream ${upstream} is unreachable`, { kind: 'upstream_unreachable' }),
   upstreamTimeout: (upstream: string, ms: number) => new HttpError(504, `Upstream ${upstream} did not answer within ${ms} ms`, { kind: 'upstream_timeout' }),
 } as const;

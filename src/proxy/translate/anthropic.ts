@@ -2,11 +2,11 @@
 import {
   TranslateError,
   type Adapter, type ContentPart, type Provider, type Conversation, type JsonObject, type Message, type ModelResponse, type Part,
-  type StopReason, type StreamDecoder, type StreamEncoder, type StreamEvent, type ToolChoice, type Usage,
+  type StopReason, type StreamEncoder, type StreamEvent, type ToolChoice, type Usage,
 } from './model.ts';
 import {
   argsObject, argsText, arr, compact, contentText, isObject, newId, obj, objectSchema, optNum, optStr,
-  parseJsonData, pushMessage, SseParser, sse, stopList, str,
+  pushMessage, sse, SseStreamDecoder, stopList, str, truncated,
 } from './wire.ts';
 
 const STOP_IN: Record<string, StopReason> = {
@@ -226,30 +226,21 @@ export function encodeResponse(res: ModelResponse, conv: Conversation): JsonObje
 
 type Block = { kind: 'text' } | { kind: 'thinking' } | { kind: 'tool'; index: number };
 
-class MessagesStreamDecoder implements StreamDecoder {
-  private readonly sse = new SseParser();
+class MessagesStreamDecoder extends SseStreamDecoder {
   private readonly blocks = new Map<number, Block>();
   private tools = 0;
   private usage: Usage | undefined;
-  private done = false;
 
-  push(chunk: string): StreamEvent[] {
-    const out: StreamEvent[] = [];
-    for (const frame of this.sse.push(chunk)) this.frame(frame.data, out);
-    return out;
+  protected finish(out: StreamEvent[]): void {
+    out.push(truncated());
   }
 
-  end(): StreamEvent[] {
-    const out: StreamEvent[] = [];
-    for (const frame of this.sse.flush()) this.frame(frame.data, out);
-    if (!this.done) out.push({ type: 'error', status: 502, message: 'Upstream stream ended before the message was complete' });
-    this.done = true;
-    return out;
+  protected override errorStatus(error: JsonObject): number {
+    return statusOfErrorType(String(error.type));
   }
 
-  private frame(data: string, out: StreamEvent[]): void {
-    if (this.done) return;
-    const e = parseJsonData(data);
+  protected frame(data: string, out: StreamEvent[]): void {
+    const e = this.json(data, out);
     if (!e) return;
     switch (e.type) {
       case 'message_start': {
@@ -292,12 +283,6 @@ class MessagesStreamDecoder implements StreamDecoder {
         out.push({ type: 'usage', usage: decodeUsage(e.usage, this.usage) });
         const stopSequence = typeof d.stop_sequence === 'string' ? d.stop_sequence : undefined;
         out.push(compact({ type: 'stop' as const, reason: STOP_IN[String(d.stop_reason)] ?? 'end', stopSequence }));
-        this.done = true;
-        return;
-      }
-      case 'error': {
-        const err = isObject(e.error) ? e.error : {};
-        out.push({ type: 'error', status: statusOfErrorType(String(err.type)), message: String(err.message ?? 'Upstream error') });
         this.done = true;
         return;
       }

@@ -2,11 +2,11 @@
 import {
   TranslateError,
   type Adapter, type Conversation, type JsonObject, type Message, type ModelResponse, type Part, type StopReason,
-  type StreamDecoder, type StreamEncoder, type StreamEvent, type ToolChoice, type ToolDef, type Usage,
+  type StreamEncoder, type StreamEvent, type ToolChoice, type ToolDef, type Usage,
 } from './model.ts';
 import {
   argsObject, argsText, arr, compact, contentText, geminiSchema, isObject, newId, obj, optNum, optStr,
-  parseJsonData, pushMessage, SseParser, stopList, str, toolNames,
+  pushMessage, SseStreamDecoder, stopList, str, toolNames, truncated,
 } from './wire.ts';
 
 const FINISH_IN: Record<string, StopReason> = {
@@ -42,14 +42,17 @@ export function jsonSchemaOf(schema: unknown): JsonObject {
 /** Pairs function responses with the calls before them: by id, else by name in call order. */
 class CallIds {
   private readonly pending: { id: string; name: string }[] = [];
-  private readonly generate: (turn: number, index: number) => string;
+  private readonly generate: (n: number) => string;
+  private count = 0;
 
-  constructor(generate = (turn: number, index: number) => `call_${turn}_${index}`) {
+  /** Calls without an id get one from their position, so every decode names them alike. */
+  constructor(generate = (n: number) => `call_${n}`) {
     this.generate = generate;
   }
 
-  call(id: unknown, name: string, turn: number, index: number): string {
-    const callId = typeof id === 'string' && id !== '' ? id : this.generate(turn, index);
+  call(id: unknown, name: string): string {
+    const n = this.count++;
+    const callId = typeof id === 'string' && id !== '' ? id : this.generate(n);
     this.pending.push({ id: callId, name });
     return callId;
   }
@@ -63,7 +66,7 @@ class CallIds {
   }
 }
 
-function decodeParts(raw: unknown, what: string, ids: CallIds, turn: number): Part[] {
+function decodeParts(raw: unknown, what: string, ids: CallIds): Part[] {
   const parts: Part[] = [];
   arr(raw, what).forEach((rp, i) => {
     const p = obj(rp, `${what}[${i}]`);
@@ -75,7 +78,7 @@ function decodeParts(raw: unknown, what: string, ids: CallIds, turn: number): Pa
     }
     if (isObject(p.functionCall)) {
       const name = str(p.functionCall.name, `${at}.functionCall.name`);
-      parts.push(compact({ type: 'tool_call' as const, id: ids.call(p.functionCall.id, name, turn, i), name, arguments: argsText(p.functionCall.args), signature }));
+      parts.push(compact({ type: 'tool_call' as const, id: ids.call(p.functionCall.id, name), name, arguments: argsText(p.functionCall.args), signature }));
       return;
     }
     // A signature on a text part is kept as an empty reasoning part before it.
@@ -115,11 +118,11 @@ export function decodeRequest(body: JsonObject, ctx: { model?: string; stream?: 
   const messages: Message[] = [];
   arr(body.contents, 'contents').forEach((rc, i) => {
     const c = obj(rc, `contents[${i}]`);
-    pushMessage(messages, c.role === 'model' ? 'assistant' : 'user', decodeParts(c.parts, `contents[${i}].parts`, ids, i));
+    pushMessage(messages, c.role === 'model' ? 'assistant' : 'user', decodeParts(c.parts, `contents[${i}].parts`, ids));
   });
   const si = body.systemInstruction ?? body.system_instruction;
   const system = si === undefined || si === null ? undefined
-    : typeof si === 'string' ? si : contentText(decodeParts(obj(si, 'systemInstruction').parts, 'systemInstruction.parts', ids, -1));
+    : typeof si === 'string' ? si : contentText(decodeParts(obj(si, 'systemInstruction').parts, 'systemInstruction.parts', ids));
   const tools: ToolDef[] = [];
   arr(body.tools, 'tools').forEach((rt, i) => {
     const t = obj(rt, `tools[${i}]`);
@@ -269,7 +272,7 @@ export function decodeResponse(body: JsonObject): ModelResponse {
   const id = typeof body.responseId === 'string' ? body.responseId : newId('');
   const candidate = Array.isArray(body.candidates) && isObject(body.candidates[0]) ? body.candidates[0] : {};
   const content = isObject(candidate.content) ? candidate.content : {};
-  const parts = decodeParts(content.parts, 'candidates[0].content.parts', new CallIds((_, i) => callId(id, i)), 0)
+  const parts = decodeParts(content.parts, 'candidates[0].content.parts', new CallIds((n) => callId(id, n)))
     .filter((p): p is ModelResponse['parts'][number] => p.type === 'text' || p.type === 'reasoning' || p.type === 'tool_call');
   const hasCalls = parts.some((p) => p.type === 'tool_call');
   const finish = String(candidate.finishReason ?? 'STOP');
@@ -311,45 +314,26 @@ export function encodeResponse(res: ModelResponse, conv: Conversation): JsonObje
   };
 }
 
-class GeminiStreamDecoder implements StreamDecoder {
-  private readonly sse = new SseParser();
+/** Gemini ends a stream by closing it: the last chunk's finishReason says how it finished. */
+class GeminiStreamDecoder extends SseStreamDecoder {
   private started = false;
   private id = '';
   private tools = 0;
-  private finish: string | undefined;
+  private finishReason: string | undefined;
   private usage: Usage | undefined;
-  private done = false;
 
-  push(chunk: string): StreamEvent[] {
-    const out: StreamEvent[] = [];
-    for (const frame of this.sse.push(chunk)) this.frame(frame.data, out);
-    return out;
-  }
-
-  end(): StreamEvent[] {
-    const out: StreamEvent[] = [];
-    for (const frame of this.sse.flush()) this.frame(frame.data, out);
-    if (!this.done) {
-      if (this.finish === undefined) {
-        out.push({ type: 'error', status: 502, message: 'Upstream stream ended before the response was complete' });
-      } else {
-        if (this.usage) out.push({ type: 'usage', usage: this.usage });
-        out.push({ type: 'stop', reason: this.tools > 0 && this.finish === 'STOP' ? 'tool_use' : FINISH_IN[this.finish] ?? 'end' });
-      }
-    }
-    this.done = true;
-    return out;
-  }
-
-  private frame(data: string, out: StreamEvent[]): void {
-    if (this.done) return;
-    const chunk = parseJsonData(data);
-    if (!chunk) return;
-    if (isObject(chunk.error)) {
-      this.done = true;
-      out.push({ type: 'error', status: typeof chunk.error.code === 'number' ? chunk.error.code : 500, message: String(chunk.error.message ?? 'Upstream error') });
+  protected finish(out: StreamEvent[]): void {
+    if (this.finishReason === undefined) {
+      out.push(truncated());
       return;
     }
+    if (this.usage) out.push({ type: 'usage', usage: this.usage });
+    out.push({ type: 'stop', reason: this.tools > 0 && this.finishReason === 'STOP' ? 'tool_use' : FINISH_IN[this.finishReason] ?? 'end' });
+  }
+
+  protected frame(data: string, out: StreamEvent[]): void {
+    const chunk = this.json(data, out);
+    if (!chunk) return;
     if (!this.started) {
       this.started = true;
       this.id = typeof chunk.responseId === 'string' ? chunk.responseId : newId('');
@@ -374,7 +358,7 @@ class GeminiStreamDecoder implements StreamDecoder {
         if (typeof rp.text === 'string' && rp.text !== '') out.push({ type: 'text', text: rp.text });
       }
     }
-    if (typeof candidate.finishReason === 'string') this.finish = candidate.finishReason;
+    if (typeof candidate.finishReason === 'string') this.finishReason = candidate.finishReason;
   }
 }
 

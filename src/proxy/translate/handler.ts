@@ -1,14 +1,176 @@
+import { Readable } from 'node:stream';
 import type { Context } from 'koa';
+import type { Dispatcher } from 'undici';
+import type { Protocol } from '../../config/proxy.ts';
 import { proxyErrors } from '../errors.ts';
 import type { Route } from '../routing.ts';
+import { sendUpstream, upstreamFailure } from '../upstreams.ts';
+import { anthropic } from './anthropic.ts';
+import { rememberReasoning, restoreReasoning } from './carry.ts';
+import { Collector } from './collect.ts';
+import { gemini } from './gemini.ts';
+import { TranslateError, type ClientAdapter, type Conversation, type JsonObject, type ModelResponse, type StreamEvent, type UpstreamAdapter } from './model.ts';
+import { openaiChat } from './openai-chat.ts';
+import { openaiResponses, responseId } from './openai-responses.ts';
+import { reasoningStore, responseStore } from './responses-store.ts';
+import { upstreamError } from './upstream-error.ts';
+
+const UPSTREAMS: Record<Protocol, UpstreamAdapter> = { openai: openaiChat, anthropic, gemini };
+
+function clientAdapter(route: Route): ClientAdapter {
+  switch (route.endpoint) {
+    case 'chat.completions': return openaiChat;
+    case 'responses': return openaiResponses;
+    case 'messages': return anthropic;
+    case 'generateContent':
+    case 'streamGenerateContent': return gemini;
+    default: throw proxyErrors.noTranslation(route.family, route.upstream.config.protocol, route.endpoint);
+  }
+}
+
+function upstreamPath(protocol: Protocol, model: string, stream: boolean): { path: string; query?: string } {
+  if (protocol === 'openai') return { path: '/chat/completions' };
+  if (protocol === 'anthropic') return { path: '/v1/messages' };
+  const base = `/v1beta/models/${encodeURIComponent(model)}`;
+  return stream ? { path: `${base}:streamGenerateContent`, query: 'alt=sse' } : { path: `${base}:generateContent` };
+}
+
+function decode(client: ClientAdapter, ctx: Context, route: Route): Conversation {
+  try {
+    return client.decodeRequest(route.body as JsonObject, { model: route.clientModel, stream: route.stream, sse: ctx.query.alt === 'sse' });
+  } catch (error) {
+    if (error instanceof TranslateError) throw proxyErrors.invalidRequest(error.message);
+    throw error;
+  }
+}
+
+/** Responses API: a previous response's conversation goes in front of this request's input. */
+function continueConversation(conv: Conversation): void {
+  if (conv.previousResponseId === undefined) return;
+  const previous = responseStore.get(conv.previousResponseId);
+  if (!previous) throw proxyErrors.previousResponseNotFound(conv.previousResponseId);
+  conv.messages = [...previous.messages, ...conv.messages];
+  conv.system ??= previous.system;
+}
+
+function storeResponse(conv: Conversation, res: ModelResponse, requestBytes: number): void {
+  if (conv.store === false) return;
+  const messages = [...conv.messages, { role: 'assistant' as const, parts: [...res.parts] }];
+  const outputBytes = res.parts.reduce((n, p) => n + (p.type === 'tool_call' ? p.arguments.length : p.text.length), 0);
+  responseStore.set(responseId(res), { system: conv.system, messages }, requestBytes + outputBytes);
+}
+
+/** Encoding an upstream request or decoding its answer can fail on a malformed payload: 400 or 502. */
+function translating<T>(status: 400 | 502, fn: () => T): T {
+  try {
+    return fn();
+  } catch (error) {
+    if (!(error instanceof TranslateError)) throw error;
+    if (status === 400) throw proxyErrors.invalidRequest(error.message);
+    throw proxyErrors.upstreamError(502, `Upstream answer could not be translated: ${error.message}`, {});
+  }
+}
 
 /**
  * Answers a model request whose upstream speaks another protocol than the
- * client (`route.upstream.config.protocol !== route.family`).
- *
- * Temporary: no translation exists yet, so every such request is the proxy's
- * 501 in the client's error shape. The translation work replaces this body.
+ * client: decode the client's request into the internal form, encode it for
+ * the upstream, then decode the answer and encode it for the client (event
+ * by event when streaming).
  */
-export async function handleTranslated(_ctx: Context, route: Route): Promise<void> {
-  throw proxyErrors.noTranslation(route.family, route.upstream.config.protocol, route.endpoint);
+export async function handleTranslated(ctx: Context, route: Route): Promise<void> {
+  const client = clientAdapter(route);
+  const protocol = route.upstream.config.protocol;
+  const upstream = UPSTREAMS[protocol];
+  const conv = decode(client, ctx, route);
+  continueConversation(conv);
+  restoreReasoning(reasoningStore, conv);
+  const body = translating(400, () => JSON.stringify(upstream.encodeRequest({ ...conv, model: route.upstreamModel })));
+  const { path, query } = upstreamPath(protocol, route.upstreamModel, conv.stream);
+  const response = await sendUpstream(route.upstream, {
+    method: 'POST',
+    path,
+    ...(query === undefined ? {} : { query }),
+    headers: { 'content-type': 'application/json', accept: conv.stream ? 'text/event-stream' : 'application/json' },
+    body,
+    signal: route.signal,
+  });
+  if (response.statusCode >= 300) {
+    const text = await response.body.text().catch(() => '');
+    const retryAfter = response.headers['retry-after'];
+    throw upstreamError(response.statusCode, text, typeof retryAfter === 'string' ? retryAfter : undefined, route.family);
+  }
+  if (!conv.stream) {
+    const text = await readAll(route, response);
+    const res = translating(502, () => upstream.decodeResponse(parseUpstreamJson(text)));
+    rememberReasoning(reasoningStore, res);
+    if (route.endpoint === 'responses') storeResponse(conv, res, route.raw.length);
+    ctx.status = 200;
+    ctx.body = client.encodeResponse(res, conv);
+    return;
+  }
+  streamTranslated(ctx, route, conv, client, upstream, response);
+}
+
+async function readAll(route: Route, response: Dispatcher.ResponseData): Promise<string> {
+  try {
+    return await response.body.text();
+  } catch (error) {
+    throw upstreamFailure(route.upstream, error);
+  }
+}
+
+function parseUpstreamJson(text: string): JsonObject {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new TranslateError('the body is not JSON');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TranslateError('the body is not a JSON object');
+  return value as JsonObject;
+}
+
+function streamTranslated(
+  ctx: Context, route: Route, conv: Conversation, client: ClientAdapter, upstream: UpstreamAdapter, response: Dispatcher.ResponseData,
+): void {
+  const decoder = upstream.streamDecoder();
+  const encoder = client.streamEncoder(conv);
+  // The answer as a whole: kept for previous_response_id and for reasoning a client cannot carry.
+  const collector = new Collector();
+  const keep = (events: StreamEvent[]): StreamEvent[] => {
+    for (const e of events) collector.add(e);
+    return events;
+  };
+  const encode = (events: StreamEvent[]): string => {
+    let out = '';
+    for (const e of keep(events)) out += encoder.encode(e);
+    return out;
+  };
+  async function* frames(): AsyncGenerator<string> {
+    const text = new TextDecoder();
+    try {
+      for await (const chunk of response.body as AsyncIterable<Buffer>) {
+        const out = encode(decoder.push(text.decode(chunk, { stream: true })));
+        if (out !== '') yield out;
+        if (collector.error) break;
+      }
+      if (!collector.error) yield encode(decoder.end());
+    } catch (error) {
+      if (route.signal.aborted) return;
+      const failure = upstreamFailure(route.upstream, error);
+      yield encode([{ type: 'error', status: failure.status, message: failure.message }]);
+    }
+    if (!collector.error && collector.stop !== undefined) {
+      const res = { ...collector.response(), id: collector.id };
+      rememberReasoning(reasoningStore, res);
+      if (route.endpoint === 'responses') storeResponse(conv, res, route.raw.length);
+    }
+    yield encoder.end();
+  }
+  ctx.status = 200;
+  // Gemini streams a JSON array unless the client asked for SSE (`alt=sse`).
+  ctx.set('content-type', route.family === 'gemini' && conv.sse === false ? 'application/json' : 'text/event-stream; charset=utf-8');
+  ctx.set('cache-control', 'no-cache');
+  ctx.set('x-accel-buffering', 'no');
+  ctx.body = Readable.from(frames(), { objectMode: false });
 }

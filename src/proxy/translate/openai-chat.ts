@@ -2,11 +2,11 @@
 import {
   TranslateError,
   type Adapter, type Conversation, type ContentPart, type JsonObject, type Message, type ModelResponse, type Part,
-  type StopReason, type StreamDecoder, type StreamEncoder, type StreamEvent, type ToolChoice, type Usage,
+  type StopReason, type StreamEncoder, type StreamEvent, type ToolChoice, type Usage,
 } from './model.ts';
 import {
   argsText, arr, compact, contentText, imageFromUrl, imageToUrl, isObject, newId, obj, objectSchema, optBool,
-  optNum, optStr, parseJsonData, pushMessage, SseParser, sse, stopList, str,
+  optNum, optStr, pushMessage, sse, SseStreamDecoder, stopList, str, truncated,
 } from './wire.ts';
 
 const FINISH_IN: Record<string, StopReason> = {
@@ -246,44 +246,31 @@ export function encodeResponse(res: ModelResponse, conv: Conversation): JsonObje
   };
 }
 
-class ChatStreamDecoder implements StreamDecoder {
-  private readonly sse = new SseParser();
+class ChatStreamDecoder extends SseStreamDecoder {
   private started = false;
-  private finish: StopReason | undefined;
+  private finishReason: StopReason | undefined;
   private usage: Usage | undefined;
-  private done = false;
   private readonly tools = new Map<number, number>();
 
-  push(chunk: string): StreamEvent[] {
-    const out: StreamEvent[] = [];
-    for (const frame of this.sse.push(chunk)) this.frame(frame.data, out);
-    return out;
-  }
-
-  end(): StreamEvent[] {
-    const out: StreamEvent[] = [];
-    for (const frame of this.sse.flush()) this.frame(frame.data, out);
-    this.finishUp(out);
-    return out;
-  }
-
-  private finishUp(out: StreamEvent[]): void {
-    if (this.done) return;
-    this.done = true;
-    if (this.usage) out.push({ type: 'usage', usage: this.usage });
-    out.push({ type: 'stop', reason: this.finish ?? (this.tools.size > 0 ? 'tool_use' : 'end') });
-  }
-
-  private frame(data: string, out: StreamEvent[]): void {
-    if (this.done) return;
-    if (data.trim() === '[DONE]') return this.finishUp(out);
-    const chunk = parseJsonData(data);
-    if (!chunk) return;
-    if (isObject(chunk.error)) {
-      this.done = true;
-      out.push({ type: 'error', status: typeof chunk.error.code === 'number' ? chunk.error.code : 500, message: String(chunk.error.message ?? 'Upstream error') });
+  /** Usage comes after finish_reason, so the stop waits for [DONE] (or the end, which some servers send instead). */
+  protected finish(out: StreamEvent[]): void {
+    if (this.finishReason === undefined) {
+      out.push(truncated());
       return;
     }
+    if (this.usage) out.push({ type: 'usage', usage: this.usage });
+    out.push({ type: 'stop', reason: this.finishReason });
+  }
+
+  protected frame(data: string, out: StreamEvent[]): void {
+    if (data.trim() === '[DONE]') {
+      this.done = true;
+      if (this.finishReason === undefined) this.finishReason = this.tools.size > 0 ? 'tool_use' : 'end';
+      this.finish(out);
+      return;
+    }
+    const chunk = this.json(data, out);
+    if (!chunk) return;
     if (!this.started) {
       this.started = true;
       out.push({ type: 'start', id: typeof chunk.id === 'string' ? chunk.id : newId('chatcmpl-'), model: String(chunk.model ?? ''), provider: 'openai' });
@@ -309,7 +296,7 @@ class ChatStreamDecoder implements StreamDecoder {
         if (typeof fn.arguments === 'string' && fn.arguments !== '') out.push({ type: 'tool_args', index, delta: fn.arguments });
       }
     }
-    if (typeof choice.finish_reason === 'string') this.finish = FINISH_IN[choice.finish_reason] ?? 'end';
+    if (typeof choice.finish_reason === 'string') this.finishReason = FINISH_IN[choice.finish_reason] ?? 'end';
   }
 }
 

@@ -227,11 +227,6 @@ class ResponsesStreamEncoder implements StreamEncoder {
     this.conv = conv;
   }
 
-  /** The response the stream described, once it ended (for previous_response_id). */
-  get response(): ModelResponse {
-    return { ...this.collector.response(), id: this.id };
-  }
-
   private ev(type: string, fields: JsonObject): string {
     return sse({ type, sequence_number: this.seq++, ...fields }, type);
   }
@@ -339,10 +334,8 @@ class ResponsesStreamEncoder implements StreamEncoder {
   }
 }
 
-export const openaiResponses: ClientAdapter & { streamEncoder(conv: Conversation): ResponsesStreamEncoder } = {
+export const openaiResponses: ClientAdapter = {
   decodeRequest,
   encodeResponse,
   streamEncoder: (conv) => new ResponsesStreamEncoder(conv),
 };
-
-export type { ResponsesStreamEncoder };

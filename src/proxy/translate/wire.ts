@@ -1,6 +1,6 @@
 /** Small helpers every adapter shares: reading untrusted JSON, SSE framing, ids, schemas. */
 import { randomBytes } from 'node:crypto';
-import { TranslateError, type ImagePart, type JsonObject, type Message, type Part } from './model.ts';
+import { TranslateError, type ImagePart, type JsonObject, type Message, type Part, type StreamDecoder, type StreamEvent } from './model.ts';
 
 export function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -226,4 +226,50 @@ export function toolNames(messages: readonly Message[]): Map<string, string> {
 /** The text of tool-result content, for wires whose tool results are text only. */
 export function contentText(parts: readonly Part[]): string {
   return parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n');
+}
+
+/** What a stream that broke off before its terminal event becomes. */
+export function truncated(): StreamEvent {
+  return { type: 'error', status: 502, message: 'Upstream stream ended before the response was complete' };
+}
+
+/** An upstream SSE stream decoder: frames in, events out, until a terminal frame. */
+export abstract class SseStreamDecoder implements StreamDecoder {
+  private readonly sse = new SseParser();
+  protected done = false;
+
+  push(chunk: string): StreamEvent[] {
+    const out: StreamEvent[] = [];
+    for (const frame of this.sse.push(chunk)) if (!this.done) this.frame(frame.data, out);
+    return out;
+  }
+
+  end(): StreamEvent[] {
+    const out: StreamEvent[] = [];
+    for (const frame of this.sse.flush()) if (!this.done) this.frame(frame.data, out);
+    if (!this.done) this.finish(out);
+    this.done = true;
+    return out;
+  }
+
+  /**
+   * A frame's JSON, or undefined when there is nothing more to read in it: not
+   * JSON, or an error frame (`{"error": {...}}` on all three wires), which ends the stream.
+   */
+  protected json(data: string, out: StreamEvent[]): JsonObject | undefined {
+    const chunk = parseJsonData(data);
+    if (!chunk || !isObject(chunk.error)) return chunk;
+    this.done = true;
+    out.push({ type: 'error', status: this.errorStatus(chunk.error), message: String(chunk.error.message ?? 'Upstream error') });
+    return undefined;
+  }
+
+  protected errorStatus(error: JsonObject): number {
+    return typeof error.code === 'number' ? error.code : 500;
+  }
+
+  /** One frame's data; sets `done` on a terminal frame. */
+  protected abstract frame(data: string, out: StreamEvent[]): void;
+  /** The body ended with no terminal frame: a stop when the upstream said how it finished, else truncated(). */
+  protected abstract finish(out: StreamEvent[]): void;
 }

@@ -1,0 +1,82 @@
+/**
+ * Bounded in-memory stores with a time to live: the Responses API's
+ * `previous_response_id` conversations, and reasoning that a client family
+ * cannot carry back itself (keyed by the tool call it preceded).
+ */
+import type { Message, ReasoningPart } from './model.ts';
+
+interface Entry<V> {
+  value: V;
+  size: number;
+  expires: number;
+}
+
+export interface StoreLimits {
+  maxEntries: number;
+  /** Approximate bytes over all entries. */
+  maxBytes: number;
+  ttlMs: number;
+}
+
+/** Insertion-ordered map: the oldest entry goes first when a limit is hit. */
+export class TtlStore<V> {
+  private readonly entries = new Map<string, Entry<V>>();
+  private bytes = 0;
+  private readonly limits: StoreLimits;
+  private readonly now: () => number;
+
+  constructor(limits: StoreLimits, now: () => number = Date.now) {
+    this.limits = limits;
+    this.now = now;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  get(key: string): V | undefined {
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    if (entry.expires <= this.now()) {
+      this.delete(key);
+      return undefined;
+    }
+    return entry.value;
+  }
+
+  set(key: string, value: V, size: number): void {
+    this.delete(key);
+    if (size > this.limits.maxBytes) return;
+    this.entries.set(key, { value, size, expires: this.now() + this.limits.ttlMs });
+    this.bytes += size;
+    for (const [oldest, entry] of this.entries) {
+      const full = this.entries.size > this.limits.maxEntries || this.bytes > this.limits.maxBytes;
+      if (!full && entry.expires > this.now()) break;
+      this.delete(oldest);
+    }
+  }
+
+  private delete(key: string): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.bytes -= entry.size;
+    this.entries.delete(key);
+  }
+}
+
+/** What a stored response continues from: the whole conversation including its own output. */
+export interface StoredConversation {
+  system: string | undefined;
+  messages: Message[];
+}
+
+/** Reasoning a tool call came after, and the call's own signature. */
+export interface CarriedReasoning {
+  reasoning: ReasoningPart[];
+  signature?: string;
+}
+
+const HOUR = 60 * 60 * 1000;
+
+export const responseStore = new TtlStore<StoredConversation>({ maxEntries: 2_000, maxBytes: 128 * 1024 * 1024, ttlMs: HOUR });
+export const reasoningStore = new TtlStore<CarriedReasoning>({ maxEntries: 10_000, maxBytes: 32 * 1024 * 1024, ttlMs: HOUR });

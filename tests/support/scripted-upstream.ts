@@ -1,0 +1,133 @@
+/**
+ * A test upstream that speaks all three protocols (OpenAI chat under /v1,
+ * Anthropic /v1/messages, Gemini /v1beta/models/…) and answers scripted turns
+ * from the hand-written wire fixtures in tests/fixtures/translate:
+ * - a request carrying a tool result → the text answer ("It is sunny in Paris.");
+ * - a request offering tools → a get_weather({"city":"Paris"}) call;
+ * - otherwise → the text answer.
+ * A last user message containing `FAIL <status>` gets that error in the
+ * protocol's shape (429 with retry-after); `FAIL MIDSTREAM` gets one event,
+ * then the protocol's error event.
+ */
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+
+export type UpstreamProtocol = 'openai' | 'anthropic' | 'gemini';
+
+export interface RecordedRequest {
+  protocol: UpstreamProtocol;
+  path: string;
+  headers: IncomingMessage['headers'];
+  body: Record<string, unknown>;
+}
+
+export interface ScriptedUpstream {
+  port: number;
+  requests: RecordedRequest[];
+  close(): Promise<void>;
+}
+
+const FIXTURES = path.resolve(import.meta.dirname, '../fixtures/translate');
+
+function fixture(protocol: UpstreamProtocol, name: string): string {
+  return readFileSync(path.join(FIXTURES, protocol, name), 'utf8');
+}
+
+function protocolOf(url: string): UpstreamProtocol | undefined {
+  if (url.startsWith('/v1/chat/completions')) return 'openai';
+  if (url.startsWith('/v1/messages')) return 'anthropic';
+  if (url.startsWith('/v1beta/models/')) return 'gemini';
+  return undefined;
+}
+
+function hasToolResult(protocol: UpstreamProtocol, body: Record<string, unknown>): boolean {
+  const json = JSON.stringify(protocol === 'gemini' ? body.contents : body.messages);
+  if (protocol === 'openai') return json.includes('"role":"tool"');
+  if (protocol === 'anthropic') return json.includes('"type":"tool_result"');
+  return json.includes('"functionResponse"');
+}
+
+function hasTools(body: Record<string, unknown>): boolean {
+  return Array.isArray(body.tools) && body.tools.length > 0;
+}
+
+function failure(body: Record<string, unknown>): string | undefined {
+  return /FAIL (\d{3}|MIDSTREAM)/.exec(JSON.stringify(body.messages ?? body.contents ?? ''))?.[1];
+}
+
+function errorBody(protocol: UpstreamProtocol, status: number, message: string): unknown {
+  if (protocol === 'openai') return { error: { message, type: status === 429 ? 'rate_limit_error' : 'invalid_request_error', param: null, code: null } };
+  if (protocol === 'anthropic') return { type: 'error', error: { type: status === 429 ? 'rate_limit_error' : 'invalid_request_error', message } };
+  return { error: { code: status, message, status: status === 429 ? 'RESOURCE_EXHAUSTED' : 'INVALID_ARGUMENT' } };
+}
+
+const MIDSTREAM_ERROR: Record<UpstreamProtocol, string> = {
+  openai: 'data: {"error":{"message":"upstream broke mid-stream","type":"server_error","code":null}}\n\n',
+  anthropic: 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"upstream broke mid-stream"}}\n\n',
+  gemini: 'data: {"error":{"code":503,"message":"upstream broke mid-stream","status":"UNAVAILABLE"}}\r\n\r\n',
+};
+
+async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
+  return JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>;
+}
+
+/** Writes SSE text one event at a time, as a real upstream flushes them. */
+function writeFrames(res: ServerResponse, text: string, count = Infinity): void {
+  const frames = text.split(/(?<=\r?\n\r?\n)/).filter((f) => f.trim() !== '');
+  for (const frame of frames.slice(0, count)) res.write(frame);
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, requests: RecordedRequest[]): Promise<void> {
+  const url = req.url ?? '';
+  const protocol = protocolOf(url);
+  if (!protocol || req.method !== 'POST') {
+    res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'not found' } }));
+    return;
+  }
+  const body = await readJson(req);
+  requests.push({ protocol, path: url, headers: req.headers, body });
+  const stream = protocol === 'gemini' ? url.includes(':streamGenerateContent') : body.stream === true;
+  const fail = failure(body);
+  if (fail !== undefined && fail !== 'MIDSTREAM') {
+    const status = Number(fail);
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (status === 429) headers['retry-after'] = '7';
+    res.writeHead(status, headers).end(JSON.stringify(errorBody(protocol, status, `scripted ${status} from ${protocol}`)));
+    return;
+  }
+  const name = hasToolResult(protocol, body) ? 'text' : hasTools(body) ? 'tool' : 'text';
+  if (!stream) {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(fixture(protocol, `${name}.json`));
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  if (fail === 'MIDSTREAM') {
+    writeFrames(res, fixture(protocol, `${name}.sse`), 2);
+    res.end(MIDSTREAM_ERROR[protocol]);
+    return;
+  }
+  writeFrames(res, fixture(protocol, `${name}.sse`));
+  res.end();
+}
+
+export async function startScriptedUpstream(host = '127.0.0.1'): Promise<ScriptedUpstream> {
+  const requests: RecordedRequest[] = [];
+  const server: Server = createServer((req, res) => {
+    handle(req, res, requests).catch((error: unknown) => {
+      res.writeHead(500).end(String(error));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    requests,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}

@@ -1,0 +1,58 @@
+/**
+ * An in-process proxy routing `gpt-*` to an OpenAI upstream, `claude-*` to an
+ * Anthropic one and `gemini-*` to a Gemini one, all served by one scripted
+ * upstream: any client protocol can reach any other upstream protocol.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { loadProxyConfig } from '../../src/config/proxy.ts';
+import { createLogger } from '../../src/log.ts';
+import { createProxyApp } from '../../src/proxy/app.ts';
+import { startScriptedUpstream, type ScriptedUpstream } from './scripted-upstream.ts';
+
+export const API_KEY = 'test-proxy-key';
+
+/** The proxy configuration for upstreams at `origin` (as the proxy reaches them). */
+export function translationConfig(origin: string): Record<string, unknown> {
+  return {
+    proxy: {
+      auth_mode: 'strict',
+      api_key: API_KEY,
+      upstreams: [
+        { name: 'openai-up', protocol: 'openai', base_url: `${origin}/v1`, api_key: 'up-openai', models: ['gpt-*'] },
+        { name: 'anthropic-up', protocol: 'anthropic', base_url: origin, api_key: 'up-anthropic', models: ['claude-*'] },
+        { name: 'gemini-up', protocol: 'gemini', base_url: origin, api_key: 'up-gemini', models: ['gemini-*'] },
+      ],
+    },
+  };
+}
+
+export interface TranslatingProxy {
+  url: string;
+  upstream: ScriptedUpstream;
+  close(): Promise<void>;
+}
+
+export async function startTranslatingProxy(): Promise<TranslatingProxy> {
+  const upstream = await startScriptedUpstream();
+  const dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-translate-'));
+  const file = path.join(dir, 'proxy.json');
+  writeFileSync(file, JSON.stringify(translationConfig(`http://127.0.0.1:${upstream.port}`)));
+  const config = loadProxyConfig({ argv: ['--config', file], env: {}, cwd: dir });
+  const proxy = createProxyApp(config, { env: {}, log: createLogger('silent') });
+  const server: Server = proxy.app.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.once('listening', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    upstream,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await proxy.close();
+      await upstream.close();
+    },
+  };
+}
