@@ -21,6 +21,12 @@ export interface ProxyApp {
   close(): Promise<void>;
 }
 
+/** CORS only for browsers (requests with an Origin): SDKs and agents never send one. */
+function browserCors(): Middleware {
+  const handle = cors({ maxAge: 600 });
+  return (ctx, next) => (ctx.get('origin') ? handle(ctx, next) : next());
+}
+
 const noRoute: Middleware = async (ctx) => {
   throw proxyErrors.routeNotFound(ctx.method, ctx.path);
 };
@@ -65,7 +71,7 @@ export function createProxyApp(config: ProxyConfig, { env, log }: { env: NodeJS.
   app
     .use(requestLog(log))
     .use(errorHandler(renderProxyError, log))
-    .use(cors({ maxAge: 600 }))
+    .use(browserCors())
     .use(authenticate(config.effectiveAuthMode, config.apiKey))
     .use(mcp)
     .use(router.routes())

@@ -7,6 +7,10 @@ import { createLogger } from '../log.ts';
 import { createProxyApp } from './app.ts';
 import { REDACTED_PATHS } from './request-log.ts';
 
+/** Log lines are written in batches: at most this many bytes or this long after the fact. */
+const LOG_BUFFER_BYTES = 4096;
+const LOG_FLUSH_MS = 500;
+
 /**
  * `gatehouse proxy [--config FILE]`: serves until SIGINT/SIGTERM, then lets
  * in-flight requests finish (briefly), closes upstream pools and MCP
@@ -15,7 +19,8 @@ import { REDACTED_PATHS } from './request-log.ts';
 export async function runProxy(ctx: CommandContext): Promise<number> {
   const config = loadProxyConfig(ctx);
   // Asynchronous writes: a log line must not block the request path.
-  const log = createLogger(config.logLevel, { sync: false, redact: REDACTED_PATHS });
+  const log = createLogger(config.logLevel, { sync: false, minLength: LOG_BUFFER_BYTES, redact: REDACTED_PATHS });
+  const flushTimer = setInterval(() => log.flush(), LOG_FLUSH_MS).unref();
   const flushed = () => new Promise<void>((resolve) => log.flush(() => resolve()));
   for (const warning of config.warnings) log.warn(warning);
   const proxy = createProxyApp(config, { env: ctx.env, log });
@@ -30,6 +35,7 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
     log.info({ signal: String(ctx.shutdown.reason) }, 'proxy shutting down');
     return 0;
   } finally {
+    clearInterval(flushTimer);
     await close(server);
     await proxy.close();
     await flushed();

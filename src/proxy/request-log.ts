@@ -14,8 +14,9 @@ export const REDACTED_PATHS = [
   'headers.authorization',
   'headers["x-api-key"]',
   'headers["x-goog-api-key"]',
-  '*.api_key',
-  '*.apiKey',
+  // Exact paths only: pino's wildcard redaction costs more than the whole line.
+  'api_key',
+  'apiKey',
 ];
 
 /**

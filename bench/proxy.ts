@@ -1,0 +1,272 @@
+/**
+ * `npm run bench:proxy`: what gatehouse's proxy costs on the request path.
+ *
+ * On loopback, in one run, each in its own process: a fast local upstream
+ * (a ~300-byte JSON answer, or a 100-event SSE stream), a bare pass-through
+ * (node:http piping to an undici Pool: no auth, no parsing — the floor), and
+ * gatehouse (`gatehouse proxy`, auth on, logging at info). The load generator
+ * (this process, undici) sends the same load directly, through the floor and
+ * through gatehouse, interleaved round by round, and prints req/s, p50/p99
+ * and gatehouse's ratios to the floor. Medians over the rounds.
+ *
+ * Scenarios are a list: a translated path is one more entry with its own
+ * client path/body and the model that routes to another protocol.
+ *
+ * Env: BENCH_ROUNDS (3), BENCH_SECONDS per run (2), BENCH_MAX_REQUESTS per run (20000),
+ * BENCH_CONCURRENCY (1,64), BENCH_ONLY (a scenario name part), BENCH_GATEHOUSE_NODE_ARGS
+ * (e.g. `--cpu-prof` to profile the proxy process).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Pool } from 'undici';
+
+const API_KEY = 'bench-key';
+const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
+const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 2);
+const MAX_REQUESTS = Number(process.env['BENCH_MAX_REQUESTS'] ?? 20_000);
+const CONCURRENCY = (process.env['BENCH_CONCURRENCY'] ?? '1,64').split(',').map(Number);
+/** Runs only the scenarios whose name contains this. */
+const ONLY = process.env['BENCH_ONLY'] ?? '';
+const SSE_EVENTS = 100;
+
+interface Scenario {
+  name: string;
+  /** What a client sends to the proxy (gatehouse or floor). */
+  path: string;
+  body: string;
+  /** What the same request looks like sent straight to the upstream. */
+  directPath: string;
+  directBody?: string;
+}
+
+const chat = (model: string, stream: boolean) => JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'Say hello.' }] });
+
+/** Add a scenario here; the upstream answers OpenAI, Anthropic and Gemini paths. */
+const SCENARIOS: Scenario[] = [
+  { name: 'chat JSON', path: '/v1/chat/completions', body: chat('gpt-bench', false), directPath: '/v1/chat/completions' },
+  { name: `chat SSE ${SSE_EVENTS} events`, path: '/v1/chat/completions', body: chat('gpt-bench', true), directPath: '/v1/chat/completions' },
+];
+
+// ---------------------------------------------------------------- child roles
+
+/** The fast upstream: canned answers, the request body drained. */
+function runUpstream(): void {
+  const json = Buffer.from(JSON.stringify({
+    id: 'chatcmpl-bench', object: 'chat.completion', created: 1_700_000_000, model: 'gpt-bench',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'Hello there! How can I help?' }, finish_reason: 'stop' }],
+    usage: { prompt_tokens: 9, completion_tokens: 8, total_tokens: 17 },
+  }));
+  const event = (i: number) => `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"gpt-bench","choices":[{"index":0,"delta":{"content":"tok${i} "},"finish_reason":null}]}\n\n`;
+  const events = Array.from({ length: SSE_EVENTS }, (_, i) => event(i)).concat('data: [DONE]\n\n');
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const stream = Buffer.concat(chunks).includes('"stream":true');
+      if (!stream) {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': json.length });
+        res.end(json);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      // One write per event, as a model server flushes tokens.
+      let i = 0;
+      const next = () => {
+        while (i < events.length) {
+          if (!res.write(events[i++])) return void res.once('drain', next);
+        }
+        res.end();
+      };
+      next();
+    });
+  });
+  server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
+}
+
+/** The floor: a bare pass-through, node:http piped to an undici Pool. */
+function runFloor(upstreamPort: number): void {
+  const pool = new Pool(`http://127.0.0.1:${upstreamPort}`);
+  const server = createServer(async (req, res) => {
+    try {
+      const headers = { ...req.headers };
+      delete headers.host;
+      delete headers.connection;
+      const response = await pool.request({ method: req.method as 'POST', path: req.url ?? '/', headers, body: req });
+      res.writeHead(response.statusCode, response.headers as Record<string, string>);
+      response.body.pipe(res);
+    } catch {
+      res.writeHead(502).end();
+    }
+  });
+  server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
+}
+
+// ---------------------------------------------------------------- orchestration
+
+function child(args: string[]): Promise<{ proc: ChildProcess; port: number }> {
+  const proc = spawn(process.execPath, [import.meta.filename, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return new Promise((resolve, reject) => {
+    proc.once('message', (port) => resolve({ proc, port: port as number }));
+    proc.once('exit', (code) => reject(new Error(`bench child ${args[0]} exited with ${code}`)));
+  });
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function startGatehouse(upstreamPort: number, dir: string): Promise<{ proc: ChildProcess; port: number }> {
+  const port = await freePort();
+  const config = path.join(dir, 'proxy.json');
+  writeFileSync(config, JSON.stringify({
+    proxy: {
+      port,
+      auth_mode: 'strict',
+      api_key: API_KEY,
+      upstreams: [{ name: 'bench', protocol: 'openai', base_url: `http://127.0.0.1:${upstreamPort}/v1`, models: ['gpt-*'] }],
+    },
+  }));
+  const cli = path.resolve(import.meta.dirname, '..', 'src', 'cli.ts');
+  // Logs at info (one line per request, as in production) into /dev/null.
+  const nodeArgs = (process.env['BENCH_GATEHOUSE_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
+  const proc = spawn(process.execPath, [...nodeArgs, cli, 'proxy', '--config', config], { stdio: ['ignore', 'ignore', 'ignore'] });
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/healthz`, { headers: { authorization: `Bearer ${API_KEY}` } });
+      if (res.ok) return { proc, port };
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline || proc.exitCode !== null) throw new Error('gatehouse proxy did not start');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+interface Result {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  /** CPU the proxy process spent per request (ms), where measurable. */
+  cpu: number;
+}
+
+/** A process's CPU time so far (user + system, ms), from /proc; NaN elsewhere. */
+function cpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+/** `concurrency` clients, each sending its next request when the last one's body has fully arrived. */
+async function load(port: number, pathname: string, body: string, concurrency: number, pid?: number): Promise<Result> {
+  const pool = new Pool(`http://127.0.0.1:${port}`, { connections: concurrency, pipelining: 1 });
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` };
+  const one = async () => {
+    const response = await pool.request({ method: 'POST', path: pathname, headers, body });
+    for await (const _chunk of response.body) {
+      // read to the end: a stream's latency is its last event's
+    }
+    return response.statusCode;
+  };
+  for (let i = 0; i < concurrency * 2; i++) await one(); // warm connections and JIT
+  const latencies: number[] = [];
+  let errors = 0;
+  const cpuBefore = cpuMs(pid);
+  const started = performance.now();
+  const until = started + SECONDS * 1000;
+  const client = async () => {
+    while (performance.now() < until && latencies.length < MAX_REQUESTS) {
+      const t = performance.now();
+      try {
+        if ((await one()) !== 200) errors++;
+      } catch {
+        errors++;
+      }
+      latencies.push(performance.now() - t);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, client));
+  const elapsed = (performance.now() - started) / 1000;
+  const cpu = (cpuMs(pid) - cpuBefore) / latencies.length;
+  await pool.close();
+  latencies.sort((a, b) => a - b);
+  return { rps: latencies.length / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99), errors, cpu };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+
+function medianResult(results: Result[]): Result {
+  return {
+    rps: median(results.map((r) => r.rps)),
+    p50: median(results.map((r) => r.p50)),
+    p99: median(results.map((r) => r.p99)),
+    errors: results.reduce((n, r) => n + r.errors, 0),
+    cpu: median(results.map((r) => r.cpu)),
+  };
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-bench-'));
+  const children: ChildProcess[] = [];
+  try {
+    const upstream = await child(['upstream']);
+    children.push(upstream.proc);
+    const floor = await child(['floor', String(upstream.port)]);
+    children.push(floor.proc);
+    const gatehouse = await startGatehouse(upstream.port, dir);
+    children.push(gatehouse.proc);
+    console.log(`gatehouse proxy benchmark: ${ROUNDS} rounds × ${SECONDS} s per run, loopback, ${os.cpus().length} CPUs, Node ${process.version}\n`);
+    const rows: string[][] = [];
+    for (const scenario of SCENARIOS.filter((s) => s.name.includes(ONLY))) {
+      for (const concurrency of CONCURRENCY) {
+        const runs = { direct: [] as Result[], floor: [] as Result[], gatehouse: [] as Result[] };
+        for (let round = 0; round < ROUNDS; round++) {
+          runs.direct.push(await load(upstream.port, scenario.directPath, scenario.directBody ?? scenario.body, concurrency));
+          runs.floor.push(await load(floor.port, scenario.path, scenario.body, concurrency, floor.proc.pid));
+          runs.gatehouse.push(await load(gatehouse.port, scenario.path, scenario.body, concurrency, gatehouse.proc.pid));
+        }
+        const d = medianResult(runs.direct);
+        const f = medianResult(runs.floor);
+        const g = medianResult(runs.gatehouse);
+        const fmt = (r: Result) =>
+          `${r.rps.toFixed(0)} req/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms${Number.isNaN(r.cpu) ? '' : `, CPU ${r.cpu.toFixed(3)} ms/req`}${r.errors ? `, ${r.errors} errors` : ''}`;
+        rows.push([
+          `${scenario.name}, ${concurrency} client${concurrency > 1 ? 's' : ''}`,
+          fmt(d),
+          fmt(f),
+          fmt(g),
+          `${((g.rps / f.rps) * 100).toFixed(0)}% of floor req/s; p50 +${(g.p50 - f.p50).toFixed(2)} ms over floor, +${(g.p50 - d.p50).toFixed(2)} ms over direct`,
+        ]);
+        console.log(rows.at(-1)?.join('\n  '));
+      }
+    }
+    console.log('\n| scenario | direct | floor | gatehouse | gatehouse vs floor |\n|---|---|---|---|---|');
+    for (const row of rows) console.log(`| ${row.join(' | ')} |`);
+  } finally {
+    for (const proc of children) proc.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const [role, arg] = process.argv.slice(2);
+if (role === 'upstream') runUpstream();
+else if (role === 'floor') runFloor(Number(arg));
+else await main();
