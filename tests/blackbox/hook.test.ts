@@ -1,0 +1,118 @@
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { afterEach, describe, expect, it } from 'vitest';
+import { IMAGE } from '../support/image.ts';
+
+const run = promisify(execFile);
+
+/** The PermissionRequest event Claude Code writes to a hook's stdin when the agent calls ExitPlanMode. */
+const PLAN = '# Refactor Auth\n\n1. Extract the session store\n2. Add tests\n';
+const EVENT = {
+  session_id: '8f1d2c3b-aaaa-bbbb-cccc-1234567890ab',
+  transcript_path: '/home/node/.claude/projects/-work/8f1d2c3b.jsonl',
+  cwd: '/work',
+  permission_mode: 'plan',
+  hook_event_name: 'PermissionRequest',
+  tool_name: 'ExitPlanMode',
+  tool_input: { plan: PLAN },
+  permission_suggestions: [{ type: 'setMode', mode: 'acceptEdits', destination: 'session' }],
+};
+
+const names: string[] = [];
+afterEach(async () => {
+  await Promise.all(names.splice(0).map((n) => run('docker', ['rm', '-f', n]).catch(() => undefined)));
+});
+
+/** Runs the hook the way Claude Code does: a process with the event piped to its stdin. */
+function hook(stdin: string, env: Record<string, string> = {}) {
+  const name = `gatehouse-hook-${randomBytes(4).toString('hex')}`;
+  names.push(name);
+  const envArgs = Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
+  const child = spawn('docker', ['run', '--rm', '-i', '--name', name, '-p', '127.0.0.1::19432', ...envArgs, IMAGE, 'hook', 'claude-code'], { stdio: 'pipe' });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  const ready = new Promise<void>((resolve) => {
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      if (stderr.includes('Plan review: http://localhost:19432/')) resolve();
+    });
+  });
+  const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  child.stdin.end(stdin);
+  return {
+    exited,
+    async url() {
+      await Promise.race([ready, exited.then((r) => Promise.reject(new Error(`hook exited ${r.code}: ${r.stderr}`)))]);
+      const { stdout: port } = await run('docker', ['port', name, '19432']);
+      return `http://${port.trim().split('\n')[0]}/`;
+    },
+  };
+}
+
+async function post(url: string, body: unknown) {
+  const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: r.status, body: await r.json() };
+}
+
+describe('gatehouse hook claude-code (PermissionRequest for ExitPlanMode)', () => {
+  it('serves the event plan with its permission mode; approve answers allow + setMode on stdout, exit 0', async () => {
+    const h = hook(JSON.stringify(EVENT));
+    const url = await h.url();
+    expect(await (await fetch(`${url}api/plan`)).json()).toEqual({ plan: PLAN, origin: 'claude-code', permissionMode: 'plan', sharingEnabled: true });
+    expect((await post(`${url}api/approve`, { permissionMode: 'acceptEdits' })).status).toBe(200);
+    const { code, stdout, stderr } = await h.exited;
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout)).toEqual({
+      hookSpecificOutput: {
+        hookEventName: 'PermissionRequest',
+        decision: { behavior: 'allow', updatedPermissions: [{ type: 'setMode', mode: 'acceptEdits', destination: 'session' }] },
+      },
+    });
+    expect(stdout.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toContain('"msg":"plan approved"');
+  });
+
+  it('approve without a mode is a plain allow; SERVICE_ORIGIN does not change the hook origin', async () => {
+    const h = hook(JSON.stringify(EVENT), { SERVICE_ORIGIN: 'opencode' });
+    const url = await h.url();
+    expect(((await (await fetch(`${url}api/plan`)).json()) as { origin: string }).origin).toBe('claude-code');
+    await post(`${url}api/approve`, { planSave: { enabled: false } });
+    const { code, stdout } = await h.exited;
+    expect(code).toBe(0);
+    expect(stdout).toBe('{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}\n');
+  });
+
+  it('deny answers deny with the feedback as the message', async () => {
+    const h = hook(JSON.stringify(EVENT));
+    const url = await h.url();
+    await post(`${url}api/deny`, { feedback: 'Keep the old session store for now' });
+    const { code, stdout } = await h.exited;
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout)).toEqual({ hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'deny', message: 'Keep the old session store for now' } } });
+  });
+
+  it('a timeout denies with a message so no unreviewed plan runs', async () => {
+    const h = hook(JSON.stringify(EVENT), { SERVICE_TIMEOUT: '2s' });
+    await h.url();
+    const { code, stdout } = await h.exited;
+    expect(code).toBe(0);
+    const answer = JSON.parse(stdout) as { hookSpecificOutput: { decision: { behavior: string; message: string } } };
+    expect(answer.hookSpecificOutput.decision.behavior).toBe('deny');
+    expect(answer.hookSpecificOutput.decision.message).toMatch(/timed out/);
+  });
+
+  it.each([
+    ['empty stdin', '', 'no hook event on stdin'],
+    ['not JSON', 'not json', 'not valid JSON'],
+    ['another tool', JSON.stringify({ ...EVENT, tool_name: 'Bash', tool_input: { command: 'ls' } }), 'ExitPlanMode plans only'],
+    ['no plan', JSON.stringify({ ...EVENT, tool_input: {} }), 'tool_input.plan must be a non-empty string'],
+  ])('a malformed event (%s) exits 1 with the reason on stderr and nothing on stdout', async (_label, stdin, message) => {
+    const { code, stdout, stderr } = await hook(stdin).exited;
+    expect(code).toBe(1);
+    expect(stdout).toBe('');
+    expect(stderr).toContain(`gatehouse hook claude-code: `);
+    expect(stderr).toContain(message);
+  });
+});
