@@ -22,6 +22,9 @@ export const reviewErrors = {
   missingDiffType: () => new HttpError(400, 'Missing diffType'),
   unknownDiffType: (value: string) => new HttpError(400, `Unknown diffType: ${value}`),
 
+  // Code review: the repository could not be read (the message says why)
+  gitFailed: (cause: unknown) => new HttpError(500, `Git error: ${cause instanceof Error ? cause.message : String(cause)}`, { cause }),
+
   // Every POST
   crossOrigin: () => new HttpError(403, 'Cross-origin request refused'),
   notJson: () => new HttpError(415, 'Request body must be application/json'),

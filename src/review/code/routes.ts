@@ -1,0 +1,116 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type { Logger } from 'pino';
+import { DIFF_TYPES, type DiffType, type ReviewConfig } from '../../config/review.ts';
+import { reviewErrors } from '../errors.ts';
+import type { DecisionGate } from '../instance.ts';
+import { readBody, type FieldReader } from '../validate.ts';
+import type { DiffResult, GitContext, GitRepository } from './git/repository.ts';
+
+export const ANNOTATION_TYPES = ['comment', 'suggestion', 'concern'] as const;
+export const ANNOTATION_SIDES = ['old', 'new'] as const;
+
+export interface Annotation {
+  id: string;
+  type: (typeof ANNOTATION_TYPES)[number];
+  filePath: string;
+  lineStart: number;
+  lineEnd: number;
+  side: (typeof ANNOTATION_SIDES)[number];
+  text?: string;
+  suggestedCode?: string;
+}
+
+/** What a code review returns; `timeout` is set only when nobody answered in time. */
+export interface CodeDecision {
+  decision?: 'timeout';
+  feedback: string | null;
+  annotations: Annotation[];
+  agentSwitch: string | null;
+}
+
+/** The diff option id `branch` (what `GET /api/diff` offers) stands for `vs main`. */
+const DIFF_TYPE_ALIASES: Readonly<Record<string, DiffType>> = { branch: 'vs main' };
+
+function readDiffType(body: FieldReader): DiffType {
+  const value = body.fields['diffType'];
+  if (value === undefined || value === null) throw reviewErrors.missingDiffType();
+  if (typeof value !== 'string') throw reviewErrors.invalidField('diffType', `a string (one of ${DIFF_TYPES.join(', ')})`);
+  const type = DIFF_TYPE_ALIASES[value] ?? DIFF_TYPES.find((t) => t === value);
+  if (!type) throw reviewErrors.unknownDiffType(value);
+  return type;
+}
+
+function readAnnotation(a: FieldReader): Annotation {
+  const lineStart = a.requiredNumber('lineStart', { integer: true, min: 1 });
+  const lineEnd = a.requiredNumber('lineEnd', { integer: true, min: lineStart });
+  const text = a.optionalString('text');
+  const suggestedCode = a.optionalString('suggestedCode');
+  return {
+    id: a.requiredString('id'),
+    type: a.requiredEnum('type', ANNOTATION_TYPES),
+    filePath: a.requiredString('filePath'),
+    lineStart,
+    lineEnd,
+    side: a.requiredEnum('side', ANNOTATION_SIDES),
+    ...(text !== undefined && { text }),
+    ...(suggestedCode !== undefined && { suggestedCode }),
+  };
+}
+
+function readFeedback(body: FieldReader): CodeDecision {
+  return {
+    feedback: body.optionalString('feedback') ?? null,
+    annotations: (body.optionalObjectArray('annotations') ?? []).map(readAnnotation),
+    agentSwitch: body.optionalString('agentSwitch') ?? null,
+  };
+}
+
+export interface CodeReviewOptions {
+  repo: GitRepository;
+  /** The diff shown first; a switch changes it for later `GET /api/diff`. */
+  diffType: DiffType;
+  config: ReviewConfig;
+  log: Logger;
+}
+
+/** Engine failures become a 500 that says what git could not do. */
+async function fromGit<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw reviewErrors.gitFailed(error);
+  }
+}
+
+/** The code review server's routes. */
+export function codeReviewRoutes({ repo, diffType: initial, config, log }: CodeReviewOptions) {
+  return (gate: DecisionGate<CodeDecision>): Router => {
+    const router = new Router();
+    let diffType = initial;
+
+    router.get('/api/diff', async (ctx: Context) => {
+      const type = diffType;
+      const [diff, gitContext]: [DiffResult, GitContext] = await fromGit(() => Promise.all([repo.diff(type), repo.context()]));
+      ctx.body = { rawPatch: diff.rawPatch, gitRef: diff.gitRef, origin: config.origin, diffType: type, gitContext, sharingEnabled: config.sharingEnabled };
+    });
+
+    router.post('/api/diff/switch', async (ctx: Context) => {
+      const type = readDiffType(readBody(ctx.request.body));
+      const diff = await fromGit(() => repo.diff(type));
+      diffType = type;
+      log.info({ diffType: type }, 'diff type switched');
+      ctx.body = { rawPatch: diff.rawPatch, gitRef: diff.gitRef, diffType: type };
+    });
+
+    router.post('/api/feedback', async (ctx: Context) => {
+      const decision = readFeedback(readBody(ctx.request.body));
+      await gate.decide(ctx, async () => {
+        log.info({ annotations: decision.annotations.length }, 'code review feedback received');
+        return { body: { ok: true }, decision };
+      });
+    });
+
+    return router;
+  };
+}
