@@ -1,5 +1,9 @@
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { close, listen } from '../../src/http/server.ts';
@@ -260,5 +264,46 @@ describe('notevault in a container', () => {
     expect(r.body['notememoUrl']).toBe(`notememo://x-callback-url/create?title=Add%20Caching%20Layer&text=${encodeURIComponent(PLAN)}`);
     await c.finish();
     expect(await c.readFile(notePath)).toMatch(/^---\ncreated: .+\nsource: gatehouse\ntags:\n {2}- plan\n---\n\n# Add Caching Layer\n/);
+  });
+});
+
+describe('the review service of docker-compose.yml', () => {
+  const root = path.resolve(import.meta.dirname, '..', '..');
+  const project = `gatehouse-plan-${randomBytes(4).toString('hex')}`;
+  let workdir: string;
+  const compose = (...args: string[]) =>
+    run('docker', ['compose', '-p', project, '-f', path.join(root, 'docker-compose.yml'), ...args], { env: { ...process.env, GATEHOUSE_WORKDIR: workdir } });
+
+  beforeAll(async () => {
+    workdir = await mkdtemp(path.join(os.tmpdir(), 'gatehouse-compose-'));
+    await chmod(workdir, 0o777); // the image runs as `node`; the plan is saved next to it below
+    await writeFile(path.join(workdir, 'PLAN.md'), PLAN, { mode: 0o644 });
+    // The service's image is gatehouse:local: point it at the image under test instead of building again.
+    await run('docker', ['tag', IMAGE, 'gatehouse:local']);
+  });
+  afterAll(async () => {
+    await compose('down', '--volumes', '--remove-orphans', '--timeout', '2').catch(() => undefined);
+    await rm(workdir, { recursive: true, force: true });
+  });
+
+  it('runs a plan review from the mounted project and saves into the plans volume', async () => {
+    const name = `${project}-review`;
+    await compose('run', '-d', '--no-deps', '--name', name, 'review', 'plan', 'PLAN.md', '--decision-file', 'decision.json');
+    const { stdout: ip } = await run('docker', ['inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', name]);
+    const base = `http://${ip.trim()}:19432/`;
+    let planBody: unknown;
+    for (let i = 0; i < 50 && planBody === undefined; i++) {
+      planBody = await fetch(`${base}api/plan`).then((r) => r.json(), () => new Promise((resolve) => setTimeout(() => resolve(undefined), 200)));
+    }
+    expect(planBody).toMatchObject({ plan: PLAN, origin: 'claude-code' });
+    const r = await call(base, 'POST', 'api/approve', {});
+    const savedPath = `/data/plans/add-caching-layer-${today()}-approved.md`;
+    expect(r).toMatchObject({ status: 200, body: { ok: true, savedPath } });
+    const { stdout: code } = await run('docker', ['wait', name]);
+    expect(code.trim()).toBe('0');
+    const { stdout } = await run('docker', ['logs', name]);
+    expect(JSON.parse(stdout)).toMatchObject({ decision: 'approved', savedPath });
+    expect(JSON.parse(await readFile(path.join(workdir, 'decision.json'), 'utf8'))).toMatchObject({ decision: 'approved', savedPath });
+    await run('docker', ['rm', name]);
   });
 });
