@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { GenericContainer, Wait, type StartedTestContainer } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IMAGE } from '../support/image.ts';
@@ -19,6 +21,22 @@ const INITIALIZE = JSON.stringify({
 });
 // Inside /app so that it resolves the SDK from the image's own production node_modules.
 const FIXTURE_IN_IMAGE = '/app/test-fixtures/mcp-stdio-server.ts';
+const FIXTURE = readFileSync(path.resolve(import.meta.dirname, '../support/mcp-stdio-server.ts'));
+const run = promisify(execFile);
+
+/** The proxy container with `config` as its configuration file and the stdio fixture in place. */
+function proxyContainer(config: string[], env: Record<string, string> = {}): GenericContainer {
+  return new GenericContainer(IMAGE)
+    .withCommand(['proxy', '--config', '/config/proxy.yaml'])
+    .withEnvironment({ PROXY_API_KEY: PROXY_KEY, PROXY_ALLOW_LAN_ACCESS: 'true', ...env })
+    .withCopyContentToContainer([
+      { content: [...config, ''].join('\n'), target: '/config/proxy.yaml', mode: 0o644 },
+      { content: FIXTURE, target: FIXTURE_IN_IMAGE, mode: 0o644 },
+    ])
+    .withExposedPorts(8045)
+    .withWaitStrategy(Wait.forLogMessage(/proxy listening/))
+    .withStartupTimeout(30_000);
+}
 
 /** A port on the host that nothing listens on. */
 async function closedPort(): Promise<number> {
@@ -52,19 +70,9 @@ describe('proxy MCP endpoints (container)', () => {
       '        command: /nonexistent/mcp-server',
       '      down:',
       `        url: http://host.docker.internal:${await closedPort()}/mcp`,
-      '',
-    ].join('\n');
-    container = await new GenericContainer(IMAGE)
-      .withCommand(['proxy', '--config', '/config/proxy.yaml'])
-      .withEnvironment({ PROXY_API_KEY: PROXY_KEY, PROXY_ALLOW_LAN_ACCESS: 'true', WEB_READER_KEY: UPSTREAM_KEY, GREETING: 'hi from the container env' })
-      .withCopyContentToContainer([
-        { content: config, target: '/config/proxy.yaml', mode: 0o644 },
-        { content: readFileSync(path.resolve(import.meta.dirname, '../support/mcp-stdio-server.ts')), target: FIXTURE_IN_IMAGE, mode: 0o644 },
-      ])
+    ];
+    container = await proxyContainer(config, { WEB_READER_KEY: UPSTREAM_KEY, GREETING: 'hi from the container env' })
       .withExtraHosts([{ host: 'host.docker.internal', ipAddress: 'host-gateway' }])
-      .withExposedPorts(8045)
-      .withWaitStrategy(Wait.forLogMessage(/proxy listening/))
-      .withStartupTimeout(30_000)
       .start();
     base = `http://${container.getHost()}:${container.getMappedPort(8045)}`;
   });
@@ -138,5 +146,31 @@ describe('proxy MCP endpoints (container)', () => {
     const down = await fetch(url('down'), { method: 'POST', headers: { ...MCP_HEADERS, ...AUTH }, body: INITIALIZE });
     expect(down.status).toBe(502);
     expect(await down.json()).toEqual({ error: 'MCP server "down" is unreachable' });
+  });
+});
+
+describe('proxy MCP shutdown (container)', () => {
+  it('ends the stdio processes of open sessions on SIGTERM and exits 0', async () => {
+    const container = await proxyContainer(['proxy:', '  mcp:', '    servers:', '      local:', '        command: node', `        args: [${FIXTURE_IN_IMAGE}]`]).start();
+    const id = container.getId();
+    try {
+      const base = `http://${container.getHost()}:${container.getMappedPort(8045)}`;
+      const { client } = await connectMcp(`${base}/mcp/local/mcp`, AUTH);
+      // A call still running when the signal comes must not hold the shutdown up.
+      const pending = client.callTool({ name: 'slow', arguments: { ms: 60_000 } }, undefined, { timeout: 10_000 }).then(
+        () => 'answered',
+        (error: Error) => error.message,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await container.stop({ timeout: 15_000, remove: false });
+      expect(await pending).not.toBe('answered');
+      const { stdout: exitCode } = await run('docker', ['inspect', '-f', '{{.State.ExitCode}}', id]);
+      expect(exitCode.trim()).toBe('0');
+      const { stderr } = await run('docker', ['logs', id]);
+      expect(stderr).toContain('MCP session closed');
+      await client.close();
+    } finally {
+      await run('docker', ['rm', '-f', id]).catch(() => {});
+    }
   });
 });
