@@ -37,7 +37,7 @@ const fileCase = fc.record({
   newlineAtEnd: fc.boolean(),
 });
 
-function applyEdits(lines: string[], edits: fc.RecordValue<{ at: number; kind: string; lines: string[] }>[]): string[] {
+function applyEdits(lines: string[], edits: { at: number; kind: string; lines: string[] }[]): string[] {
   const out = [...lines];
   for (const e of edits) {
     const at = e.at % (out.length + 1);
