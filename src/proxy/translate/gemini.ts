@@ -168,7 +168,7 @@ function encodePart(p: Part, names: Map<string, string>, signature: string | und
       return compact({ ...(s.kind === 'base64' ? { inlineData: { mimeType: s.mime, data: s.data } } : { fileData: compact({ mimeType: s.mime, fileUri: s.url }) }), thoughtSignature: signature });
     }
     case 'tool_call':
-      return { functionCall: { name: p.name, args: argsObject(p.arguments) }, thoughtSignature: p.signature ?? signature ?? SKIP_SIGNATURE };
+      return compact({ functionCall: { name: p.name, args: argsObject(p.arguments) }, thoughtSignature: p.signature ?? signature });
     case 'tool_result': {
       const text = contentText(p.content);
       return { functionResponse: { name: p.name ?? names.get(p.callId) ?? p.callId, response: p.isError ? { error: text } : { output: text } } };
@@ -178,11 +178,19 @@ function encodePart(p: Part, names: Map<string, string>, signature: string | und
   }
 }
 
+/** The bypass signature, when the turn has a call and no reasoning of Gemini's that will sign it. */
+function firstCallBypass(parts: readonly Part[]): string | undefined {
+  const signed = parts.some((p) => p.type === 'reasoning' && p.provider === 'gemini' && p.signature !== undefined);
+  return !signed && parts.some((p) => p.type === 'tool_call') ? SKIP_SIGNATURE : undefined;
+}
+
 function encodeContents(messages: readonly Message[]): JsonObject[] {
   const names = toolNames(messages);
   const contents: JsonObject[] = [];
   for (const m of messages) {
     const parts: JsonObject[] = [];
+    // Gemini wants a signature on the first call of a turn; a turn it did not sign gets the documented bypass.
+    let bypass = m.parts.some((p) => p.type === 'tool_call' && p.signature !== undefined) ? undefined : firstCallBypass(m.parts);
     let pending: string | undefined;
     for (const p of m.parts) {
       if (p.type === 'reasoning') {
@@ -192,7 +200,8 @@ function encodeContents(messages: readonly Message[]): JsonObject[] {
         else pending = p.signature ?? pending;
         continue;
       }
-      const encoded = encodePart(p, names, pending);
+      const encoded = encodePart(p, names, p.type === 'tool_call' ? pending ?? bypass : pending);
+      if (p.type === 'tool_call') bypass = undefined;
       if (encoded) {
         parts.push(encoded);
         pending = undefined;
@@ -439,7 +448,10 @@ class GeminiStreamEncoder implements StreamEncoder {
       case 'usage': this.usage = e.usage; return '';
       case 'stop': {
         const parts = this.flushCalls();
-        return this.chunk(parts.length > 0 ? parts : [{ text: '' }], e.reason);
+        // A signature still waiting rides on an empty text part, as Gemini itself sends it.
+        const signature = this.takeSignature();
+        if (parts.length === 0 || signature !== undefined) parts.push(compact({ text: '', thoughtSignature: signature }));
+        return this.chunk(parts, e.reason);
       }
       case 'error':
         return this.frame({ error: { code: e.status, message: e.message, status: geminiStatus(e.status) } });
