@@ -7,6 +7,8 @@ import { HttpError } from '../../http/errors.ts';
  * transport raises (JSON-RPC bodies) pass through untouched.
  */
 export const mcpErrors = {
+  originRefused: (origin: string) =>
+    new HttpError(403, `Origin ${JSON.stringify(origin)} may not use the MCP endpoints: only pages served from this machine (localhost) may`, { kind: 'forbidden' }),
   notConfigured: (server: string) => new HttpError(404, `MCP server "${server}" is not configured`, { kind: 'not_found' }),
   methodNotAllowed: () => new HttpError(405, 'Method not allowed: MCP endpoints take GET, POST and DELETE', { kind: 'method_not_allowed', headers: { allow: 'GET, POST, DELETE' } }),
   noSession: () => new HttpError(400, 'Bad request: send an initialize request first, or the Mcp-Session-Id header of an open session', { kind: 'bad_request' }),

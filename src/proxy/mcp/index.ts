@@ -4,6 +4,7 @@ import type { McpServers } from '../../config/mcp.ts';
 import { errorHandler, renderPlainError } from '../../http/middleware.ts';
 import type { Logger } from '../../log.ts';
 import { mcpErrors } from './errors.ts';
+import { checkOrigin } from './origin.ts';
 import { relayRemote } from './remote.ts';
 import { StdioBridge } from './stdio.ts';
 
@@ -48,6 +49,7 @@ export function mcpRoutes(servers: McpServers, { env, log, maxBodyBytes = 50 * 1
     const handler = handlers.get(name);
     if (!handler) throw mcpErrors.notConfigured(name);
     if (!METHODS.has(ctx.method)) throw mcpErrors.methodNotAllowed();
+    checkOrigin(ctx);
     await handler(ctx);
   };
 

@@ -145,6 +145,23 @@ describe('MCP gateway, remote Streamable HTTP servers', () => {
     expect(await res.json()).toEqual({ error: expect.stringContaining('Method not allowed') });
   });
 
+  it('refuses browser requests from other origins (DNS rebinding) with 403, and lets local pages through', async () => {
+    const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const before = remote.requests.length;
+    for (const origin of ['http://evil.example', 'http://127.0.0.1.evil.example:8045', 'null']) {
+      const res = await fetch(app.url('web_reader'), { method: 'POST', headers: { ...headers, origin }, body: init });
+      expect(res.status).toBe(403);
+      expect(await res.json()).toEqual({ error: expect.stringContaining('may not use the MCP endpoints') });
+    }
+    expect(remote.requests.length).toBe(before);
+    for (const origin of ['http://localhost:6274', 'http://127.0.0.1:3000', 'http://[::1]:8080']) {
+      const res = await fetch(app.url('web_reader'), { method: 'POST', headers: { ...headers, origin }, body: init });
+      expect(res.status).toBe(200);
+      await res.body?.cancel();
+    }
+  });
+
   it('answers 502 when the remote server is down', async () => {
     await expect(connectMcp(app.url('down'))).rejects.toThrow(/502|unreachable/);
     const res = await fetch(app.url('down'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });

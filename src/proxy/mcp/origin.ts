@@ -1,0 +1,22 @@
+import type { Context } from 'koa';
+import { mcpErrors } from './errors.ts';
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * The MCP transport spec requires servers to validate Origin against DNS
+ * rebinding: a web page must not drive local tools through a proxy on
+ * 127.0.0.1. MCP clients outside a browser send no Origin; pages served from
+ * this machine (an MCP inspector on localhost) may; any other origin is refused.
+ */
+export function checkOrigin(ctx: Context): void {
+  const origin = ctx.get('origin');
+  if (!origin) return;
+  let hostname: string;
+  try {
+    hostname = new URL(origin).hostname;
+  } catch {
+    throw mcpErrors.originRefused(origin);
+  }
+  if (!LOOPBACK_HOSTS.has(hostname) && !hostname.endsWith('.localhost')) throw mcpErrors.originRefused(origin);
+}
