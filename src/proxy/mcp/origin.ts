@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { mcpErrors } from './errors.ts';
 
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+const LOOPBACK = /^(localhost|.+\.localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3}|\[::1\])$/;
 
 /**
  * The MCP transport spec requires servers to validate Origin against DNS
@@ -18,5 +18,5 @@ export function checkOrigin(ctx: Context): void {
   } catch {
     throw mcpErrors.originRefused(origin);
   }
-  if (!LOOPBACK_HOSTS.has(hostname) && !hostname.endsWith('.localhost')) throw mcpErrors.originRefused(origin);
+  if (!LOOPBACK.test(hostname)) throw mcpErrors.originRefused(origin);
 }
