@@ -5,8 +5,8 @@ import { proxyErrors } from './errors.ts';
 import { boundaryOf, multipartStream, readMultipartHead, withModel } from './multipart.ts';
 import { clientGone, forward } from './passthrough.ts';
 import type { Endpoint, ModelRouter, Route } from './routing.ts';
-import { estimateTokens } from './tokens.ts';
 import { handleTranslated } from './translate/handler.ts';
+import { estimateCountRequest } from './translate/tokens.ts';
 
 /** What the request log line reports, filled in as the request is understood. */
 export interface ProxyState {
@@ -35,8 +35,8 @@ function requireModel(value: unknown): string {
 }
 
 /** count_tokens with no upstream of the client's protocol: a local estimate, never a 404. */
-function countLocally(ctx: Context, family: Protocol, body: Record<string, unknown>): void {
-  const tokens = estimateTokens(body);
+function countLocally(ctx: Context, family: Protocol, body: Record<string, unknown>, model: string): void {
+  const tokens = estimateCountRequest(family, body, model);
   ctx.body = family === 'gemini' ? { totalTokens: tokens } : { input_tokens: tokens };
 }
 
@@ -60,7 +60,7 @@ async function dispatch(ctx: Context, router: ModelRouter, request: ModelRequest
   state.stream = request.stream;
   const resolution = router.resolve(request.model);
   const sameProtocol = resolution?.upstream.config.protocol === request.family;
-  if (COUNT_ENDPOINTS.has(request.endpoint) && !sameProtocol) return countLocally(ctx, request.family, request.body);
+  if (COUNT_ENDPOINTS.has(request.endpoint) && !sameProtocol) return countLocally(ctx, request.family, request.body, request.model);
   if (!resolution) throw proxyErrors.modelNotFound(request.model);
   state.upstream = resolution.upstream.config.name;
   const route: Route = {

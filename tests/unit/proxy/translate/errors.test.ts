@@ -118,3 +118,20 @@ describe('Gemini streaming without alt=sse', () => {
     expect(chunks.at(-1)?.candidates[0]?.finishReason).toBe('STOP');
   });
 });
+
+describe('token counting against another protocol\'s upstream', () => {
+  it('estimates locally, counting the system prompt and tools', async () => {
+    const messages = [{ role: 'user', content: 'How warm is it in Paris today?' }];
+    const plain = await (await post('/v1/messages/count_tokens', { model: 'gpt-x', messages })).json() as { input_tokens: number };
+    const full = await (await post('/v1/messages/count_tokens', { model: 'gemini-x', messages, system: 'You are a weather bot.', tools: [{ name: 'get_weather', input_schema: { type: 'object' } }] })).json() as { input_tokens: number };
+    expect(plain.input_tokens).toBeGreaterThan(0);
+    expect(full.input_tokens).toBeGreaterThan(plain.input_tokens);
+    const gem = await post('/v1beta/models/claude-x:countTokens', { contents: [{ role: 'user', parts: [{ text: 'How warm is it in Paris today?' }] }] });
+    expect(await gem.json()).toEqual({ totalTokens: plain.input_tokens });
+  });
+
+  it('answers a malformed count request with 400', async () => {
+    const res = await post('/v1/messages/count_tokens', { model: 'gpt-x', messages: [{ role: 'user', content: [{ type: 'text' }] }] });
+    expect(res.status).toBe(400);
+  });
+});
