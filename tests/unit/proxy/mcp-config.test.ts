@@ -74,6 +74,13 @@ describe('proxy.mcp.servers', () => {
     expect(rejects(config)).toContain(`invalid configuration: ${message}`);
   });
 
+  it('accepts the example configuration file', () => {
+    const file = path.resolve(import.meta.dirname, '../../../config/proxy-mcp.example.yaml');
+    const config = loadProxyConfig({ argv: ['--config', file], env: { SEARCH_MCP_KEY: 'k', FILES_TOKEN: 't' }, cwd: '/' });
+    expect(Object.keys(config.mcpServers)).toEqual(['web_search_prime', 'web_reader', 'files-mcp-server']);
+    expect(config.mcpServers['files-mcp-server']).toMatchObject({ kind: 'stdio', env: { FILES_TOKEN: 't' }, maxSessions: 4, idleTimeoutMs: 600_000 });
+  });
+
   it('is part of the proxy configuration file, and errors there name the key', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-mcp-config-'));
     const file = path.join(dir, 'proxy.yaml');
