@@ -1,7 +1,7 @@
 // Code review: browse the diff, annotate lines or ranges on either side, then
 // send the feedback (or approve) to the agent.
 import type { JSX } from 'preact';
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useMemo, useState } from 'preact/hooks';
 import { codeInOrder, newId, removeById, upsert, type CodeAnnotation, type CodeAnnotationType } from '../annotations.ts';
 import { api, type DiffResponse } from '../api.ts';
 import { linesOf, parseDiff, type DiffLayout } from '../diff-model.ts';
@@ -10,7 +10,7 @@ import { codeFeedback, type LineLookup } from '../feedback.ts';
 import { buildTree } from '../file-tree-model.ts';
 import type { Settings } from '../settings.ts';
 import { AgentPicker, useAgents } from './agents.tsx';
-import { Done, DraftForm, Editor, RichText, errorText } from './common.tsx';
+import { Done, DraftForm, Editor, RichText, errorText, useSubmitKey } from './common.tsx';
 import { ConfirmApprove, DecisionButtons } from './decision.tsx';
 import { DiffView } from './diff-view.tsx';
 import { FeedbackDialog } from './feedback-dialog.tsx';
@@ -162,17 +162,7 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
     else void send(APPROVAL, true);
   };
 
-  useEffect(() => {
-    if (done !== undefined) return;
-    const onKey = (e: KeyboardEvent): void => {
-      if (e.key !== 'Enter' || !(e.ctrlKey || e.metaKey) || dialog !== undefined || form !== undefined) return;
-      e.preventDefault();
-      if (hasFeedback) setDialog('feedback');
-      else approve();
-    };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
-  });
+  useSubmitKey(done !== undefined || dialog !== undefined || form !== undefined ? undefined : () => (hasFeedback ? setDialog('feedback') : approve()));
 
   if (done !== undefined) {
     return (

@@ -105,9 +105,21 @@ export function Editor(props: EditorProps): JSX.Element {
         spellcheck={props.code !== true}
       />
       {props.images === true && (
-        <p class="hint" aria-live="polite">
-          {status || 'Markdown. Paste or drop an image to attach it. Ctrl/⌘+Enter to save.'}
-        </p>
+        <div class="hint">
+          <label class="link attach">
+            Attach image
+            <input
+              type="file"
+              accept="image/png,image/jpeg,image/webp"
+              class="sr-only"
+              onChange={(e) => {
+                void upload([...(e.currentTarget.files ?? [])]);
+                e.currentTarget.value = '';
+              }}
+            />
+          </label>
+          <span aria-live="polite">{status || 'Markdown; paste or drop images too. Ctrl/⌘+Enter saves.'}</span>
+        </div>
       )}
     </div>
   );
@@ -141,6 +153,24 @@ export function Modal(props: { title: string; onClose: () => void; children: Com
       {props.children}
     </dialog>
   );
+}
+
+/**
+ * Ctrl/Cmd+Enter anywhere on the page. The handler is read at key time, not
+ * captured at registration: effects run after paint, a keypress may come first.
+ */
+export function useSubmitKey(handler: (() => void) | undefined): void {
+  const latest = useRef(handler);
+  latest.current = handler;
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent): void => {
+      if (e.key !== 'Enter' || !(e.ctrlKey || e.metaKey) || latest.current === undefined || e.defaultPrevented) return;
+      e.preventDefault();
+      latest.current();
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, []);
 }
 
 export function errorText(error: unknown): string {

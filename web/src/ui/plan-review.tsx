@@ -1,6 +1,6 @@
 // Plan review: read the plan, annotate passages, then approve or send feedback.
 import type { JSX } from 'preact';
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { useCallback, useRef, useState } from 'preact/hooks';
 import { inDocumentOrder, newId, removeById, upsert, type PlanAnnotation, type PlanAnnotationKind } from '../annotations.ts';
 import { api, type ApproveRequest, type DecisionResponse, type PlanResponse } from '../api.ts';
 import { planFeedback } from '../feedback.ts';
@@ -9,7 +9,7 @@ import { parseTags, type Settings } from '../settings.ts';
 import { encodeShare } from '../share.ts';
 import type { TextIndex } from '../text-anchor.ts';
 import { AgentPicker, useAgents } from './agents.tsx';
-import { Done, DraftForm, Editor, Modal, RichText, errorText } from './common.tsx';
+import { Done, DraftForm, Editor, Modal, RichText, errorText, useSubmitKey } from './common.tsx';
 import { ConfirmApprove, DecisionButtons } from './decision.tsx';
 import { FeedbackDialog } from './feedback-dialog.tsx';
 import { PlanDocument, type Selected } from './plan-document.tsx';
@@ -164,17 +164,11 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
   };
 
   // Ctrl/Cmd+Enter: the primary action — feedback when there are annotations, else approve.
-  useEffect(() => {
-    if (readOnly || result !== undefined) return;
-    const onKey = (e: KeyboardEvent): void => {
-      if (e.key !== 'Enter' || !(e.ctrlKey || e.metaKey) || dialog !== undefined || draft !== undefined) return;
-      e.preventDefault();
-      if (annotations.length > 0) setDialog('feedback');
-      else approve();
-    };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
-  });
+  useSubmitKey(
+    readOnly || result !== undefined || dialog !== undefined || draft !== undefined
+      ? undefined
+      : () => (annotations.length > 0 ? setDialog('feedback') : approve()),
+  );
 
   if (result !== undefined) {
     const { response } = result;
@@ -317,7 +311,7 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
                     <div class="ann-head">
                       <span class={`badge kind-${a.kind}`}>{KIND_LABEL[a.kind]}</span>
                       {a.kind !== 'global' && (
-                        <button type="button" class="link" onClick={() => jumpTo(a)} aria-label={`Show passage: ${excerpt(a.quote, 60)}`}>
+                        <button type="button" class="link" onClick={() => jumpTo(a)} aria-label={`Show in plan: ${excerpt(a.quote, 60)}`}>
                           Show in plan
                         </button>
                       )}

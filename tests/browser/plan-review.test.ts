@@ -1,0 +1,328 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT, decisionOf, launchBrowser, newPage, screenshot, selectText, startReview, tempDir, type Browser } from '../support/browser.ts';
+
+const PLAN = `# Add rate limiting to the gateway
+
+## Context
+The gateway accepts unbounded requests. We add a token bucket per API key.
+
+## Steps
+1. Add a \`RateLimiter\` class in \`src/limits.ts\`
+   - refill on a timer
+   - per-key map with LRU eviction
+2. Store buckets in Redis for now
+3. Return \`429\` with \`Retry-After\`
+
+- [x] Design
+- [ ] Tests
+
+| Setting | Default |
+|---|---|
+| \`rate.limit\` | 100 |
+
+\`\`\`ts
+export function take(key: string): boolean {
+  return buckets.get(key)?.take() ?? true;
+}
+\`\`\`
+
+![diagram](diagram.png)
+
+## Rollout
+Ship it behind a flag and delete the old limiter next week.
+`;
+
+// The smallest valid PNG: 1×1, one red pixel.
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+  'base64',
+);
+
+let browser: Browser;
+let home: string;
+let project: string;
+
+beforeAll(async () => {
+  execFileSync('npm', ['run', 'build:web'], { cwd: ROOT, stdio: 'pipe' });
+  browser = await launchBrowser();
+  home = tempDir('gatehouse-home-');
+  project = tempDir('gatehouse-project-');
+  writeFileSync(path.join(project, 'plan.md'), PLAN);
+  writeFileSync(path.join(project, 'diagram.png'), PNG);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  rmSync(home, { recursive: true, force: true });
+  rmSync(project, { recursive: true, force: true });
+});
+
+async function planReview(args: string[] = [], env: Record<string, string> = {}) {
+  const review = await startReview(['plan', 'plan.md', ...args], { home, cwd: project, env });
+  const { page, errors } = await newPage(browser);
+  await page.goto(review.url);
+  await page.locator('.plan-doc h1').waitFor();
+  return { review, page, errors };
+}
+
+async function annotate(page: import('playwright-core').Page, text: string, action: 'Comment' | 'Delete' | 'Replace', body: string): Promise<void> {
+  await selectText(page, '.plan-doc', text);
+  await page.getByRole('toolbar', { name: 'Annotate selection' }).getByRole('button', { name: action, exact: true }).click();
+  const editor = page.locator('.popover textarea');
+  await editor.fill(body);
+  await editor.press('Control+Enter');
+  await expect.poll(() => page.locator('.popover').count()).toBe(0);
+}
+
+describe('plan review in the browser', () => {
+  it('renders the plan as Markdown with a table of contents, highlighting and local images', async () => {
+    const { review, page, errors } = await planReview();
+    await expect.poll(() => page.locator('nav.toc a').allTextContents()).toEqual(['Add rate limiting to the gateway', 'Context', 'Steps', 'Rollout']);
+    expect(await page.locator('.plan-doc table td code').first().textContent()).toBe('rate.limit');
+    expect(await page.locator('.plan-doc pre code .hljs-keyword').count()).toBeGreaterThan(0);
+    expect(await page.locator('.plan-doc input[type=checkbox][disabled]').count()).toBe(2);
+    const img = page.locator('.plan-doc img');
+    expect(await img.getAttribute('src')).toBe('/api/image?path=diagram.png');
+    await expect.poll(() => img.evaluate((el) => (el as HTMLImageElement).naturalWidth)).toBe(1);
+    await screenshot(page, 'plan-review');
+    await page.getByRole('button', { name: /^Theme/ }).click();
+    await page.getByRole('button', { name: /^Theme/ }).click();
+    expect(await page.evaluate(() => document.documentElement.dataset['theme'])).toBe('dark');
+    await screenshot(page, 'plan-review-dark');
+    await page.getByRole('button', { name: /^Theme/ }).click();
+    review.stop();
+    await review.exited;
+    expect(errors).toEqual([]);
+  });
+
+  it('comments, deletes and replaces selected text, edits and removes, then denies with the generated feedback', async () => {
+    const { review, page, errors } = await planReview();
+    await selectText(page, '.plan-doc', 'token bucket per API key');
+    await screenshot(page, 'plan-selection-toolbar');
+    await page.getByRole('button', { name: 'Comment', exact: true }).click();
+    await page.locator('.popover textarea').fill('Why per key and not per client IP?');
+    await screenshot(page, 'plan-comment-editor');
+    await page.locator('.popover textarea').press('Control+Enter');
+
+    await annotate(page, 'Store buckets in Redis for now', 'Replace', 'Keep buckets in process memory');
+    await annotate(page, 'delete the old limiter next week', 'Delete', 'Keep it until the new one has run a month.');
+    await annotate(page, 'refill on a timer', 'Comment', 'typo comment, removed below');
+
+    // A general comment, then an edit and a removal.
+    await page.getByRole('button', { name: '+ General comment' }).click();
+    await page.getByRole('form', { name: 'General comment' }).locator('textarea').fill('Split this into two PRs.');
+    await page.getByRole('form', { name: 'General comment' }).getByRole('button', { name: 'Add' }).click();
+    const cards = page.getByTestId('annotation');
+    await expect.poll(() => cards.count()).toBe(5);
+    // Document order: the general comment first, then the passages as they appear.
+    expect(await cards.locator('.badge').allTextContents()).toEqual(['General', 'Comment', 'Comment', 'Replace', 'Delete']);
+    const typo = cards.filter({ hasText: 'typo comment' });
+    await typo.getByRole('button', { name: 'Remove' }).click();
+    // While edited, the card holds a form instead of its text: address it by id.
+    const first = page.locator(`#${await cards.filter({ hasText: 'Why per key' }).getAttribute('id')}`);
+    await first.getByRole('button', { name: 'Edit' }).click();
+    await first.locator('textarea').fill('Why per key and not per client IP? Both?');
+    await first.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => cards.count()).toBe(4);
+    await first.getByRole('button', { name: /^Show in plan/ }).click();
+    await expect.poll(() => first.getAttribute('class')).toContain('active');
+    await screenshot(page, 'plan-annotations');
+
+    await page.getByRole('button', { name: 'Send feedback (4)' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Send feedback to the agent' });
+    const text = await dialog.locator('textarea').inputValue();
+    expect(text).toContain('> token bucket per API key\n\nWhy per key and not per client IP? Both?');
+    expect(text).toContain('> Store buckets in Redis for now\n\nReplace the quoted passage with:\n\n```\nKeep buckets in process memory\n```');
+    expect(text).toContain('> delete the old limiter next week\n\nRemove the quoted passage from the plan. Keep it until the new one has run a month.');
+    expect(text).not.toContain('typo comment');
+    await dialog.getByRole('tab', { name: 'Preview' }).click();
+    expect(await dialog.locator('.preview blockquote').count()).toBe(3);
+    await screenshot(page, 'plan-feedback-preview');
+    await dialog.getByRole('tab', { name: 'Edit' }).click();
+    await dialog.locator('textarea').fill(`${text}\nAlso: add metrics.`);
+    await dialog.getByTestId('send-feedback').click();
+    await page.getByTestId('done').waitFor();
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Feedback sent');
+    expect(await page.locator('button').count()).toBe(0);
+    await screenshot(page, 'plan-done');
+
+    const { code, stdout } = await review.exited;
+    expect(code).toBe(2);
+    const decision = decisionOf(stdout);
+    expect(decision['decision']).toBe('denied');
+    expect(decision['feedback']).toBe(`${text}\nAlso: add metrics.`);
+    expect(errors).toEqual([]);
+  });
+
+  it('approves with a permission mode chosen on the page, by keyboard (Ctrl+Enter)', async () => {
+    const { review, page, errors } = await planReview();
+    await page.getByRole('combobox', { name: 'Permission mode after approval' }).selectOption('acceptEdits');
+    await page.keyboard.press('Control+Enter');
+    await page.getByTestId('done').waitFor();
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Plan approved');
+    const savedPath = await page.locator('.done-detail code').textContent();
+    const { code, stdout } = await review.exited;
+    expect(code).toBe(0);
+    const decision = decisionOf(stdout);
+    expect(decision).toMatchObject({ decision: 'approved', permissionMode: 'acceptEdits' });
+    // Plan saving is on by default and the page shows where the file went.
+    expect(decision['savedPath']).toBe(savedPath);
+    expect(existsSync(String(savedPath))).toBe(true);
+    expect(errors).toEqual([]);
+  });
+
+  it('keeps settings in cookies across servers on other ports, and sends them with the decision', async () => {
+    const first = await planReview();
+    await first.page.getByRole('button', { name: 'Settings' }).click();
+    const settings = first.page.getByRole('dialog', { name: 'Settings' });
+    await settings.getByRole('checkbox', { name: /Save each approved or denied plan/ }).uncheck();
+    await screenshot(first.page, 'plan-settings');
+    await settings.getByRole('button', { name: 'Done' }).click();
+    await first.page.getByRole('button', { name: 'Approve' }).click();
+    const one = await first.review.exited;
+    expect(decisionOf(one.stdout)['savedPath']).toBeNull();
+
+    const second = await planReview();
+    expect(new URL(second.review.url).port).not.toBe(new URL(first.review.url).port);
+    await second.page.getByRole('button', { name: 'Settings' }).click();
+    expect(await second.page.getByRole('checkbox', { name: /Save each approved or denied plan/ }).isChecked()).toBe(false);
+    await second.page.getByRole('checkbox', { name: /Save each approved or denied plan/ }).check();
+    await second.page.getByRole('button', { name: 'Done' }).click();
+    await second.page.getByRole('button', { name: 'Send feedback' }).click();
+    await second.page.getByTestId('send-feedback').click();
+    const two = await second.review.exited;
+    expect(decisionOf(two.stdout)).toMatchObject({ decision: 'denied', feedback: 'Plan rejected by user' });
+    expect(String(decisionOf(two.stdout)['savedPath'])).toMatch(/-denied\.md$/);
+    expect(first.errors.concat(second.errors)).toEqual([]);
+  });
+
+  it('uploads an image attached to a comment and references it in the feedback', async () => {
+    const { review, page, errors } = await planReview();
+    const imageFile = path.join(project, 'screenshot.png');
+    writeFileSync(imageFile, PNG);
+    await selectText(page, '.plan-doc', 'Return');
+    await page.getByRole('button', { name: 'Comment', exact: true }).click();
+    await page.locator('.popover textarea').fill('See the screenshot:');
+    await page.locator('.popover input[type=file]').setInputFiles(imageFile);
+    await expect.poll(() => page.locator('.popover textarea').inputValue()).toMatch(/!\[screenshot\.png\]\(\/tmp\/gatehouse\/[\w-]+\.png\)/);
+    // A pasted image takes the same path.
+    await page.locator('.popover textarea').evaluate((el, b64) => {
+      const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+      const data = new DataTransfer();
+      data.items.add(new File([bytes], 'pasted.png', { type: 'image/png' }));
+      el.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+    }, PNG.toString('base64'));
+    await expect.poll(() => page.locator('.popover textarea').inputValue()).toMatch(/!\[pasted\.png\]/);
+    await page.locator('.popover textarea').press('Control+Enter');
+    const shown = page.getByTestId('annotation').locator('img');
+    await expect.poll(() => shown.count()).toBe(2);
+    await expect.poll(() => shown.first().evaluate((el) => (el as HTMLImageElement).naturalWidth)).toBe(1);
+    await screenshot(page, 'plan-image-comment');
+    await page.getByRole('button', { name: 'Send feedback (1)' }).click();
+    await page.getByTestId('send-feedback').click();
+    const { stdout } = await review.exited;
+    const feedback = String(decisionOf(stdout)['feedback']);
+    const uploaded = /\((\/tmp\/gatehouse\/[\w-]+\.png)\)/.exec(feedback)?.[1];
+    expect(uploaded).toBeDefined();
+    expect(readFileSync(String(uploaded))).toEqual(PNG);
+    expect(errors).toEqual([]);
+  });
+
+  it('shares the plan and annotations through the URL fragment and opens them from the link', async () => {
+    const { review, page, errors } = await planReview();
+    await annotate(page, 'token bucket per API key', 'Comment', 'Per key? 🤔');
+    await annotate(page, 'Store buckets in Redis for now', 'Replace', 'In memory');
+    const requests: string[] = [];
+    page.on('request', (r) => requests.push(r.url()));
+    await page.getByRole('button', { name: 'Share' }).click();
+    const link = await page.getByTestId('share-url').inputValue();
+    await screenshot(page, 'plan-share');
+    expect(link.startsWith(`${review.url.replace(/\/$/, '')}/#share=`)).toBe(true);
+    // Making the link sent nothing anywhere.
+    expect(requests).toEqual([]);
+
+    const other = await browser.context.newPage();
+    await other.goto(link);
+    await other.locator('.plan-doc h1').waitFor();
+    expect(await other.getByRole('heading', { level: 1, name: 'Shared plan' }).count()).toBe(1);
+    const cards = other.getByTestId('annotation');
+    await expect.poll(() => cards.count()).toBe(2);
+    expect(await cards.first().textContent()).toContain('Per key? 🤔');
+    expect(await cards.nth(1).locator('.replacement').textContent()).toBe('In memory');
+    // Read-only: no decisions, no edits from a shared link.
+    expect(await other.getByRole('button', { name: /Approve|Send feedback|Edit|Remove/ }).count()).toBe(0);
+    const highlighted = await other.evaluate(() => [...(CSS.highlights.get('gh-comment') ?? [])].map((r) => (r as Range).toString()));
+    expect(highlighted).toEqual(['token bucket per API key']);
+    await screenshot(other, 'plan-shared-link');
+    await other.close();
+
+    await page.getByRole('button', { name: 'Close' }).click();
+    review.stop();
+    await review.exited;
+    expect(errors).toEqual([]);
+  });
+
+  it('hides sharing when the server disables it', async () => {
+    const { review, page } = await planReview([], { SERVICE_SHARE: 'off' });
+    await page.getByRole('button', { name: 'Approve' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Share' }).count()).toBe(0);
+    review.stop();
+    await review.exited;
+  });
+
+  it('for OpenCode, offers no permission mode and says plainly when the agent list failed', async () => {
+    const { review, page, errors } = await planReview(['--origin', 'opencode'], { OPENCODE_SERVER_URL: 'http://127.0.0.1:9' });
+    await page.getByTestId('agents-error').waitFor();
+    expect(await page.getByTestId('agents-error').textContent()).toContain('Failed to fetch agents');
+    expect(await page.getByRole('combobox', { name: 'Permission mode after approval' }).count()).toBe(0);
+    await screenshot(page, 'plan-opencode');
+    await page.getByRole('button', { name: 'Approve' }).click();
+    const { stdout } = await review.exited;
+    expect(decisionOf(stdout)['decision']).toBe('approved');
+    expect(errors).toEqual([]);
+  });
+
+  it('runs nothing from a hostile plan: scripts, event handlers, javascript: links, styles', async () => {
+    const hostile = [
+      '# Hostile <img src=x onerror="window.__pwned=1">',
+      '<script>window.__pwned = 2</script>',
+      '<img src="nope.png" onerror="window.__pwned=3">',
+      '[click me](javascript:window.__pwned=4) and <a href="javascript:window.__pwned=5">raw</a>',
+      '<iframe src="javascript:parent.__pwned=6"></iframe>',
+      '<svg onload="window.__pwned=7"><circle r="1"/></svg>',
+      '<div style="position:fixed;inset:0;background:red" onclick="window.__pwned=8">overlay</div>',
+      '<form action="/api/approve" method="post"><button>Approve</button></form>',
+      '<details open ontoggle="window.__pwned=9"><summary>s</summary>x</details>',
+      '<object data="javascript:window.__pwned=10"></object>',
+    ].join('\n\n');
+    writeFileSync(path.join(project, 'hostile.md'), hostile);
+    const review = await startReview(['plan', 'hostile.md'], { home, cwd: project });
+    const { page, errors } = await newPage(browser);
+    const dialogs: string[] = [];
+    page.on('dialog', (d) => {
+      dialogs.push(d.message());
+      void d.dismiss();
+    });
+    await page.goto(review.url);
+    await page.locator('.plan-doc h1').waitFor();
+    await page.waitForTimeout(500);
+    for (const link of await page.locator('.plan-doc a').all()) await link.click({ force: true }).catch(() => undefined);
+    await page.locator('.plan-doc').getByText('overlay').click({ force: true });
+    expect(await page.evaluate(() => (window as { __pwned?: unknown }).__pwned)).toBeUndefined();
+    expect(dialogs).toEqual([]);
+    const article = page.locator('.plan-doc');
+    expect(await article.locator('script, iframe, object, svg, form, button, style').count()).toBe(0);
+    expect(await article.locator('[onerror], [onload], [onclick], [ontoggle], [style]').count()).toBe(0);
+    const hrefs = await article.locator('a').evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+    expect(hrefs.filter((h) => h !== null && /^javascript:/i.test(h))).toEqual([]);
+    await screenshot(page, 'plan-hostile');
+    // The page still works: the real Approve button decides.
+    await page.getByRole('button', { name: 'Approve' }).click();
+    const { stdout } = await review.exited;
+    expect(decisionOf(stdout)['decision']).toBe('approved');
+    expect(errors).toEqual([]);
+  });
+});

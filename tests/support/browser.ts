@@ -1,0 +1,140 @@
+// Browser tests drive Debian's Chromium through playwright-core against the
+// real review server, started as the CLI a user runs.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+
+export const ROOT = path.resolve(import.meta.dirname, '..', '..');
+const SCREENS = path.join(ROOT, 'test-results', 'screens');
+
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+export interface Browser {
+  context: BrowserContext;
+  close: () => Promise<void>;
+}
+
+/** A fresh Chromium profile (its own --user-data-dir), so cookies start empty. */
+export async function launchBrowser(options: { colorScheme?: 'light' | 'dark' } = {}): Promise<Browser> {
+  const profile = mkdtempSync(path.join(tmpdir(), 'gatehouse-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env['CHROMIUM'] ?? '/usr/bin/chromium',
+    args: CHROMIUM_ARGS,
+    headless: true,
+    viewport: { width: 1400, height: 900 },
+    colorScheme: options.colorScheme ?? 'light',
+  });
+  return {
+    context,
+    close: async () => {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A page that fails the test on any uncaught script error. */
+export async function newPage(browser: Browser): Promise<{ page: Page; errors: string[] }> {
+  const page = await browser.context.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  return { page, errors };
+}
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(SCREENS, { recursive: true });
+  await page.screenshot({ path: path.join(SCREENS, `${name}.png`) });
+}
+
+export interface Review {
+  url: string;
+  /** Resolves when the process exits: its exit code and everything it wrote on stdout. */
+  exited: Promise<{ code: number | null; stdout: string; stderr: string }>;
+  stop: () => void;
+}
+
+/**
+ * Runs `node src/cli.ts <args>` in local mode (random port, BROWSER a no-op so
+ * nothing opens) and waits for the URL it prints on stderr.
+ */
+export async function startReview(args: string[], options: { env?: Record<string, string>; cwd?: string; home: string }): Promise<Review> {
+  const child: ChildProcess = spawn(process.execPath, [path.join(ROOT, 'src', 'cli.ts'), ...args], {
+    cwd: options.cwd ?? ROOT,
+    env: { PATH: process.env['PATH'] ?? '', HOME: options.home, BROWSER: 'true', ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+  const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('exit', (code) => resolve({ code, stdout, stderr })),
+  );
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no review URL on stderr after 20 s:\n${stderr}`)), 20_000);
+    child.stderr?.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      const found = /https?:\/\/[^\s"]+/.exec(stderr);
+      if (found !== null) {
+        clearTimeout(timer);
+        resolve(found[0]);
+      }
+    });
+    void exited.then(({ code }) => {
+      clearTimeout(timer);
+      reject(new Error(`the review exited (${code}) before printing its URL:\n${stderr}`));
+    });
+  });
+  return { url, exited, stop: () => child.kill('SIGTERM') };
+}
+
+/** The decision JSON line a review printed on stdout. */
+export function decisionOf(stdout: string): Record<string, unknown> {
+  const line = stdout.trim().split('\n').at(-1) ?? '';
+  return JSON.parse(line) as Record<string, unknown>;
+}
+
+/** Selects the first occurrence of `text` inside `selector` with a real mouse drag, as a reviewer would. */
+export async function selectText(page: Page, selector: string, text: string): Promise<void> {
+  const box = await page.evaluate(
+    ({ selector, text }) => {
+      const root = document.querySelector(selector);
+      if (root === null) throw new Error(`no ${selector}`);
+      const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+      for (let n = walker.nextNode(); n !== null; n = walker.nextNode()) {
+        const at = (n as Text).data.indexOf(text);
+        if (at < 0) continue;
+        const range = document.createRange();
+        range.setStart(n, at);
+        range.setEnd(n, at + 1);
+        range.startContainer.parentElement?.scrollIntoView({ block: 'center' });
+        const first = range.getBoundingClientRect();
+        range.setStart(n, at + text.length - 1);
+        range.setEnd(n, at + text.length);
+        const last = range.getBoundingClientRect();
+        return { x1: first.left + 1, y1: first.top + first.height / 2, x2: last.right - 0.5, y2: last.top + last.height / 2 };
+      }
+      throw new Error(`"${text}" not found in ${selector}`);
+    },
+    { selector, text },
+  );
+  await page.mouse.move(box.x1, box.y1);
+  await page.mouse.down();
+  await page.mouse.move(box.x2, box.y2, { steps: 6 });
+  await page.mouse.up();
+  const selected = await page.evaluate(() => window.getSelection()?.toString() ?? '');
+  if (selected !== text) throw new Error(`selected "${selected}" instead of "${text}"`);
+}
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(path.join(tmpdir(), prefix));
+}
