@@ -180,6 +180,18 @@ describe('plan review in a container (remote mode, port 19432)', () => {
     expect((await call(c.url, 'GET', 'api/plan')).status).toBe(200);
   });
 
+  it('local mode (SERVICE_REMOTE=0): 127.0.0.1 on a random port, and a browser that cannot start is only a log line', async () => {
+    const c = await plan({ env: { SERVICE_REMOTE: '0', LOG_LEVEL: 'info' }, readyLine: /could not open the browser/ });
+    const { stderr } = await run('docker', ['logs', c.id]);
+    const port = Number(/Plan review: http:\/\/localhost:(\d+)\//.exec(stderr)?.[1]);
+    expect(port).toBeGreaterThan(0);
+    expect(port).not.toBe(19432);
+    expect(stderr).toMatch(/"host":"127\.0\.0\.1"/);
+    // Still serving inside the container despite the failed browser.
+    const { stdout } = await run('docker', ['exec', c.id, 'node', '-e', `fetch('http://127.0.0.1:${port}/api/plan').then(r => r.json()).then(j => console.log(j.origin))`]);
+    expect(stdout.trim()).toBe('claude-code');
+  });
+
   it('startup errors: missing plan file, empty plan, invalid SERVICE_PORT / SERVICE_ORIGIN, unknown flag → exit 1, nothing on stdout', async () => {
     const cases: [string[], Record<string, string>, string][] = [
       [['plan', '/work/missing.md'], {}, 'cannot read the plan /work/missing.md: no such file'],
