@@ -19,6 +19,8 @@ export interface ReviewContainerOptions {
   /** Run through `sh -c` instead of the gatehouse entrypoint (for stdin redirects and two processes). */
   shell?: string;
   extraHosts?: { host: string; ipAddress: string }[];
+  /** Host folders mounted into the container (e.g. a git repository at /work). */
+  binds?: { source: string; target: string; mode?: 'ro' | 'rw' }[];
   /** The stderr line that says the server is up; null to not wait at all. */
   readyLine?: RegExp | null;
 }
@@ -42,6 +44,7 @@ export async function startReviewContainer(options: ReviewContainerOptions): Pro
   builder = options.shell ? builder.withEntrypoint(['sh', '-c']).withCommand([options.shell]) : builder.withCommand(options.command);
   if (options.files?.length) builder = builder.withCopyContentToContainer(options.files.map((f) => ({ content: f.content, target: f.target, mode: f.mode ?? 0o644 })));
   if (options.extraHosts) builder = builder.withExtraHosts(options.extraHosts);
+  if (options.binds) builder = builder.withBindMounts(options.binds);
   const ready = options.readyLine === undefined ? /review: http:\/\/localhost:19432\// : options.readyLine;
   builder = ready === null ? builder.withWaitStrategy(Wait.forOneShotStartup()) : builder.withWaitStrategy(Wait.forLogMessage(ready)).withStartupTimeout(30_000);
   const container = await builder.start();
