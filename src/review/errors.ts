@@ -27,7 +27,7 @@ export const reviewErrors = {
 
   // Every POST
   crossOrigin: () => new HttpError(403, 'Cross-origin request refused'),
-  notJson: () => new HttpError(415, 'Request body must be application/json'),
+  notJson: () => new HttpError(415, 'Unsupported Content-Type: send application/json (multipart/form-data for /api/upload)'),
   bodyNotObject: () => new HttpError(400, 'Request body must be a JSON object'),
   /** A field of the wrong type or value; `field` is its path, e.g. `notevault.tags` or `annotations[2].side`. */
   invalidField: (field: string, expected: string) => new HttpError(400, `Invalid field ${field}: must be ${expected}`),

@@ -113,6 +113,7 @@ describe('runReview', () => {
     expect(await r.json()).toEqual({ error: 'Request body must be a JSON object' });
     r = await fetch(`${url}api/decide`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'value=yes' });
     expect(r.status).toBe(415);
+    expect(await r.json()).toEqual({ error: 'Unsupported Content-Type: send application/json (multipart/form-data for /api/upload)' });
     r = await post(`${url}api/decide`, { value: 'fail' });
     expect(r.status).toBe(500);
     expect(stdout.text()).toBe('');
