@@ -3,6 +3,7 @@ import { Agent } from 'undici';
 import type { McpServers } from '../../config/mcp.ts';
 import { errorHandler, renderPlainError } from '../../http/middleware.ts';
 import type { Logger } from '../../log.ts';
+import type { ProxyState } from '../endpoints.ts';
 import { mcpErrors } from './errors.ts';
 import { checkOrigin } from './origin.ts';
 import { relayRemote } from './remote.ts';
@@ -50,6 +51,8 @@ export function mcpRoutes(servers: McpServers, { env, log, maxBodyBytes = 50 * 1
     if (!handler) throw mcpErrors.notConfigured(name);
     if (!METHODS.has(ctx.method)) throw mcpErrors.methodNotAllowed();
     checkOrigin(ctx);
+    // For the proxy's request log line.
+    (ctx.state as ProxyState).upstream = `mcp:${name}`;
     await handler(ctx);
   };
 

@@ -4,6 +4,7 @@ import { errors as undiciErrors, request, type Dispatcher } from 'undici';
 import type { Logger } from '../../log.ts';
 import type { RemoteMcpServer } from '../../config/mcp.ts';
 import { readBody } from '../body.ts';
+import type { ProxyState } from '../endpoints.ts';
 import { mcpErrors } from './errors.ts';
 
 /**
@@ -79,6 +80,7 @@ export async function relayRemote(ctx: Context, name: string, server: RemoteMcpS
     if (value !== undefined) ctx.set(header, value);
   }
   if (String(upstream.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+    (ctx.state as ProxyState).stream = true;
     // Nothing between here and the client may hold events back.
     ctx.set('x-accel-buffering', 'no');
     ctx.req.socket.setNoDelay(true);
