@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { parseDuration } from './formats.ts';
-import { fail, isRecord, nonEmptyString } from './shape.ts';
+import { fail, httpUrl, isRecord, nonEmptyString } from './shape.ts';
 
 /**
  * `proxy.mcp.servers`: name → MCP server served at `/mcp/<name>/mcp`.
@@ -88,14 +88,7 @@ function checkDuration(key: string, value: unknown): void {
 }
 
 function checkRemote(key: string, server: Record<string, unknown>): void {
-  const url = nonEmptyString(`${key}.url`, server['url']);
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    fail(`${key}.url`, 'must be an absolute http(s) URL');
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') fail(`${key}.url`, 'must be an absolute http(s) URL');
+  httpUrl(`${key}.url`, server['url']);
   if (server['api_key'] !== undefined && server['api_key_env'] !== undefined) {
     fail(`${key}.api_key`, 'give either api_key or api_key_env, not both');
   }

@@ -16,3 +16,16 @@ export function nonEmptyString(key: string, value: unknown): string {
   if (typeof value !== 'string' || value.trim() === '') fail(key, 'must be a non-empty string');
   return value;
 }
+
+/** An absolute http: or https: URL. */
+export function httpUrl(key: string, value: unknown): URL {
+  const text = nonEmptyString(key, value);
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    fail(key, 'must be an absolute http(s) URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') fail(key, 'must be an absolute http(s) URL');
+  return url;
+}
