@@ -60,6 +60,8 @@ export class DecisionGate<D> {
   }
 }
 
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** How a review kind turns its decision into output. */
 export interface DecisionCodec<D> {
   /** The decision recorded when `timeoutMs` runs out. */
@@ -144,7 +146,8 @@ export async function runReview<D>(options: ReviewOptions<D>): Promise<number> {
   if (!config.remote) openBrowser(url, config.browser, log);
   options.onListening?.(url);
 
-  const timer = config.timeoutMs === null ? undefined : setTimeout(() => gate.close(codec.timeout()), config.timeoutMs);
+  // setTimeout fires at once past 2^31-1 ms; ~24.8 days is "forever" for a review anyway.
+  const timer = config.timeoutMs === null ? undefined : setTimeout(() => gate.close(codec.timeout()), Math.min(config.timeoutMs, MAX_TIMER_MS));
   const signalled = new Promise<null>((resolve) => io.shutdown.addEventListener('abort', () => resolve(null), { once: true }));
   try {
     const outcome = await Promise.race([gate.decided.then((decision) => ({ decision })), signalled]);

@@ -207,3 +207,14 @@ describe('runReview', () => {
     expect(await local.exit).toBe(0);
   });
 });
+
+describe('runReview timeouts', () => {
+  it('a timeout beyond the timer range waits instead of firing at once', async () => {
+    const { url, exit, stdout, controller } = await start({ timeoutMs: 1_000 * 3_600 * 1_000 });
+    await sleep(100);
+    expect(stdout.text()).toBe('');
+    expect((await fetch(`${url}api/nothing`)).status).toBe(200);
+    controller.abort('SIGINT');
+    expect(await exit).toBe(130);
+  });
+});
