@@ -42,14 +42,24 @@ interface Scenario {
   /** What the same request looks like sent straight to the upstream. */
   directPath: string;
   directBody?: string;
+  /** A translated scenario: the same-protocol scenario it is held against. */
+  passThrough?: string;
 }
 
 const chat = (model: string, stream: boolean) => JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'Say hello.' }] });
+const messages = (model: string, stream: boolean) => JSON.stringify({ model, stream, max_tokens: 256, messages: [{ role: 'user', content: 'Say hello.' }] });
+const JSON_NAME = 'chat JSON';
+const SSE_NAME = `chat SSE ${SSE_EVENTS} events`;
 
 /** Add a scenario here; the upstream answers OpenAI, Anthropic and Gemini paths. */
 const SCENARIOS: Scenario[] = [
-  { name: 'chat JSON', path: '/v1/chat/completions', body: chat('gpt-bench', false), directPath: '/v1/chat/completions' },
-  { name: `chat SSE ${SSE_EVENTS} events`, path: '/v1/chat/completions', body: chat('gpt-bench', true), directPath: '/v1/chat/completions' },
+  { name: JSON_NAME, path: '/v1/chat/completions', body: chat('gpt-bench', false), directPath: '/v1/chat/completions' },
+  { name: SSE_NAME, path: '/v1/chat/completions', body: chat('gpt-bench', true), directPath: '/v1/chat/completions' },
+  // Translated: the floor and direct runs send the upstream its own protocol; gatehouse translates.
+  { name: 'Anthropic→OpenAI JSON', path: '/v1/messages', body: messages('gpt-bench', false), directPath: '/v1/chat/completions', directBody: chat('gpt-bench', false), passThrough: JSON_NAME },
+  { name: `Anthropic→OpenAI SSE ${SSE_EVENTS} events`, path: '/v1/messages', body: messages('gpt-bench', true), directPath: '/v1/chat/completions', directBody: chat('gpt-bench', true), passThrough: SSE_NAME },
+  { name: 'OpenAI→Gemini JSON', path: '/v1/chat/completions', body: chat('gemini-bench', false), directPath: '/v1beta/models/gemini-bench:generateContent', directBody: '{"contents":[{"role":"user","parts":[{"text":"Say hello."}]}]}', passThrough: JSON_NAME },
+  { name: `OpenAI→Gemini SSE ${SSE_EVENTS} events`, path: '/v1/chat/completions', body: chat('gemini-bench', true), directPath: '/v1beta/models/gemini-bench:streamGenerateContent?alt=sse', directBody: '{"contents":[{"role":"user","parts":[{"text":"Say hello."}]}]}', passThrough: SSE_NAME },
 ];
 
 // ---------------------------------------------------------------- child roles
@@ -62,17 +72,27 @@ function runUpstream(): void {
     usage: { prompt_tokens: 9, completion_tokens: 8, total_tokens: 17 },
   }));
   const event = (i: number) => `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"gpt-bench","choices":[{"index":0,"delta":{"content":"tok${i} "},"finish_reason":null}]}\n\n`;
-  const events = Array.from({ length: SSE_EVENTS }, (_, i) => event(i)).concat('data: [DONE]\n\n');
+  const openaiEvents = Array.from({ length: SSE_EVENTS }, (_, i) => event(i)).concat('data: [DONE]\n\n');
+  // The same answers in Gemini's wire, for the Gemini paths.
+  const geminiJson = Buffer.from(JSON.stringify({
+    candidates: [{ content: { role: 'model', parts: [{ text: 'Hello there! How can I help?' }] }, finishReason: 'STOP', index: 0 }],
+    usageMetadata: { promptTokenCount: 9, candidatesTokenCount: 8, totalTokenCount: 17 }, modelVersion: 'gemini-bench', responseId: 'bench',
+  }));
+  const geminiEvent = (i: number, last: boolean) => `data: {"candidates":[{"content":{"role":"model","parts":[{"text":"tok${i} "}]},${last ? '"finishReason":"STOP",' : ''}"index":0}],"modelVersion":"gemini-bench","responseId":"bench"}\r\n\r\n`;
+  const geminiEvents = Array.from({ length: SSE_EVENTS }, (_, i) => geminiEvent(i, i === SSE_EVENTS - 1));
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const stream = Buffer.concat(chunks).includes('"stream":true');
+      const gemini = req.url?.startsWith('/v1beta/') === true;
+      const stream = gemini ? req.url?.includes(':streamGenerateContent') === true : Buffer.concat(chunks).includes('"stream":true');
       if (!stream) {
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': json.length });
-        res.end(json);
+        const answer = gemini ? geminiJson : json;
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': answer.length });
+        res.end(answer);
         return;
       }
+      const events = gemini ? geminiEvents : openaiEvents;
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       // One write per event, as a model server flushes tokens.
       let i = 0;
@@ -132,7 +152,10 @@ async function startGatehouse(upstreamPort: number, dir: string): Promise<{ proc
       port,
       auth_mode: 'strict',
       api_key: API_KEY,
-      upstreams: [{ name: 'bench', protocol: 'openai', base_url: `http://127.0.0.1:${upstreamPort}/v1`, models: ['gpt-*'] }],
+      upstreams: [
+        { name: 'bench', protocol: 'openai', base_url: `http://127.0.0.1:${upstreamPort}/v1`, models: ['gpt-*'] },
+        { name: 'bench-gemini', protocol: 'gemini', base_url: `http://127.0.0.1:${upstreamPort}`, models: ['gemini-*'] },
+      ],
     },
   }));
   const cli = path.resolve(import.meta.dirname, '..', 'src', 'cli.ts');
@@ -235,6 +258,8 @@ async function main(): Promise<void> {
     children.push(gatehouse.proc);
     console.log(`gatehouse proxy benchmark: ${ROUNDS} rounds × ${SECONDS} s per run, loopback, ${os.cpus().length} CPUs, Node ${process.version}\n`);
     const rows: string[][] = [];
+    /** gatehouse's median result per scenario and concurrency, for the translated-vs-pass-through table. */
+    const gatehouseBy = new Map<string, Result>();
     for (const scenario of SCENARIOS.filter((s) => s.name.includes(ONLY))) {
       for (const concurrency of CONCURRENCY) {
         const runs = { direct: [] as Result[], floor: [] as Result[], gatehouse: [] as Result[] };
@@ -246,6 +271,7 @@ async function main(): Promise<void> {
         const d = medianResult(runs.direct);
         const f = medianResult(runs.floor);
         const g = medianResult(runs.gatehouse);
+        gatehouseBy.set(`${scenario.name}|${concurrency}`, g);
         const fmt = (r: Result) =>
           `${r.rps.toFixed(0)} req/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms${Number.isNaN(r.cpu) ? '' : `, CPU ${r.cpu.toFixed(3)} ms/req`}${r.errors ? `, ${r.errors} errors` : ''}`;
         rows.push([
@@ -260,6 +286,18 @@ async function main(): Promise<void> {
     }
     console.log('\n| scenario | direct | floor | gatehouse | gatehouse vs floor |\n|---|---|---|---|---|');
     for (const row of rows) console.log(`| ${row.join(' | ')} |`);
+    const translated = SCENARIOS.filter((s) => s.passThrough !== undefined && s.name.includes(ONLY));
+    if (translated.length > 0) {
+      console.log('\n| translated scenario | vs same-protocol pass-through (gatehouse) |\n|---|---|');
+      for (const scenario of translated) {
+        for (const concurrency of CONCURRENCY) {
+          const t = gatehouseBy.get(`${scenario.name}|${concurrency}`);
+          const p = gatehouseBy.get(`${scenario.passThrough}|${concurrency}`);
+          if (!t || !p) continue;
+          console.log(`| ${scenario.name}, ${concurrency} client${concurrency > 1 ? 's' : ''} | ${((t.rps / p.rps) * 100).toFixed(0)}% of req/s; p50 +${(t.p50 - p.p50).toFixed(2)} ms; CPU +${(t.cpu - p.cpu).toFixed(3)} ms/req |`);
+        }
+      }
+    }
   } finally {
     for (const proc of children) proc.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });

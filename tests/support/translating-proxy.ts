@@ -15,10 +15,11 @@ import { startScriptedUpstream, type ScriptedUpstream } from './scripted-upstrea
 
 export const API_KEY = 'test-proxy-key';
 
-/** The proxy configuration for upstreams at `origin` (as the proxy reaches them). */
-export function translationConfig(origin: string): Record<string, unknown> {
+/** The proxy configuration for upstreams at `origin` (as the proxy reaches them); `lan` for a container. */
+export function translationConfig(origin: string, lan = false): Record<string, unknown> {
   return {
     proxy: {
+      allow_lan_access: lan,
       auth_mode: 'strict',
       api_key: API_KEY,
       upstreams: [

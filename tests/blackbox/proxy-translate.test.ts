@@ -1,0 +1,56 @@
+/**
+ * Translation in the built image: the official SDKs, each against a scripted
+ * upstream of every other protocol (plain, streamed, two-turn tool calls),
+ * and the error paths a client sees.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HOST_FROM_CONTAINER, startProxyContainer, type ProxyContainer } from '../support/proxy-container.ts';
+import { describeSdkMatrix } from '../support/sdk-matrix.ts';
+import { startScriptedUpstream, type ScriptedUpstream } from '../support/scripted-upstream.ts';
+import { API_KEY, translationConfig } from '../support/translating-proxy.ts';
+
+let upstream: ScriptedUpstream;
+let proxy: ProxyContainer;
+
+beforeAll(async () => {
+  upstream = await startScriptedUpstream('0.0.0.0');
+  proxy = await startProxyContainer(translationConfig(`http://${HOST_FROM_CONTAINER}:${upstream.port}`, true));
+});
+afterAll(async () => {
+  await proxy?.stop();
+  await upstream?.close();
+});
+
+describe('gatehouse proxy (container): translation', () => {
+  describeSdkMatrix({ url: () => proxy.base, key: API_KEY, upstream: () => upstream });
+
+  const post = (path: string, body: unknown) =>
+    fetch(proxy.base + path, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': API_KEY }, body: JSON.stringify(body) });
+
+  it('answers an upstream 429 in the client family\'s shape with its message and retry-after', async () => {
+    const res = await post('/v1/messages', { model: 'gpt-test', max_tokens: 10, messages: [{ role: 'user', content: 'FAIL 429' }] });
+    expect(res.status).toBe(429);
+    expect(res.headers.get('retry-after')).toBe('7');
+    expect(await res.json()).toEqual({ type: 'error', error: { type: 'rate_limit_error', message: 'scripted 429 from openai' } });
+  });
+
+  it('ends a stream whose upstream failed mid-way with the client protocol\'s error event', async () => {
+    const res = await post('/v1/messages', { model: 'gemini-test', max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'FAIL MIDSTREAM' }] });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text.trimEnd().split('\n\n').at(-1)).toBe('event: error\ndata: {"type":"error","error":{"type":"api_error","message":"upstream broke mid-stream"}}');
+  });
+
+  it('answers an unknown previous_response_id with 404 in the Responses shape', async () => {
+    const res = await post('/v1/responses', { model: 'claude-test', input: 'hi', previous_response_id: 'resp_nope' });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toMatchObject({ error: { code: 'previous_response_not_found', type: 'invalid_request_error' } });
+  });
+
+  it('never forwards the client key, and sends the upstream its own', async () => {
+    await post('/v1/chat/completions', { model: 'claude-test', messages: [{ role: 'user', content: 'hi' }] });
+    const last = upstream.requests.at(-1);
+    expect(last?.headers['x-api-key']).toBe('up-anthropic');
+    expect(JSON.stringify(last?.headers)).not.toContain(API_KEY);
+  });
+});
