@@ -154,3 +154,23 @@ describe('notes', () => {
     );
   });
 });
+
+describe('resolveInsideRoots (property)', () => {
+  it('without symlinks, agrees with the lexical answer for any mix of .., . and odd names', async () => {
+    const fc = await import('fast-check');
+    const base = path.join(root, 'prop-root');
+    await mkdir(path.join(base, 'a', 'b'), { recursive: true });
+    const segment = fc.constantFrom('a', 'b', '..', '.', '..x', 'x..', '...', 'new');
+    await fc.assert(
+      fc.asyncProperty(fc.array(segment, { maxLength: 6 }), async (segments) => {
+        // Unnormalised on purpose: `..` after a folder that does not exist yet, `..x` names…
+        const target = [base, ...segments].join('/');
+        const expected = isInside(path.resolve(target), base);
+        const got = await resolveInsideRoots(target, [base]);
+        expect(got !== null).toBe(expected);
+        if (got !== null) expect(got).toBe(path.resolve(target));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
