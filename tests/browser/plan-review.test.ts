@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, decisionOf, launchBrowser, newPage, screenshot, selectText, startReview, tempDir, type Browser } from '../support/browser.ts';
+import { ROOT, decisionOf, inPage, launchBrowser, naturalWidth, newPage, pasteFile, screenshot, selectText, startReview, tempDir, type Browser } from '../support/browser.ts';
 
 const PLAN = `# Add rate limiting to the gateway
 
@@ -86,13 +86,16 @@ describe('plan review in the browser', () => {
     expect(await page.locator('.plan-doc input[type=checkbox][disabled]').count()).toBe(2);
     const img = page.locator('.plan-doc img');
     expect(await img.getAttribute('src')).toBe('/api/image?path=diagram.png');
-    await expect.poll(() => img.evaluate((el) => (el as HTMLImageElement).naturalWidth)).toBe(1);
+    await expect.poll(() => naturalWidth(img)).toBe(1);
     await screenshot(page, 'plan-review');
-    await page.getByRole('button', { name: /^Theme/ }).click();
-    await page.getByRole('button', { name: /^Theme/ }).click();
-    expect(await page.evaluate(() => document.documentElement.dataset['theme'])).toBe('dark');
+    const theme = page.getByRole('button', { name: /^Theme/ });
+    await theme.click();
+    await expect.poll(() => theme.getAttribute('title')).toBe('Theme: light');
+    await theme.click();
+    await expect.poll(() => theme.getAttribute('title')).toBe('Theme: dark');
+    expect(await inPage(page, 'document.documentElement.dataset.theme')).toBe('dark');
     await screenshot(page, 'plan-review-dark');
-    await page.getByRole('button', { name: /^Theme/ }).click();
+    await theme.click();
     review.stop();
     await review.exited;
     expect(errors).toEqual([]);
@@ -195,7 +198,7 @@ describe('plan review in the browser', () => {
     await second.page.getByTestId('send-feedback').click();
     const two = await second.review.exited;
     expect(decisionOf(two.stdout)).toMatchObject({ decision: 'denied', feedback: 'Plan rejected by user' });
-    expect(String(decisionOf(two.stdout)['savedPath'])).toMatch(/-denied\.md$/);
+    expect(String(decisionOf(two.stdout)['savedPath'])).toMatch(/-denied(-\d+)?\.md$/);
     expect(first.errors.concat(second.errors)).toEqual([]);
   });
 
@@ -209,17 +212,12 @@ describe('plan review in the browser', () => {
     await page.locator('.popover input[type=file]').setInputFiles(imageFile);
     await expect.poll(() => page.locator('.popover textarea').inputValue()).toMatch(/!\[screenshot\.png\]\(\/tmp\/gatehouse\/[\w-]+\.png\)/);
     // A pasted image takes the same path.
-    await page.locator('.popover textarea').evaluate((el, b64) => {
-      const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-      const data = new DataTransfer();
-      data.items.add(new File([bytes], 'pasted.png', { type: 'image/png' }));
-      el.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
-    }, PNG.toString('base64'));
+    await pasteFile(page, '.popover textarea', 'pasted.png', 'image/png', PNG);
     await expect.poll(() => page.locator('.popover textarea').inputValue()).toMatch(/!\[pasted\.png\]/);
     await page.locator('.popover textarea').press('Control+Enter');
     const shown = page.getByTestId('annotation').locator('img');
     await expect.poll(() => shown.count()).toBe(2);
-    await expect.poll(() => shown.first().evaluate((el) => (el as HTMLImageElement).naturalWidth)).toBe(1);
+    await expect.poll(() => naturalWidth(shown.first())).toBe(1);
     await screenshot(page, 'plan-image-comment');
     await page.getByRole('button', { name: 'Send feedback (1)' }).click();
     await page.getByTestId('send-feedback').click();
@@ -254,7 +252,7 @@ describe('plan review in the browser', () => {
     expect(await cards.nth(1).locator('.replacement').textContent()).toBe('In memory');
     // Read-only: no decisions, no edits from a shared link.
     expect(await other.getByRole('button', { name: /Approve|Send feedback|Edit|Remove/ }).count()).toBe(0);
-    const highlighted = await other.evaluate(() => [...(CSS.highlights.get('gh-comment') ?? [])].map((r) => (r as Range).toString()));
+    const highlighted = await inPage<string[]>(other, "[...CSS.highlights.get('gh-comment')].map((r) => r.toString())");
     expect(highlighted).toEqual(['token bucket per API key']);
     await screenshot(other, 'plan-shared-link');
     await other.close();
@@ -311,7 +309,7 @@ describe('plan review in the browser', () => {
     await page.waitForTimeout(500);
     for (const link of await page.locator('.plan-doc a').all()) await link.click({ force: true }).catch(() => undefined);
     await page.locator('.plan-doc').getByText('overlay').click({ force: true });
-    expect(await page.evaluate(() => (window as { __pwned?: unknown }).__pwned)).toBeUndefined();
+    expect(await inPage(page, 'window.__pwned')).toBeUndefined();
     expect(dialogs).toEqual([]);
     const article = page.locator('.plan-doc');
     expect(await article.locator('script, iframe, object, svg, form, button, style').count()).toBe(0);

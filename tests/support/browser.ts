@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
 
 export const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const SCREENS = path.join(ROOT, 'test-results', 'screens');
@@ -103,36 +103,65 @@ export function decisionOf(stdout: string): Record<string, unknown> {
   return JSON.parse(line) as Record<string, unknown>;
 }
 
+// In-page code is shipped as source text: this test program is compiled
+// without the DOM library (it is Node code), and the page is not.
+const FIND_TEXT = `({ selector, text }) => {
+  const root = document.querySelector(selector);
+  if (root === null) throw new Error('no ' + selector);
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n !== null; n = walker.nextNode()) {
+    const at = n.data.indexOf(text);
+    if (at < 0) continue;
+    n.parentElement.scrollIntoView({ block: 'center' });
+    const range = document.createRange();
+    range.setStart(n, at);
+    range.setEnd(n, at + 1);
+    const first = range.getBoundingClientRect();
+    range.setStart(n, at + text.length - 1);
+    range.setEnd(n, at + text.length);
+    const last = range.getBoundingClientRect();
+    return { x1: first.left + 1, y1: first.top + first.height / 2, x2: last.right - 0.5, y2: last.top + last.height / 2 };
+  }
+  throw new Error('"' + text + '" not found in ' + selector);
+}`;
+
 /** Selects the first occurrence of `text` inside `selector` with a real mouse drag, as a reviewer would. */
 export async function selectText(page: Page, selector: string, text: string): Promise<void> {
-  const box = await page.evaluate(
-    ({ selector, text }) => {
-      const root = document.querySelector(selector);
-      if (root === null) throw new Error(`no ${selector}`);
-      const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-      for (let n = walker.nextNode(); n !== null; n = walker.nextNode()) {
-        const at = (n as Text).data.indexOf(text);
-        if (at < 0) continue;
-        const range = document.createRange();
-        range.setStart(n, at);
-        range.setEnd(n, at + 1);
-        range.startContainer.parentElement?.scrollIntoView({ block: 'center' });
-        const first = range.getBoundingClientRect();
-        range.setStart(n, at + text.length - 1);
-        range.setEnd(n, at + text.length);
-        const last = range.getBoundingClientRect();
-        return { x1: first.left + 1, y1: first.top + first.height / 2, x2: last.right - 0.5, y2: last.top + last.height / 2 };
-      }
-      throw new Error(`"${text}" not found in ${selector}`);
-    },
-    { selector, text },
-  );
+  const box = await callInPage<{ x1: number; y1: number; x2: number; y2: number }>(page, FIND_TEXT, { selector, text });
   await page.mouse.move(box.x1, box.y1);
   await page.mouse.down();
   await page.mouse.move(box.x2, box.y2, { steps: 6 });
   await page.mouse.up();
-  const selected = await page.evaluate(() => window.getSelection()?.toString() ?? '');
+  const selected = await page.evaluate<string>('window.getSelection().toString()');
   if (selected !== text) throw new Error(`selected "${selected}" instead of "${text}"`);
+}
+
+/** Pastes a file into the focused-or-given element as a clipboard paste event. */
+export async function pasteFile(page: Page, selector: string, name: string, type: string, bytes: Buffer): Promise<void> {
+  await callInPage(
+    page,
+    `({ selector, name, type, b64 }) => {
+      const data = new DataTransfer();
+      data.items.add(new File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], name, { type }));
+      document.querySelector(selector).dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+    }`,
+    { selector, name, type, b64: bytes.toString('base64') },
+  );
+}
+
+/** An image element's natural width: 0 until it loaded. */
+export function naturalWidth(locator: Locator): Promise<number> {
+  return locator.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth);
+}
+
+/** Calls a function given as source text in the page with a JSON argument. */
+export function callInPage<T>(page: Page, source: string, arg: unknown): Promise<T> {
+  return page.evaluate<T>(`(${source})(${JSON.stringify(arg)})`);
+}
+
+/** A page expression's value, typed by the caller. */
+export function inPage<T>(page: Page, expression: string): Promise<T> {
+  return page.evaluate<T>(expression);
 }
 
 export function tempDir(prefix: string): string {
