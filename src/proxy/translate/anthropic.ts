@@ -145,7 +145,7 @@ export function encodeRequest(conv: Conversation): JsonObject {
   const rf = conv.responseFormat;
   let system = conv.system;
   if (rf?.type === 'json_object') system = [system, 'Respond with a single JSON object and nothing else.'].filter(Boolean).join('\n\n');
-  const budget = conv.reasoning?.enabled ? Math.max(1024, conv.reasoning.budgetTokens ?? budgetOf(conv.reasoning.effort)) : undefined;
+  const budget = conv.reasoning?.enabled && !unsignedToolTurn(conv) ? Math.max(1024, conv.reasoning.budgetTokens ?? budgetOf(conv.reasoning.effort)) : undefined;
   const maxTokens = Math.max(conv.maxTokens ?? DEFAULT_MAX_TOKENS, budget === undefined ? 1 : budget + 1024);
   const tc = conv.toolChoice;
   return compact({
@@ -168,6 +168,17 @@ export function encodeRequest(conv: Conversation): JsonObject {
     output_config: rf?.type === 'json_schema' ? { format: { type: 'json_schema', schema: rf.schema } } : undefined,
     stream: conv.stream ? true : undefined,
   });
+}
+
+/**
+ * With thinking on, Anthropic requires the last assistant turn's tool use to
+ * follow its signed thinking block. A turn that has none (another model made
+ * it, or it was lost) can only continue with thinking off.
+ */
+function unsignedToolTurn(conv: Conversation): boolean {
+  const last = conv.messages.findLast((m) => m.role === 'assistant');
+  if (!last?.parts.some((p) => p.type === 'tool_call')) return false;
+  return !last.parts.some((p) => p.type === 'reasoning' && p.provider === 'anthropic' && (p.signature !== undefined || p.encrypted !== undefined));
 }
 
 function budgetOf(effort: string | undefined): number {

@@ -160,3 +160,22 @@ describe('request details', () => {
     expect(() => openaiResponses.decodeRequest({ model: 'm', input: [{ type: 'function_call', name: 'f' }] }, {})).toThrow('input[0].call_id must be a string');
   });
 });
+
+describe('thinking towards Anthropic', () => {
+  const toolTurn = (reasoning: boolean): Conversation => ({
+    model: 'm', system: undefined, stream: false, reasoning: { enabled: true, budgetTokens: 2048 },
+    messages: [
+      { role: 'user', parts: [{ type: 'text', text: 'hi' }] },
+      { role: 'assistant', parts: [...(reasoning ? [{ type: 'reasoning' as const, text: 't', provider: 'anthropic' as const, signature: 's' }] : []), { type: 'tool_call', id: 'c', name: 'f', arguments: '{}' }] },
+      { role: 'user', parts: [{ type: 'tool_result', callId: 'c', content: [{ type: 'text', text: 'ok' }], isError: false }] },
+    ],
+  });
+
+  it('stays on when the tool turn carries its signed thinking', () => {
+    expect(anthropic.encodeRequest(toolTurn(true)).thinking).toEqual({ type: 'enabled', budget_tokens: 2048 });
+  });
+
+  it('is turned off for a tool turn without signed thinking, which Anthropic would refuse', () => {
+    expect(anthropic.encodeRequest(toolTurn(false)).thinking).toBeUndefined();
+  });
+});
