@@ -10,7 +10,7 @@ import { proxyErrors } from './errors.ts';
 import { renderProxyError } from './families.ts';
 import { detectModel, healthz, telemetrySink, warmup } from './internal.ts';
 import { mcpRoutes } from './mcp/index.ts';
-import { anthropicModels, geminiModelInfo, geminiModels, ModelCatalog, openaiModels } from './models.ts';
+import { ModelCatalog, modelInfo, modelList } from './models.ts';
 import { requestLog } from './request-log.ts';
 import { ModelRouter } from './routing.ts';
 import { closeUpstreams, createUpstream } from './upstreams.ts';
@@ -49,8 +49,13 @@ export function createProxyApp(config: ProxyConfig, { env, log }: { env: NodeJS.
     .post('/v1/api/event_logging/batch', telemetrySink())
     .post('/internal/warmup', warmup(models))
     .post('/v1/models/detect', detectModel(models))
+    // Model lists: the shape follows the request's family
+    .get('/v1/models', modelList(catalog))
+    .get('/v1/models/claude', modelList(catalog))
+    .get('/v1/models/:model', modelInfo(catalog))
+    .get('/v1beta/models', modelList(catalog))
+    .get('/v1beta/models/:model', modelInfo(catalog))
     // OpenAI
-    .get('/v1/models', openaiModels(catalog))
     .post('/v1/chat/completions', jsonModelEndpoint(deps, 'openai', 'chat.completions'))
     .post('/v1/completions', jsonModelEndpoint(deps, 'openai', 'completions'))
     .post('/v1/responses', jsonModelEndpoint(deps, 'openai', 'responses'))
@@ -60,12 +65,10 @@ export function createProxyApp(config: ProxyConfig, { env, log }: { env: NodeJS.
     // Anthropic
     .post('/v1/messages', jsonModelEndpoint(deps, 'anthropic', 'messages'))
     .post('/v1/messages/count_tokens', jsonModelEndpoint(deps, 'anthropic', 'messages.count_tokens'))
-    .get('/v1/models/claude', anthropicModels(catalog))
-    // Gemini
-    .get('/v1beta/models', geminiModels(catalog))
-    .get('/v1beta/models/:model', geminiModelInfo(catalog))
+    // Gemini (and @google/genai's default `v1` API version)
     .post('/v1beta/models/:model', geminiModelEndpoint(deps))
-    .post('/v1beta/models/:model/countTokens', geminiModelEndpoint(deps, 'countTokens'));
+    .post('/v1beta/models/:model/countTokens', geminiModelEndpoint(deps, 'countTokens'))
+    .post('/v1/models/:model', geminiModelEndpoint(deps));
 
   const app = new Koa();
   app

@@ -12,19 +12,38 @@ export type Family = Protocol | 'other';
 /** Internal and auxiliary paths that sit under `/v1` but belong to no vendor. */
 const OTHER_V1 = /^\/v1\/(?:api\/event_logging(?:\/|$)|models\/detect\/?$)/;
 
+/** Gemini's generation paths carry a method (`models/gemini-2.5-flash:generateContent`). */
+const GEMINI_METHOD = /^\/v1\/models\/[^/]+:[A-Za-z]+$/;
+const V1_MODELS = /^\/v1\/models(?:\/[^/]+)?$/;
+
 export function familyOf(path: string): Family {
   if (path.startsWith('/v1beta/')) return 'gemini';
   if (path.startsWith('/v1/')) {
     if (OTHER_V1.test(path)) return 'other';
     if (path.startsWith('/v1/messages') || path === '/v1/models/claude') return 'anthropic';
+    // @google/genai 3 defaults to the `v1` API version: same paths, below /v1.
+    if (GEMINI_METHOD.test(path)) return 'gemini';
     return 'openai';
   }
   return 'other';
 }
 
+/**
+ * The family of a request: its path, except on `/v1/models[/:id]`, which all
+ * three SDKs call: Gemini's send `x-goog-api-key` (or `?key=`), Anthropic's
+ * `anthropic-version`.
+ */
+export function familyOfRequest(ctx: Context): Family {
+  const family = familyOf(ctx.path);
+  if (family !== 'openai' || !V1_MODELS.test(ctx.path)) return family;
+  if (ctx.get('x-goog-api-key') || /(?:^|&)key=/.test(ctx.querystring)) return 'gemini';
+  if (ctx.get('anthropic-version')) return 'anthropic';
+  return family;
+}
+
 /** The family a request was classified as (set by the first middleware). */
 export function familyOfContext(ctx: Context): Family {
-  return (ctx.state as { family?: Family }).family ?? familyOf(ctx.path);
+  return (ctx.state as { family?: Family }).family ?? familyOfRequest(ctx);
 }
 
 /** OpenAI `error.type` by status: https://platform.openai.com/docs/guides/error-codes */

@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import type { Protocol } from '../config/proxy.ts';
 import type { Logger } from '../log.ts';
+import type { ProxyState } from './endpoints.ts';
 import { proxyErrors } from './errors.ts';
 import { isGlob, type ModelRouter } from './routing.ts';
 import { sendUpstream, type Upstream, type UpstreamRequest } from './upstreams.ts';
@@ -100,60 +101,52 @@ export class ModelCatalog {
 }
 
 const CREATED = Math.floor(Date.now() / 1000);
+const CREATED_AT = new Date(CREATED * 1000).toISOString();
 
-function geminiModel(entry: CatalogEntry) {
-  return {
-    name: `models/${entry.id}`,
-    baseModelId: entry.id,
+/** One model in each family's shape. */
+const MODEL_SHAPES: Record<Protocol, (entry: CatalogEntry) => unknown> = {
+  openai: (e) => ({ id: e.id, object: 'model', created: CREATED, owned_by: e.upstream }),
+  anthropic: (e) => ({ type: 'model', id: e.id, display_name: e.displayName, created_at: CREATED_AT }),
+  gemini: (e) => ({
+    name: `models/${e.id}`,
+    baseModelId: e.id,
     version: '001',
-    displayName: entry.displayName,
+    displayName: e.displayName,
     supportedGenerationMethods: ['generateContent', 'streamGenerateContent', 'countTokens'],
-  };
+  }),
+};
+
+/** The request's family; the model endpoints are never `other`. */
+function familyOf(ctx: Parameters<Middleware>[0]): Protocol {
+  return (ctx.state as ProxyState).family as Protocol;
 }
 
-function anthropicList(entries: CatalogEntry[]) {
-  const created = new Date(CREATED * 1000).toISOString();
-  return {
-    data: entries.map((e) => ({ type: 'model', id: e.id, display_name: e.displayName, created_at: created })),
-    has_more: false,
-    first_id: entries[0]?.id ?? null,
-    last_id: entries.at(-1)?.id ?? null,
-  };
+function listBody(family: Protocol, entries: CatalogEntry[]): unknown {
+  const models = entries.map(MODEL_SHAPES[family]);
+  switch (family) {
+    case 'openai': return { object: 'list', data: models };
+    case 'anthropic': return { data: models, has_more: false, first_id: entries[0]?.id ?? null, last_id: entries.at(-1)?.id ?? null };
+    case 'gemini': return { models };
+  }
 }
 
 /**
- * `GET /v1/models`: the OpenAI list; Anthropic's SDK calls the same path with
- * its `anthropic-version` header, and gets its own shape.
+ * `GET /v1/models`, `/v1/models/claude`, `/v1beta/models`: the routable
+ * models in the family's list shape (on `/v1/models`, the family the SDK's
+ * headers tell: see familyOfRequest).
  */
-export function openaiModels(catalog: ModelCatalog): Middleware {
+export function modelList(catalog: ModelCatalog): Middleware {
   return async (ctx) => {
-    const entries = await catalog.list();
-    ctx.body = ctx.get('anthropic-version')
-      ? anthropicList(entries)
-      : { object: 'list', data: entries.map((e) => ({ id: e.id, object: 'model', created: CREATED, owned_by: e.upstream })) };
+    ctx.body = listBody(familyOf(ctx), await catalog.list());
   };
 }
 
-/** `GET /v1/models/claude`: the Anthropic list. */
-export function anthropicModels(catalog: ModelCatalog): Middleware {
-  return async (ctx) => {
-    ctx.body = anthropicList(await catalog.list());
-  };
-}
-
-/** `GET /v1beta/models`: the Gemini list. */
-export function geminiModels(catalog: ModelCatalog): Middleware {
-  return async (ctx) => {
-    ctx.body = { models: (await catalog.list()).map(geminiModel) };
-  };
-}
-
-/** `GET /v1beta/models/:model`: one Gemini model, or 404 in Gemini's shape. */
-export function geminiModelInfo(catalog: ModelCatalog): Middleware {
+/** `GET /v1/models/:model`, `/v1beta/models/:model`: one model, or 404 in the family's shape. */
+export function modelInfo(catalog: ModelCatalog): Middleware {
   return async (ctx) => {
     const id = String((ctx as { params?: Record<string, string> }).params?.['model'] ?? '').replace(/^models\//, '');
     const entry = (await catalog.list()).find((e) => e.id === id);
     if (!entry) throw proxyErrors.modelNotFound(id);
-    ctx.body = geminiModel(entry);
+    ctx.body = MODEL_SHAPES[familyOf(ctx)](entry);
   };
 }

@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import type { Logger } from '../log.ts';
 import type { ProxyState } from './endpoints.ts';
-import { familyOf } from './families.ts';
+import { familyOfRequest } from './families.ts';
 
 /** Polled constantly by health checks and clients: worth a line only at debug level. */
 const QUIET = /^\/(?:healthz$|v1\/api\/event_logging(?:\/|$))/;
@@ -28,7 +28,7 @@ export function requestLog(log: Logger): Middleware {
   return async (ctx, next) => {
     const started = performance.now();
     const state = ctx.state as ProxyState;
-    state.family = familyOf(ctx.path);
+    state.family = familyOfRequest(ctx);
     ctx.res.once('close', () => {
       const line = {
         method: ctx.method,

@@ -5,11 +5,11 @@
  *   Anthropic `${url}/anthropic`
  *   Gemini    `${url}/gemini`
  * It records every request (headers and body) and plays behaviours chosen by
- * the model name, so tests need no reconfiguration:
- *   `slow-…`   waits `slowMs` before answering (upstream timeouts)
- *   `gated-…`  streams its first event, then waits for `release()` before the rest
- *   `hang-…`   streams its first event and never ends (client aborts)
- *   `fail-…`   answers 400 in the protocol's own error shape
+ * a word in the model name, so tests need no reconfiguration:
+ *   `…slow…`   waits `slowMs` before answering (upstream timeouts)
+ *   `…gated…`  streams its first event, then waits for `release()` before the rest
+ *   `…hang…`   streams its first event and never ends (client aborts)
+ *   `…fail…`   answers 400 in the protocol's own error shape
  * A request with `tools` gets a tool call back (`get_weather`-style: the first tool's name).
  */
 import { once } from 'node:events';
@@ -96,7 +96,7 @@ export class FakeUpstream {
     return this.#url;
   }
 
-  /** Lets every `gated-…` stream finish; later gated streams wait again. */
+  /** Lets every gated stream finish; later gated streams wait again. */
   release(): void {
     this.#gate.open();
     this.#gate = FakeUpstream.#newGate();
@@ -140,7 +140,7 @@ export class FakeUpstream {
     let body: Json = {};
     if (record.body[0] === 0x7b) body = JSON.parse(record.body.toString('utf8')) as Json;
     const model = String(body['model'] ?? /\/models\/([^:/]+)/.exec(path)?.[1] ?? /name="model"\r\n\r\n([^\r]*)/.exec(record.body.toString('latin1'))?.[1] ?? '');
-    if (model.startsWith('slow-')) await sleep(this.#slowMs);
+    if (model.includes('slow')) await sleep(this.#slowMs);
     if (res.destroyed) return;
     try {
       if (vendor === 'openai') await this.#openai(req, res, path, model, body, record);
@@ -159,8 +159,8 @@ export class FakeUpstream {
     for (const [i, event] of events.entries()) {
       if (res.destroyed) return;
       res.write(event);
-      if (i === 0 && model.startsWith('gated-')) await this.#gate.promise;
-      if (i === 0 && model.startsWith('hang-')) {
+      if (i === 0 && model.includes('gated')) await this.#gate.promise;
+      if (i === 0 && model.includes('hang')) {
         await once(res, 'close');
         return;
       }
@@ -170,7 +170,7 @@ export class FakeUpstream {
   }
 
   async #openai(req: IncomingMessage, res: ServerResponse, path: string, model: string, body: Json, record: RecordedRequest): Promise<void> {
-    if (model.startsWith('fail-')) return json(res, 400, { error: { message: `fake: ${model} refused`, type: 'invalid_request_error', param: 'model', code: 'fake_refusal' } });
+    if (model.includes('fail')) return json(res, 400, { error: { message: `fake: ${model} refused`, type: 'invalid_request_error', param: 'model', code: 'fake_refusal' } });
     const tool = firstToolName(body);
     const created = 1_700_000_000;
     switch (`${req.method} ${path}`) {
@@ -222,7 +222,7 @@ export class FakeUpstream {
   }
 
   async #anthropic(res: ServerResponse, path: string, model: string, body: Json): Promise<void> {
-    if (model.startsWith('fail-')) return json(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: `fake: ${model} refused` } });
+    if (model.includes('fail')) return json(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: `fake: ${model} refused` } });
     if (path === '/v1/models') {
       return json(res, 200, { data: [{ type: 'model', id: 'claude-fake-1', display_name: 'Claude Fake 1', created_at: '2025-01-01T00:00:00Z' }], has_more: false, first_id: 'claude-fake-1', last_id: 'claude-fake-1' });
     }
@@ -249,7 +249,7 @@ export class FakeUpstream {
   }
 
   async #gemini(res: ServerResponse, path: string, model: string, body: Json, query: URLSearchParams): Promise<void> {
-    if (model.startsWith('fail-')) return json(res, 400, { error: { code: 400, message: `fake: ${model} refused`, status: 'INVALID_ARGUMENT' } });
+    if (model.includes('fail')) return json(res, 400, { error: { code: 400, message: `fake: ${model} refused`, status: 'INVALID_ARGUMENT' } });
     if (path === '/v1beta/models') {
       return json(res, 200, { models: [{ name: 'models/gemini-fake-1', displayName: 'Gemini Fake 1', supportedGenerationMethods: ['generateContent', 'countTokens'] }] });
     }
