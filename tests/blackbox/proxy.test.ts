@@ -9,6 +9,11 @@ const JSON_AUTH = { ...AUTH, 'content-type': 'application/json' };
 const MAX_BODY = 1_000_000;
 const TIMEOUT_MS = 1_500;
 
+function bodyReader(res: Response): ReadableStreamDefaultReader<Uint8Array> {
+  if (!res.body) throw new Error(`no body (status ${res.status})`);
+  return res.body.getReader();
+}
+
 /** The shapes families.ts promises, per family. */
 const SHAPES = {
   openai: (code: string) => ({ error: { message: expect.any(String), type: expect.any(String), param: null, code } }),
@@ -316,7 +321,7 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
       const res = await post(path, body);
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toContain('text/event-stream');
-      const reader = res.body!.getReader();
+      const reader = bodyReader(res);
       const head = await readUntil(reader, (t) => first.test(t));
       // The upstream has sent one event and waits for release(): what arrived was not buffered.
       expect(last.test(head)).toBe(false);
@@ -347,7 +352,7 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
     it('a client that disconnects mid-stream aborts the upstream request', async () => {
       const controller = new AbortController();
       const res = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ model: 'gpt-hang', stream: true, messages: [] }), signal: controller.signal });
-      await readUntil(res.body!.getReader(), (t) => t.includes('data: '));
+      await readUntil(bodyReader(res), (t) => t.includes('data: '));
       expect(fake.last('/openai/v1/chat/completions').aborted).toBe(false);
       controller.abort();
       const aborted = await fake.waitForAbort('/openai/v1/chat/completions', 5_000);
