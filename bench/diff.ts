@@ -5,7 +5,9 @@
  * Repository: 5,000 text files in 50 folders; 300 modified in the work tree,
  * 20 deleted and 30 new files staged (the shape of performance-facts.md).
  * The server runs as its own process (`node src/cli.ts code-review`), warm:
- * the figures are per request after two warm-up requests.
+ * the figures are per request after two warm-up requests. BENCH_PACKED=1
+ * packs the base commit first (a cloned repository's shape); BENCH_FILES and
+ * BENCH_RUNS change the size and the number of runs.
  */
 import { execFile, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -20,6 +22,8 @@ const MODIFIED = 300;
 const DELETED = 20;
 const ADDED = 30;
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 9);
+/** BENCH_PACKED=1: pack the base commit's objects (`git gc`), as they are in a cloned repository. */
+const PACKED = process.env['BENCH_PACKED'] === '1';
 const TARGET_RATIO = 3;
 
 const run = promisify(execFile);
@@ -41,6 +45,7 @@ async function makeRepo(): Promise<string> {
   for (let i = 0; i < FILES; i++) writeFileSync(path.join(dir, name(i)), fileBody(i));
   await git(dir, 'add', '-A');
   await git(dir, 'commit', '-q', '-m', 'base');
+  if (PACKED) await git(dir, 'gc', '-q');
   // Spread the edits over the tree: every (FILES / MODIFIED)th file changes two places.
   const step = Math.floor(FILES / MODIFIED);
   for (let k = 0; k < MODIFIED; k++) {
@@ -94,7 +99,7 @@ const median = (xs: number[]) => {
 };
 
 async function main(): Promise<void> {
-  console.log(`bench:diff — ${FILES} files in ${FOLDERS} folders, ${MODIFIED} modified, ${DELETED} deleted + ${ADDED} new staged`);
+  console.log(`bench:diff — ${FILES} files in ${FOLDERS} folders, ${MODIFIED} modified, ${DELETED} deleted + ${ADDED} new staged${PACKED ? ', objects packed' : ''}`);
   const repo = await makeRepo();
   let server: Server | undefined;
   try {

@@ -3,6 +3,7 @@ import type { DiffType } from '../../../config/review.ts';
 import { gitErrors } from './errors.ts';
 import { readIndex } from './index-file.ts';
 import { NULL_OID, ObjectStore } from './objects.ts';
+import { PackSet } from './pack.ts';
 import { formatPatch } from './patch.ts';
 import { defaultBranch, readCommit, readHead, resolveBranch, type Head } from './refs.ts';
 import { detectRenames } from './renames.ts';
@@ -47,10 +48,12 @@ interface Session {
 export class GitRepository {
   readonly layout: RepoLayout;
   private readonly trees = new TreeCache();
-  private readonly packCache = {};
+  private readonly packs: PackSet;
+  private readonly isoCache = {};
 
   private constructor(layout: RepoLayout) {
     this.layout = layout;
+    this.packs = new PackSet(path.join(layout.commondir, 'objects'));
   }
 
   static open(dir: string): GitRepository {
@@ -58,7 +61,7 @@ export class GitRepository {
   }
 
   private async session(): Promise<Session> {
-    const store = new ObjectStore(this.layout.commondir, this.packCache);
+    const store = new ObjectStore(this.layout.commondir, this.packs, this.isoCache);
     const head = await readHead(this.layout);
     const blobs = new Map<string, Promise<Buffer>>();
     const load = (version: FileVersion): Promise<Buffer> => {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { symlinkSync, utimesSync } from 'node:fs';
+import { readdirSync, symlinkSync, utimesSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DiffType } from '../../../../src/config/review.ts';
 import { GitRepository } from '../../../../src/review/code/git/repository.ts';
@@ -306,6 +306,28 @@ describe('diff engine vs git diff', () => {
     expect(patch).toMatch(/^index [0-9a-f]{8}\.\.[0-9a-f]{8} 100644$/m);
     await expectGitDiff(r, engine, 'uncommitted', ['HEAD']);
   });
+
+  for (const [name, config] of [
+    ['offset deltas', []],
+    ['reference deltas', ['-c', 'repack.useDeltaBaseOffset=false']],
+  ] as const) {
+    it(`reads packed objects stored as ${name}`, async () => {
+      const r = init();
+      const big = (v: number) => Array.from({ length: 400 }, (_, i) => `row ${i} ${i % 37 === v % 37 ? `v${v}` : 'same'}\n`).join('');
+      for (let v = 0; v < 12; v++) r.write('big.txt', big(v)).write(`copies/c${v % 4}.txt`, big(v + 100)).commitAll(`v${v}`);
+      r.git(...config, 'gc', '-q', '--aggressive');
+      const packDir = `${r.dir}/.git/objects/pack`;
+      const idx = readdirSync(packDir).filter((n) => n.endsWith('.idx'));
+      expect(r.git('verify-pack', '-v', ...idx.map((n) => `${packDir}/${n}`))).toMatch(/chain length = [2-9]/);
+      r.write('big.txt', big(40)).remove('copies/c1.txt');
+      const engine = GitRepository.open(r.dir);
+      await expectAllTypes(r, engine);
+      r.git('branch', '-q', 'old', 'HEAD~6');
+      expect((await engine.diff('vs main')).latin1Patch).toBe('');
+      r.git('checkout', '-q', '-f', 'old');
+      expect((await engine.diff('vs main')).latin1Patch).toBe(r.diff('main..HEAD'));
+    });
+  }
 
   it('fails clearly outside a repository', () => {
     expect(() => GitRepository.open('/nonexistent/dir')).toThrow('Repository directory does not exist: /nonexistent/dir');
