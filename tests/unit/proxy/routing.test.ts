@@ -1,0 +1,76 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { UpstreamConfig } from '../../../src/config/proxy.ts';
+import { globToRegExp, isGlob, ModelRouter } from '../../../src/proxy/routing.ts';
+import type { Upstream } from '../../../src/proxy/upstreams.ts';
+
+function upstream(name: string, models: string[], protocol: UpstreamConfig['protocol'] = 'openai'): Upstream {
+  const config: UpstreamConfig = { name, protocol, baseUrl: 'http://127.0.0.1:1', apiKey: undefined, models, headers: {}, timeoutMs: 1000 };
+  return { config, basePath: '', pool: undefined as never };
+}
+
+describe('globToRegExp', () => {
+  it.each([
+    ['gpt-*', 'gpt-4o', true],
+    ['gpt-*', 'gpt-', true],
+    ['gpt-*', 'chatgpt-4o', false],
+    ['claude-?-haiku', 'claude-3-haiku', true],
+    ['claude-?-haiku', 'claude-35-haiku', false],
+    ['*', 'anything at all', true],
+    ['gemini-2.5-pro', 'gemini-2.5-pro', true],
+    ['gemini-2.5-pro', 'gemini-2x5-pro', false],
+    ['a+b(c)[d]{e}|f^$\\', 'a+b(c)[d]{e}|f^$\\', true],
+    ['*/*', 'org/model', true],
+  ])('%s against %s → %s', (glob, model, matches) => {
+    expect(globToRegExp(glob).test(model)).toBe(matches);
+  });
+
+  it('a glob without wildcards matches exactly itself', () => {
+    fc.assert(
+      fc.property(fc.string().filter((s) => !isGlob(s)), fc.string(), (name, other) => {
+        expect(globToRegExp(name).test(name)).toBe(true);
+        expect(globToRegExp(name).test(other)).toBe(other === name);
+      }),
+    );
+  });
+
+  it('`prefix*` matches exactly the names starting with prefix', () => {
+    fc.assert(
+      fc.property(fc.string().filter((s) => !isGlob(s)), fc.string(), (prefix, rest) => {
+        expect(globToRegExp(`${prefix}*`).test(prefix + rest)).toBe(true);
+        expect(globToRegExp(`${prefix}*`).test(rest)).toBe(rest.startsWith(prefix));
+      }),
+    );
+  });
+});
+
+describe('ModelRouter', () => {
+  const oa = upstream('oa', ['gpt-*', 'o3']);
+  const an = upstream('an', ['claude-*'], 'anthropic');
+  const catchAll = upstream('local', ['*']);
+  const router = new ModelRouter([oa, an, catchAll], { fast: 'gpt-4o-mini', smart: 'claude-opus-4', loop: 'fast' });
+
+  it('the first upstream whose globs match wins, in config order', () => {
+    expect(router.resolve('gpt-4o')).toEqual({ upstream: oa, mappedModel: 'gpt-4o' });
+    expect(router.resolve('o3')).toEqual({ upstream: oa, mappedModel: 'o3' });
+    expect(router.resolve('claude-sonnet-4')).toEqual({ upstream: an, mappedModel: 'claude-sonnet-4' });
+    expect(router.resolve('llama3')).toEqual({ upstream: catchAll, mappedModel: 'llama3' });
+  });
+
+  it('resolves aliases first, one step only', () => {
+    expect(router.resolve('fast')).toEqual({ upstream: oa, mappedModel: 'gpt-4o-mini' });
+    expect(router.resolve('smart')).toEqual({ upstream: an, mappedModel: 'claude-opus-4' });
+    expect(router.resolve('loop')).toEqual({ upstream: catchAll, mappedModel: 'fast' });
+  });
+
+  it('no match → undefined (the caller answers 404)', () => {
+    const strict = new ModelRouter([oa], {});
+    expect(strict.resolve('claude-3')).toBeUndefined();
+    expect(strict.resolve('toString')).toBeUndefined();
+    expect(new ModelRouter([], {}).resolve('gpt-4o')).toBeUndefined();
+  });
+
+  it('an alias named like an Object.prototype member is not inherited', () => {
+    expect(new ModelRouter([oa], {}).mapped('constructor')).toBe('constructor');
+  });
+});
