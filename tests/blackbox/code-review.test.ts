@@ -1,7 +1,7 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { TempRepo } from '../support/git-repo.ts';
+import { expectedGitContext, TempRepo } from '../support/git-repo.ts';
 import { startReviewContainer, type ReviewContainer } from '../support/review-container.ts';
 
 /**
@@ -74,15 +74,7 @@ describe('code review in a container (remote mode, port 19432, repository mounte
       origin: 'claude-code',
       diffType: 'uncommitted',
       sharingEnabled: true,
-      gitContext: {
-        currentBranch: 'feature',
-        defaultBranch: 'main',
-        diffOptions: [
-          { id: 'uncommitted', label: 'Uncommitted changes' },
-          { id: 'last-commit', label: 'Last commit' },
-          { id: 'branch', label: 'vs main' },
-        ],
-      },
+      gitContext: expectedGitContext('feature'),
     });
     expect(diff.body['rawPatch']).toContain('+Héllo wörld');
     expect(diff.body['rawPatch']).not.toContain('untracked');

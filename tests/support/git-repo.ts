@@ -22,6 +22,19 @@ export const GIT_ARGS = {
   'last-commit': ['HEAD~1..HEAD'],
 } as const;
 
+/** The `gitContext` a code review reports for a repository on `currentBranch`. */
+export function expectedGitContext(currentBranch: string, defaultBranch = 'main') {
+  return {
+    currentBranch,
+    defaultBranch,
+    diffOptions: [
+      { id: 'uncommitted', label: 'Uncommitted changes' },
+      { id: 'last-commit', label: 'Last commit' },
+      { id: 'branch', label: `vs ${defaultBranch}` },
+    ],
+  };
+}
+
 /** A throwaway repository driven by the real git CLI (on the host; the image has none). */
 export class TempRepo {
   readonly dir: string;

@@ -106,28 +106,22 @@ interface Split {
   postIndent: number;
 }
 
+/** Blank lines met walking from `from` by `step`, and the indent of the first other line (-1: none; 0 after too many blanks). */
+function blanksThenIndent(lines: string[], from: number, step: 1 | -1): [blanks: number, indent: number] {
+  let blanks = 0;
+  for (let i = from; i >= 0 && i < lines.length; i += step) {
+    const indent = indentOf(lines[i] ?? '');
+    if (indent !== -1) return [blanks, indent];
+    if (++blanks === MAX_BLANKS) return [blanks, 0];
+  }
+  return [blanks, -1];
+}
+
 function measureSplit(f: MarkedFile, split: number): Split {
   const n = f.lines.length;
-  const m: Split = { endOfFile: split >= n, indent: split >= n ? -1 : indentOf(f.lines[split] ?? ''), preBlank: 0, preIndent: -1, postBlank: 0, postIndent: -1 };
-  for (let i = split - 1; i >= 0; i--) {
-    m.preIndent = indentOf(f.lines[i] ?? '');
-    if (m.preIndent !== -1) break;
-    m.preBlank++;
-    if (m.preBlank === MAX_BLANKS) {
-      m.preIndent = 0;
-      break;
-    }
-  }
-  for (let i = split + 1; i < n; i++) {
-    m.postIndent = indentOf(f.lines[i] ?? '');
-    if (m.postIndent !== -1) break;
-    m.postBlank++;
-    if (m.postBlank === MAX_BLANKS) {
-      m.postIndent = 0;
-      break;
-    }
-  }
-  return m;
+  const [preBlank, preIndent] = blanksThenIndent(f.lines, split - 1, -1);
+  const [postBlank, postIndent] = blanksThenIndent(f.lines, split + 1, 1);
+  return { endOfFile: split >= n, indent: split >= n ? -1 : indentOf(f.lines[split] ?? ''), preBlank, preIndent, postBlank, postIndent };
 }
 
 interface Score {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCodeReview } from '../../../../src/review/code/command.ts';
-import { GIT_ARGS, TempRepo } from '../../../support/git-repo.ts';
+import { expectedGitContext, GIT_ARGS, TempRepo } from '../../../support/git-repo.ts';
 import { capture } from '../../../support/review.ts';
 
 const cleanups: (() => void)[] = [];
@@ -66,15 +66,7 @@ describe('code review server', () => {
       origin: 'claude-code',
       diffType: 'uncommitted',
       sharingEnabled: true,
-      gitContext: {
-        currentBranch: 'feature',
-        defaultBranch: 'main',
-        diffOptions: [
-          { id: 'uncommitted', label: 'Uncommitted changes' },
-          { id: 'last-commit', label: 'Last commit' },
-          { id: 'branch', label: 'vs main' },
-        ],
-      },
+      gitContext: expectedGitContext('feature'),
     });
   });
 

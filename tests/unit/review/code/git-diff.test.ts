@@ -3,7 +3,7 @@ import { readdirSync, symlinkSync, utimesSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DiffType } from '../../../../src/config/review.ts';
 import { GitRepository } from '../../../../src/review/code/git/repository.ts';
-import { GIT_ARGS, GIT_ENV, TempRepo } from '../../../support/git-repo.ts';
+import { expectedGitContext, GIT_ARGS, GIT_ENV, TempRepo } from '../../../support/git-repo.ts';
 
 const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 
@@ -268,15 +268,7 @@ describe('diff engine vs git diff', () => {
     const result = await engine.diff('vs main');
     expect(result.gitRef).toBe('main..HEAD');
     expect(result.latin1Patch).toBe(r.diff('main..HEAD'));
-    expect(await engine.context()).toEqual({
-      currentBranch: 'feature',
-      defaultBranch: 'main',
-      diffOptions: [
-        { id: 'uncommitted', label: 'Uncommitted changes' },
-        { id: 'last-commit', label: 'Last commit' },
-        { id: 'branch', label: 'vs main' },
-      ],
-    });
+    expect(await engine.context()).toEqual(expectedGitContext('feature'));
 
     const m = init('master');
     m.write('a.txt', 'a\n').commitAll();
