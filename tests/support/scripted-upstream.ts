@@ -8,11 +8,22 @@
  * A last user message containing `FAIL <status>` gets that error in the
  * protocol's shape (429 with retry-after); `FAIL MIDSTREAM` gets one event,
  * then the protocol's error event.
+ *
+ * Coding agents (requests offering a shell tool: Claude Code's `Bash`,
+ * Codex's `shell`/`shell_command`/`exec_command`, OpenCode's `bash`) get a
+ * scripted session instead: a call running `echo gatehouse-agent-ok`, then,
+ * once its output comes back, the answer `AGENT-DONE gatehouse-agent-ok`.
+ * Those answers are written with the proxy's own adapters (the fixtures
+ * above are what pins the upstream wire formats).
  */
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { anthropic } from '../../src/proxy/translate/anthropic.ts';
+import { gemini } from '../../src/proxy/translate/gemini.ts';
+import type { Adapter, Conversation, ModelResponse, StreamEvent } from '../../src/proxy/translate/model.ts';
+import { openaiChat } from '../../src/proxy/translate/openai-chat.ts';
 
 export type UpstreamProtocol = 'openai' | 'anthropic' | 'gemini';
 
@@ -69,6 +80,58 @@ const MIDSTREAM_ERROR: Record<UpstreamProtocol, string> = {
   gemini: 'data: {"error":{"code":503,"message":"upstream broke mid-stream","status":"UNAVAILABLE"}}\r\n\r\n',
 };
 
+const ADAPTERS: Record<UpstreamProtocol, Adapter> = { openai: openaiChat, anthropic, gemini };
+export const AGENT_MARKER = 'gatehouse-agent-ok';
+export const AGENT_ANSWER = `AGENT-DONE ${AGENT_MARKER}`;
+
+/** The arguments each agent's shell tool takes for `echo gatehouse-agent-ok`. */
+const SHELL_TOOLS: Record<string, unknown> = {
+  Bash: { command: `echo ${AGENT_MARKER}`, description: 'Print a marker' },
+  bash: { command: `echo ${AGENT_MARKER}`, description: 'Print a marker' },
+  shell: { command: ['bash', '-lc', `echo ${AGENT_MARKER}`] },
+  shell_command: { command: `echo ${AGENT_MARKER}` },
+  exec_command: { cmd: `echo ${AGENT_MARKER}` },
+};
+
+/** The scripted agent turn for a request, or undefined when it is no agent's. */
+function agentTurn(protocol: UpstreamProtocol, url: string, body: Record<string, unknown>): ModelResponse | undefined {
+  let conv: Conversation;
+  try {
+    conv = ADAPTERS[protocol].decodeRequest(body, { model: /models\/([^:]+)/.exec(url)?.[1] ?? 'agent' });
+  } catch {
+    return undefined;
+  }
+  const tool = conv.tools?.find((t) => t.name in SHELL_TOOLS);
+  if (!tool) return undefined;
+  const results = conv.messages.flatMap((m) => m.parts).filter((p) => p.type === 'tool_result');
+  const done = results.some((r) => JSON.stringify(r.content).includes(AGENT_MARKER));
+  const base = { id: 'agent1', model: conv.model, usage: { input: 100, output: 10 } };
+  if (done || results.length > 0) return { ...base, parts: [{ type: 'text', text: done ? AGENT_ANSWER : 'The command did not print the marker.' }], stopReason: 'end' };
+  return { ...base, parts: [{ type: 'tool_call', id: 'call_agent1', name: tool.name, arguments: JSON.stringify(SHELL_TOOLS[tool.name]) }], stopReason: 'tool_use' };
+}
+
+function agentEvents(res: ModelResponse, provider: 'openai' | 'anthropic' | 'gemini'): StreamEvent[] {
+  const events: StreamEvent[] = [{ type: 'start', id: res.id, model: res.model, provider }];
+  for (const p of res.parts) {
+    if (p.type === 'text') events.push({ type: 'text', text: p.text });
+    if (p.type === 'tool_call') events.push({ type: 'tool_start', index: 0, id: p.id, name: p.name }, { type: 'tool_args', index: 0, delta: p.arguments });
+  }
+  return [...events, { type: 'usage', usage: res.usage }, { type: 'stop', reason: res.stopReason }];
+}
+
+function writeAgentTurn(res: ServerResponse, protocol: UpstreamProtocol, turn: ModelResponse, stream: boolean): void {
+  const adapter = ADAPTERS[protocol];
+  const conv: Conversation = { model: turn.model, system: undefined, messages: [], stream, includeUsage: true, sse: true };
+  if (!stream) {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(adapter.encodeResponse(turn, conv)));
+    return;
+  }
+  const encoder = adapter.streamEncoder(conv);
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  for (const e of agentEvents(turn, protocol)) res.write(encoder.encode(e));
+  res.end(encoder.end());
+}
+
 async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
   const chunks: Buffer[] = [];
   for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
@@ -99,6 +162,8 @@ async function handle(req: IncomingMessage, res: ServerResponse, requests: Recor
     res.writeHead(status, headers).end(JSON.stringify(errorBody(protocol, status, `scripted ${status} from ${protocol}`)));
     return;
   }
+  const agent = agentTurn(protocol, url, body);
+  if (agent) return writeAgentTurn(res, protocol, agent, stream);
   const name = hasToolResult(protocol, body) ? 'text' : hasTools(body) ? 'tool' : 'text';
   if (!stream) {
     res.writeHead(200, { 'content-type': 'application/json' }).end(fixture(protocol, `${name}.json`));

@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream';
 import type { Context } from 'koa';
 import type { Dispatcher } from 'undici';
 import type { Protocol } from '../../config/proxy.ts';
@@ -130,47 +129,74 @@ function parseUpstreamJson(text: string): JsonObject {
   return value as JsonObject;
 }
 
+/**
+ * Writes the translated stream straight to the socket, one write per upstream
+ * chunk as it arrives (Koa's respond() is bypassed, as for pass-through:
+ * its stream pipeline costs a measurable share of the per-request budget).
+ * The client's backpressure pauses the upstream body.
+ */
 function streamTranslated(
   ctx: Context, route: Route, conv: Conversation, client: ClientAdapter, upstream: UpstreamAdapter, response: Dispatcher.ResponseData,
 ): void {
   const decoder = upstream.streamDecoder();
   const encoder = client.streamEncoder(conv);
-  // The answer as a whole: kept for previous_response_id and for reasoning a client cannot carry.
+  // The answer as a whole, for previous_response_id and for reasoning a client cannot carry; text only when stored.
   const collector = new Collector();
-  const keep = (events: StreamEvent[]): StreamEvent[] => {
-    for (const e of events) collector.add(e);
-    return events;
-  };
+  const keepText = route.endpoint === 'responses' && conv.store !== false;
+  const { res } = ctx;
+  const body = response.body;
+  let finished = false;
+
   const encode = (events: StreamEvent[]): string => {
     let out = '';
-    for (const e of keep(events)) out += encoder.encode(e);
+    for (const e of events) {
+      if (keepText || e.type !== 'text') collector.add(e);
+      out += encoder.encode(e);
+    }
     return out;
   };
-  async function* frames(): AsyncGenerator<string> {
-    const text = new TextDecoder();
-    try {
-      for await (const chunk of response.body as AsyncIterable<Buffer>) {
-        const out = encode(decoder.push(text.decode(chunk, { stream: true })));
-        if (out !== '') yield out;
-        if (collector.error) break;
-      }
-      if (!collector.error) yield encode(decoder.end());
-    } catch (error) {
-      if (route.signal.aborted) return;
-      const failure = upstreamFailure(route.upstream, error);
-      yield encode([{ type: 'error', status: failure.status, message: failure.message }]);
+  const write = (text: string): void => {
+    if (text !== '' && !res.write(text)) {
+      body.pause();
+      res.once('drain', () => body.resume());
     }
+  };
+  const finish = (events: StreamEvent[]): void => {
+    if (finished) return;
+    finished = true;
+    write(encode(events));
     if (!collector.error && collector.stop !== undefined) {
-      const res = { ...collector.response(), id: collector.id };
-      rememberReasoning(reasoningStore, res);
-      if (route.endpoint === 'responses') storeResponse(conv, res, route.raw.length);
+      const answer = { ...collector.response(), id: collector.id };
+      rememberReasoning(reasoningStore, answer);
+      if (keepText) storeResponse(conv, answer, route.raw.length);
     }
-    yield encoder.end();
-  }
-  ctx.status = 200;
-  // Gemini streams a JSON array unless the client asked for SSE (`alt=sse`).
-  ctx.set('content-type', route.family === 'gemini' && conv.sse === false ? 'application/json' : 'text/event-stream; charset=utf-8');
-  ctx.set('cache-control', 'no-cache');
-  ctx.set('x-accel-buffering', 'no');
-  ctx.body = Readable.from(frames(), { objectMode: false });
+    res.end(encoder.end());
+  };
+
+  ctx.respond = false;
+  res.writeHead(200, {
+    // Gemini streams a JSON array unless the client asked for SSE (`alt=sse`).
+    'content-type': route.family === 'gemini' && conv.sse === false ? 'application/json' : 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    'x-accel-buffering': 'no',
+  });
+  body.setEncoding('utf8');
+  body.on('data', (chunk: string) => {
+    if (finished) return;
+    write(encode(decoder.push(chunk)));
+    // An upstream error event ends the answer; the rest of its body is not read.
+    if (collector.error) {
+      finish([]);
+      body.destroy();
+    }
+  });
+  body.once('end', () => finish(decoder.end()));
+  body.once('error', (error: Error) => {
+    if (route.signal.aborted) {
+      res.destroy();
+      return;
+    }
+    const failure = upstreamFailure(route.upstream, error);
+    finish([{ type: 'error', status: failure.status, message: failure.message }]);
+  });
 }

@@ -92,16 +92,21 @@ export class SseParser {
   private buffer = '';
 
   push(chunk: string): { event: string | undefined; data: string }[] {
-    this.buffer += chunk;
+    const buffer = this.buffer === '' ? chunk : this.buffer + chunk;
     const out: { event: string | undefined; data: string }[] = [];
+    const crlf = buffer.includes('\r');
+    let start = 0;
     for (;;) {
-      const m = /\r?\n\r?\n/.exec(this.buffer);
-      if (!m) break;
-      const frame = this.buffer.slice(0, m.index);
-      this.buffer = this.buffer.slice(m.index + m[0].length);
-      const parsed = parseFrame(frame);
+      // Frames end with a blank line: \n\n, or \r\n\r\n as Gemini writes them.
+      const lf = buffer.indexOf('\n\n', start);
+      const cr = crlf ? buffer.indexOf('\r\n\r\n', start) : -1;
+      const end = cr >= 0 && (lf < 0 || cr < lf) ? cr : lf;
+      if (end < 0) break;
+      const parsed = parseFrame(buffer.slice(start, end));
       if (parsed) out.push(parsed);
+      start = end + (end === cr ? 4 : 2);
     }
+    this.buffer = start === 0 ? buffer : buffer.slice(start);
     return out;
   }
 
@@ -115,6 +120,8 @@ export class SseParser {
 }
 
 function parseFrame(frame: string): { event: string | undefined; data: string } | undefined {
+  // The common frame: one data line.
+  if (frame.startsWith('data: ') && !frame.includes('\n')) return { event: undefined, data: frame.slice(6) };
   let event: string | undefined;
   const data: string[] = [];
   for (const line of frame.split(/\r?\n/)) {
