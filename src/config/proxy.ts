@@ -5,6 +5,7 @@ import { parse as parseYaml } from 'yaml';
 import { ConfigError, validated } from './errors.ts';
 import { parseDuration, registerFormats } from './formats.ts';
 import { mcpServersSchema, resolveMcpServers, type McpServers } from './mcp.ts';
+import { fail, httpUrl, isRecord, nonEmptyString } from './shape.ts';
 
 registerFormats();
 
@@ -93,19 +94,6 @@ function proxySchema() {
   };
 }
 
-function fail(key: string, message: string): never {
-  throw new ConfigError(`invalid configuration: ${key}: ${message}`);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function nonEmptyString(key: string, value: unknown): string {
-  if (typeof value !== 'string' || value.trim() === '') fail(key, 'must be a non-empty string');
-  return value;
-}
-
 function resolveUpstream(key: string, raw: unknown, env: NodeJS.ProcessEnv): UpstreamConfig {
   if (!isRecord(raw)) fail(key, 'must be an object {name, protocol, base_url, models, …}');
   for (const field of Object.keys(raw)) {
@@ -115,14 +103,8 @@ function resolveUpstream(key: string, raw: unknown, env: NodeJS.ProcessEnv): Ups
   if (!UPSTREAM_NAME.test(name)) fail(`${key}.name`, 'uses letters, digits, "_", "-" and "." (at most 64, starting with a letter or digit)');
   const protocol = raw['protocol'];
   if (!PROTOCOLS.includes(protocol as Protocol)) fail(`${key}.protocol`, `must be one of ${PROTOCOLS.join(', ')}`);
-  const baseUrl = nonEmptyString(`${key}.base_url`, raw['base_url']);
-  let url: URL;
-  try {
-    url = new URL(baseUrl);
-  } catch {
-    fail(`${key}.base_url`, 'must be an absolute http(s) URL');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') fail(`${key}.base_url`, 'must be an absolute http(s) URL');
+  const baseUrl = raw['base_url'] as string;
+  const url = httpUrl(`${key}.base_url`, baseUrl);
   if (url.search || url.hash || url.username || url.password) fail(`${key}.base_url`, 'must not carry a query, a fragment or credentials');
 
   if (raw['api_key'] !== undefined && raw['api_key_env'] !== undefined) fail(`${key}.api_key`, 'give either api_key or api_key_env, not both');
