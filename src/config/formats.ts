@@ -10,6 +10,14 @@ export function parseDuration(value: string | number): number {
   return Math.round(Number(match[1]) * factor);
 }
 
+/** `log.level`, the same in every schema. */
+export const logLevelSchema = {
+  doc: 'pino log level.',
+  format: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+  default: 'info',
+  env: 'LOG_LEVEL',
+};
+
 const ON = /^(1|true|yes|on)$/i;
 const OFF = /^(0|false|no|off|disabled)$/i;
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import convict from 'convict';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, validated } from './errors.ts';
-import { parseDuration, registerFormats } from './formats.ts';
+import { logLevelSchema, parseDuration, registerFormats } from './formats.ts';
 import { mcpServersSchema, resolveMcpServers, type McpServers } from './mcp.ts';
 import { fail, httpUrl, isRecord, nonEmptyString } from './shape.ts';
 
@@ -83,14 +83,7 @@ function proxySchema() {
       model_aliases: { doc: 'Client model name → upstream model name.', format: Object, default: {} as Record<string, unknown> },
       mcp: { servers: mcpServersSchema },
     },
-    log: {
-      level: {
-        doc: 'pino log level.',
-        format: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
-        default: 'info',
-        env: 'LOG_LEVEL',
-      },
-    },
+    log: { level: logLevelSchema },
   };
 }
 

@@ -2,7 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import convict from 'convict';
 import { ConfigError, validated } from './errors.ts';
-import { registerFormats } from './formats.ts';
+import { logLevelSchema, registerFormats } from './formats.ts';
 
 registerFormats();
 
@@ -134,14 +134,7 @@ function reviewSchema(env: NodeJS.ProcessEnv) {
         env: 'BROWSER',
       },
     },
-    log: {
-      level: {
-        doc: 'pino log level.',
-        format: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
-        default: 'info',
-        env: 'LOG_LEVEL',
-      },
-    },
+    log: { level: logLevelSchema },
     home: { doc: 'The home directory.', format: String, default: home },
   };
 }
