@@ -321,6 +321,39 @@ describe('diff engine vs git diff', () => {
     });
   }
 
+  const edgeCases: [string, (r: TempRepo) => void][] = [
+    ['an intent-to-add file (git add -N)', (r) => r.write('n.txt', 'intent\n').git('add', '-N', 'n.txt')],
+    ['a file replaced by a folder', (r) => r.remove('a.txt').write('a.txt/inside', 'x\n')],
+    ['a case-only rename', (r) => r.git('mv', 'a.txt', 'A.txt')],
+    ['one blob deleted twice and added three times', (r) => r.write('b.txt', 'a\n').commitAll().remove('a.txt').remove('b.txt').write('c/a.txt', 'a\n').write('c/b.txt', 'a\n').write('d.txt', 'a\n').git('add', '-A')],
+    ['empty files moved', (r) => r.write('e1', '').write('e2', '').commitAll().git('mv', 'e1', 'moved-e1')],
+    ['a file emptied', (r) => r.write('a.txt', '')],
+    ['core.filemode=false', (r) => {
+      r.git('config', 'core.filemode', 'false');
+      r.write('a.txt', 'b\n', 0o755);
+    }],
+    ['a submodule moved to a new commit', (r) => {
+      r.write('sub/s', 's\n');
+      r.git('-C', 'sub', 'init', '-q');
+      r.git('-C', 'sub', 'add', 's');
+      r.git('-C', 'sub', 'commit', '-qm', 'one');
+      r.git('add', 'sub');
+      r.git('commit', '-qm', 'with submodule');
+      r.git('-C', 'sub', 'commit', '-q', '--allow-empty', '-m', 'two');
+      r.git('add', 'sub');
+    }],
+  ];
+  for (const [name, change] of edgeCases) {
+    it(`matches git for ${name}`, async () => {
+      const r = init();
+      r.write('a.txt', 'a\n').commitAll();
+      change(r);
+      const engine = GitRepository.open(r.dir);
+      await expectGitDiff(r, engine, 'uncommitted', GIT_ARGS.uncommitted);
+      await expectGitDiff(r, engine, 'staged', GIT_ARGS.staged);
+    });
+  }
+
   it('fails clearly outside a repository', () => {
     expect(() => GitRepository.open('/nonexistent/dir')).toThrow('Repository directory does not exist: /nonexistent/dir');
     const r = new TempRepo();
