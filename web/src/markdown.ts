@@ -73,9 +73,8 @@ function slug(text: string): string {
     .slice(0, 60);
 }
 
-/** Renders a plan: sanitized DOM plus the headings for the table of contents. */
-export function renderPlan(markdown: string): RenderedPlan {
-  const html = marked.parse(markdown, { async: false });
+/** Sanitized DOM for rendered HTML, with heading ids (unique across calls sharing `seen`) collected for the contents. */
+function sanitizeChunk(html: string, seen: Map<string, number>): RenderedPlan {
   const fragment = purifier.sanitize(html, SANITIZE);
   // Only highlighter classes survive: a plan's own classes could borrow the page's styles.
   for (const el of fragment.querySelectorAll('[class]')) {
@@ -84,7 +83,6 @@ export function renderPlan(markdown: string): RenderedPlan {
     else el.className = keep.join(' ');
   }
   const toc: TocEntry[] = [];
-  const seen = new Map<string, number>();
   for (const heading of fragment.querySelectorAll('h1, h2, h3, h4, h5, h6')) {
     const text = heading.textContent.trim();
     const base = `h-${slug(text) || 'section'}`;
@@ -97,7 +95,21 @@ export function renderPlan(markdown: string): RenderedPlan {
   return { fragment, toc };
 }
 
+/**
+ * Renders a plan a slice of top-level blocks at a time, so a long plan shows
+ * its first screen at once and the rest follows between frames. Each slice is
+ * sanitized on its own: no slice can open markup that a later one closes.
+ */
+export function* renderPlanInChunks(markdown: string, first = 40, rest = 120): Generator<RenderedPlan> {
+  const tokens = marked.lexer(markdown);
+  const seen = new Map<string, number>();
+  for (let i = 0, size = first; i < tokens.length; i += size, size = rest) {
+    const slice = Object.assign(tokens.slice(i, i + size), { links: tokens.links });
+    yield sanitizeChunk(marked.parser(slice), seen);
+  }
+}
+
 /** A reviewer's own comment text, rendered the same safe way (images, code, links). */
 export function renderComment(markdown: string): DocumentFragment {
-  return renderPlan(markdown).fragment;
+  return sanitizeChunk(marked.parse(markdown, { async: false }), new Map()).fragment;
 }

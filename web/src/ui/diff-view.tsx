@@ -2,7 +2,7 @@
 // buttons that select a line or a range (click, shift+click or drag) on the
 // side they belong to, annotations and the comment form inline.
 import type { JSX, VNode } from 'preact';
-import { useCallback, useEffect, useRef } from 'preact/hooks';
+import { useCallback, useEffect, useMemo, useRef } from 'preact/hooks';
 import type { CodeAnnotation } from '../annotations.ts';
 import type { DiffFile, DiffLayout, DiffLine, Side } from '../diff-model.ts';
 import { viewRowKey, type LineSelection, type ViewRow } from '../diff-rows.ts';
@@ -56,7 +56,7 @@ export function DiffView(props: DiffViewProps): JSX.Element {
       <button
         type="button"
         class={selected ? 'ln sel' : 'ln'}
-        aria-label={`${side === 'old' ? 'Old' : 'New'} line ${no}: comment`}
+        aria-label={`Comment on ${side} line ${no} of ${latest.current.files[file]?.path ?? ''}`}
         data-side={side}
         data-line={no}
         onMouseDown={(e) => {
@@ -115,7 +115,7 @@ export function DiffView(props: DiffViewProps): JSX.Element {
               <span class="path" title={file.path}>
                 {file.status === 'renamed' ? `${file.oldPath} → ${file.newPath}` : file.path}
               </span>
-              {notes > 0 && <span class="count">{notes} 💬</span>}
+              {notes > 0 && <span class="count">{notes === 1 ? '1 comment' : `${notes} comments`}</span>}
               <span class="stat">
                 <span class="plus">+{file.additions}</span> <span class="minus">−{file.deletions}</span>
               </span>
@@ -152,7 +152,9 @@ export function DiffView(props: DiffViewProps): JSX.Element {
     [],
   );
 
-  const rowKey = useCallback((i: number) => viewRowKey(latest.current.rows[i], latest.current.layout), []);
+  // Keys built once per row list: the list asks for every row's key when it lays out 50,000 rows.
+  const keys = useMemo(() => rows.map((r) => viewRowKey(r, layout)), [rows, layout]);
+  const rowKey = useCallback((i: number) => keys[i] ?? 'none', [keys]);
   // New estimate function per rows list: the list recomputes its offsets when rows change.
   const estimate = useCallback((i: number) => ESTIMATE[rows[i]?.type ?? 'line'], [rows]);
 

@@ -3,7 +3,7 @@
 import type { JSX } from 'preact';
 import { useEffect, useLayoutEffect, useRef } from 'preact/hooks';
 import type { PlanAnnotation } from '../annotations.ts';
-import { renderPlan, type TocEntry } from '../markdown.ts';
+import { renderPlanInChunks, type TocEntry } from '../markdown.ts';
 import { TextIndex } from '../text-anchor.ts';
 
 export interface Selected {
@@ -50,10 +50,31 @@ export function PlanDocument(props: Props): JSX.Element {
   useLayoutEffect(() => {
     const article = ref.current;
     if (article === null) return;
-    const { fragment, toc } = renderPlan(props.plan);
-    article.replaceChildren(fragment);
-    index.current = new TextIndex(article);
-    props.onReady(index.current, toc);
+    article.replaceChildren();
+    article.setAttribute('aria-busy', 'true');
+    index.current = undefined;
+    const chunks = renderPlanInChunks(props.plan);
+    const toc: TocEntry[] = [];
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    // The first slice renders now; later ones in ~30 ms batches between frames.
+    const step = (budget: number): void => {
+      const start = performance.now();
+      for (;;) {
+        const next = chunks.next();
+        if (next.done === true) {
+          article.removeAttribute('aria-busy');
+          index.current = new TextIndex(article);
+          props.onReady(index.current, toc);
+          return;
+        }
+        article.append(next.value.fragment);
+        toc.push(...next.value.toc);
+        if (performance.now() - start > budget) break;
+      }
+      timer = setTimeout(() => step(30), 0);
+    };
+    step(0);
+    return () => clearTimeout(timer);
   }, [props.plan]);
 
   useEffect(() => {
