@@ -1,3 +1,4 @@
+import type { DiffAttribute } from './attributes.ts';
 import { isBinary, quotePath } from './content.ts';
 import { unifiedHunks } from './hunks.ts';
 import { MAX_SCORE, type ContentLoader, type DiffItem } from './renames.ts';
@@ -13,6 +14,15 @@ export interface PatchContext {
   /** git's abbreviated object id. */
   abbrev: (oid: string) => string;
   nullOid: string;
+  /** The path's `diff` attribute (from .gitattributes). */
+  diffAttribute: (path: string) => DiffAttribute;
+}
+
+/** Binary by attribute (`binary`, `-diff`), text by attribute (`diff`), else by content. */
+function showsAsBinary(ctx: PatchContext, version: FileVersion | null, content: Buffer): boolean {
+  if (!version) return false;
+  const attribute = ctx.diffAttribute(version.path);
+  return attribute === 'binary' || (attribute === undefined && isBinary(content));
 }
 
 /** `--- a/x` and `+++ b/x`; git appends a tab to a name holding a space. */
@@ -41,7 +51,7 @@ async function filePatch(ctx: PatchContext, oldV: FileVersion | null, newV: File
   if (oldContent.equals(newContent)) return out;
   const oldLabel = oldV ? quotePath('a/', oldPath) : NULL_PATH;
   const newLabel = newV ? quotePath('b/', newPath) : NULL_PATH;
-  if (isBinary(oldContent) || isBinary(newContent)) return `${out}Binary files ${oldLabel} and ${newLabel} differ\n`;
+  if (showsAsBinary(ctx, oldV, oldContent) || showsAsBinary(ctx, newV, newContent)) return `${out}Binary files ${oldLabel} and ${newLabel} differ\n`;
   const hunks = unifiedHunks(oldContent.toString('latin1'), newContent.toString('latin1'));
   return out + labelLine('---', oldLabel) + labelLine('+++', newLabel) + hunks;
 }

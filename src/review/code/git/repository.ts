@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { DiffType } from '../../../config/review.ts';
+import { Attributes } from './attributes.ts';
 import { gitErrors } from './errors.ts';
 import { readIndex } from './index-file.ts';
 import { NULL_OID, ObjectStore } from './objects.ts';
@@ -157,7 +158,13 @@ export class GitRepository {
             : await this.vsDefault(s, branch);
     pairs.sort((a, b) => compareKeys(pairPath(a), pairPath(b)));
     const items = await detectRenames(pairs, s.load);
-    const latin1Patch = await formatPatch(items, { load: s.load, abbrev: (oid) => s.store.abbrev(oid), nullOid: NULL_OID });
+    const attributes = new Attributes(this.layout.workdir, this.layout.commondir);
+    const latin1Patch = await formatPatch(items, {
+      load: s.load,
+      abbrev: (oid) => s.store.abbrev(oid),
+      nullOid: NULL_OID,
+      diffAttribute: (file) => attributes.diff(file),
+    });
     return { rawPatch: Buffer.from(latin1Patch, 'latin1').toString('utf8'), latin1Patch, gitRef: gitRefOf(type, branch) };
   }
 

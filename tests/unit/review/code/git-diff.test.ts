@@ -354,6 +354,24 @@ describe('diff engine vs git diff', () => {
     });
   }
 
+  it('follows the diff attribute of .gitattributes files and info/attributes', async () => {
+    const r = init();
+    r.write('.gitattributes', '# generated files\n*.lock -diff\ndata/**/*.raw diff\n/top.txt binary\ndocs/ -diff\n');
+    r.write('sub/.gitattributes', '*.txt binary\nkeep.txt !diff\n');
+    const files = ['deps.lock', 'data/x/y.raw', 'top.txt', 'nested/top.txt', 'sub/a.txt', 'sub/keep.txt', 'sub/deeper/b.txt', 'docs/readme.md', 'other.txt'];
+    for (const f of files) r.write(f, f.endsWith('.raw') ? Buffer.from('a\0b\nc\n', 'latin1') : `${f} one\n`);
+    r.commitAll();
+    for (const f of files) r.write(f, f.endsWith('.raw') ? Buffer.from('a\0b\nC\n', 'latin1') : `${f} two\n`);
+    r.write('.git/info/attributes', 'other.txt binary\n');
+    const engine = GitRepository.open(r.dir);
+    const patch = await expectGitDiff(r, engine, 'uncommitted', GIT_ARGS.uncommitted);
+    expect(patch).toContain('Binary files a/deps.lock and b/deps.lock differ');
+    expect(patch).toContain('Binary files a/other.txt and b/other.txt differ');
+    expect(patch).toContain('+C');
+    r.commitAll();
+    await expectAllTypes(r, engine);
+  });
+
   it('fails clearly outside a repository', () => {
     expect(() => GitRepository.open('/nonexistent/dir')).toThrow('Repository directory does not exist: /nonexistent/dir');
     const r = new TempRepo();
