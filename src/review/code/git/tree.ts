@@ -29,6 +29,8 @@ export interface FileVersion {
  * for the last few root trees (HEAD rarely changes between two requests).
  */
 export class TreeCache {
+  /** Beyond this many trees the cache starts over, so a long-lived server's memory stays bounded. */
+  static readonly MAX_TREES = 100_000;
   readonly trees = new Map<string, TreeEntry[]>();
   readonly flat = new Map<string, Map<string, FileVersion>>();
 
@@ -62,6 +64,7 @@ export async function readTree(store: ObjectStore, cache: TreeCache, oid: string
     const object = await store.read(oid);
     if (object.type !== 'tree') throw gitErrors.corrupt(`${oid} is a ${object.type}, not a tree`);
     entries = parseTree(object.content, oid);
+    if (cache.trees.size >= TreeCache.MAX_TREES) cache.trees.clear();
     cache.trees.set(oid, entries);
   }
   return entries;
