@@ -1,7 +1,7 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { expectedGitContext, TempRepo } from '../support/git-repo.ts';
+import { DIFF_SWITCHES, expectedGitContext, TempRepo } from '../support/git-repo.ts';
 import { startReviewContainer, type ReviewContainer } from '../support/review-container.ts';
 
 /**
@@ -79,13 +79,7 @@ describe('code review in a container (remote mode, port 19432, repository mounte
     expect(diff.body['rawPatch']).toContain('+Héllo wörld');
     expect(diff.body['rawPatch']).not.toContain('untracked');
 
-    const switches = [
-      ['staged', '--staged', 'staged', ['--staged']],
-      ['last-commit', 'HEAD~1..HEAD', 'last-commit', ['HEAD~1..HEAD']],
-      ['vs main', 'main..HEAD', 'vs main', ['main..HEAD']],
-      ['branch', 'main..HEAD', 'vs main', ['main..HEAD']],
-    ] as const;
-    for (const [diffType, gitRef, canonical, args] of switches) {
+    for (const [diffType, gitRef, canonical, args] of DIFF_SWITCHES) {
       const expected = utf8(repo.diff(...args));
       expect(await call(u, 'POST', 'api/diff/switch', { diffType }), diffType).toEqual({
         status: 200,

@@ -22,6 +22,15 @@ export const GIT_ARGS = {
   'last-commit': ['HEAD~1..HEAD'],
 } as const;
 
+/** Each `POST /api/diff/switch` value: its gitRef, the canonical diffType answered, and the git arguments it equals. */
+export const DIFF_SWITCHES = [
+  ['staged', '--staged', 'staged', ['--staged']],
+  ['last-commit', 'HEAD~1..HEAD', 'last-commit', ['HEAD~1..HEAD']],
+  ['vs main', 'main..HEAD', 'vs main', ['main..HEAD']],
+  ['branch', 'main..HEAD', 'vs main', ['main..HEAD']],
+  ['uncommitted', 'HEAD', 'uncommitted', ['HEAD']],
+] as const;
+
 /** The `gitContext` a code review reports for a repository on `currentBranch`. */
 export function expectedGitContext(currentBranch: string, defaultBranch = 'main') {
   return {

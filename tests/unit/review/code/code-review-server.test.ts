@@ -4,7 +4,7 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCodeReview } from '../../../../src/review/code/command.ts';
-import { expectedGitContext, GIT_ARGS, TempRepo } from '../../../support/git-repo.ts';
+import { DIFF_SWITCHES, expectedGitContext, GIT_ARGS, TempRepo } from '../../../support/git-repo.ts';
 import { capture } from '../../../support/review.ts';
 
 const cleanups: (() => void)[] = [];
@@ -73,14 +73,7 @@ describe('code review server', () => {
   it('switches diff types (branch = vs main) and later GETs follow the switch', async () => {
     const r = sampleRepo();
     const { url } = await start(r.dir);
-    const cases = [
-      ['staged', '--staged', 'staged', ['--staged']],
-      ['last-commit', 'HEAD~1..HEAD', 'last-commit', ['HEAD~1..HEAD']],
-      ['vs main', 'main..HEAD', 'vs main', ['main..HEAD']],
-      ['branch', 'main..HEAD', 'vs main', ['main..HEAD']],
-      ['uncommitted', 'HEAD', 'uncommitted', ['HEAD']],
-    ] as const;
-    for (const [diffType, gitRef, canonical, args] of cases) {
+    for (const [diffType, gitRef, canonical, args] of DIFF_SWITCHES) {
       const response = await post(`${url}api/diff/switch`, { diffType });
       expect(response.status).toBe(200);
       const expected = r.diff(...args);
