@@ -1,20 +1,33 @@
 import type { IncomingMessage } from 'node:http';
-import { HttpError } from '../http/errors.ts';
+import type { HttpError } from '../http/errors.ts';
 import { proxyErrors } from './errors.ts';
 
+/** How long the rest of an oversized body is read and dropped, so its client can see the 413. */
+const LINGER_MS = 10_000;
+
 /**
- * 413 closes the connection: the rest of an oversized body is never read,
- * and a kept-alive socket would have to swallow it first.
+ * The 413 for an oversized body. The rest of the body is read and thrown away
+ * (for at most LINGER_MS, then the socket is dropped): a client still sending
+ * would otherwise hit a closed socket (EPIPE) instead of reading the answer.
  */
-export function tooLarge(limit: number): HttpError {
-  const error = proxyErrors.tooLarge(limit);
-  return new HttpError(error.status, error.message, { kind: error.kind, headers: { connection: 'close' } });
+export function tooLarge(req: IncomingMessage, limit: number): HttpError {
+  if (!req.readableEnded && !req.destroyed) {
+    const timer = setTimeout(() => req.destroy(), LINGER_MS);
+    timer.unref();
+    req.once('close', () => clearTimeout(timer));
+    // Whoever was reading (a data handler or an async iterator) is done with it.
+    req.removeAllListeners('readable');
+    req.removeAllListeners('data');
+    req.on('data', () => undefined);
+    req.resume();
+  }
+  return proxyErrors.tooLarge(limit);
 }
 
 /** A declared Content-Length over the limit is refused before a byte is read. */
 export function checkDeclaredLength(req: IncomingMessage, limit: number): void {
   const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);
+  if (declared !== undefined && Number(declared) > limit) throw tooLarge(req, limit);
 }
 
 /**
@@ -31,8 +44,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       size += chunk.length;
       if (size <= limit) return void chunks.push(chunk);
       cleanup();
-      req.pause();
-      reject(tooLarge(limit));
+      reject(tooLarge(req, limit));
     };
     const onEnd = () => {
       cleanup();

@@ -31,12 +31,14 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
       { url: `http://${address.address}:${address.port}`, auth_mode: config.effectiveAuthMode, upstreams: config.upstreams.map((u) => u.name) },
       'proxy listening',
     );
+    log.flush();
     if (!ctx.shutdown.aborted) await once(ctx.shutdown, 'abort');
     log.info({ signal: String(ctx.shutdown.reason) }, 'proxy shutting down');
+    log.flush();
     return 0;
   } finally {
-    clearInterval(flushTimer);
     await close(server);
+    clearInterval(flushTimer);
     await proxy.close();
     await flushed();
   }

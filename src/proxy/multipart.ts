@@ -22,7 +22,8 @@ export interface MultipartHead {
   /** Where the model's value sits in `head`. */
   valueStart: number;
   valueEnd: number;
-  /** The bytes not read yet, and how many were read. */
+  /** The request, the bytes not read yet, and how many were read. */
+  req: IncomingMessage;
   rest: AsyncIterator<Buffer>;
   size: number;
 }
@@ -44,10 +45,10 @@ export async function readMultipartHead(req: IncomingMessage, boundary: string, 
   let pendingStart = 0;
   for (;;) {
     const next = await rest.next();
-    if (next.done) return { head: Buffer.concat(chunks, size), model: undefined, valueStart: 0, valueEnd: 0, rest, size };
+    if (next.done) return { head: Buffer.concat(chunks, size), model: undefined, valueStart: 0, valueEnd: 0, req, rest, size };
     const chunk = next.value;
     size += chunk.length;
-    if (size > limit) throw tooLarge(limit);
+    if (size > limit) throw tooLarge(req, limit);
     chunks.push(chunk);
     pending = pending.length > 0 ? Buffer.concat([pending, chunk]) : chunk;
 
@@ -75,6 +76,7 @@ export async function readMultipartHead(req: IncomingMessage, boundary: string, 
           model: pending.toString('utf8', valueStart, valueEnd).trim(),
           valueStart: pendingStart + valueStart,
           valueEnd: pendingStart + valueEnd,
+          req,
           rest,
           size,
         };
@@ -101,7 +103,7 @@ export function multipartStream(first: Buffer, head: MultipartHead, limit: numbe
       const next = await head.rest.next();
       if (next.done) return;
       size += next.value.length;
-      if (size > limit) throw tooLarge(limit);
+      if (size > limit) throw tooLarge(head.req, limit);
       yield next.value;
     }
   }

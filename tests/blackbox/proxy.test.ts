@@ -1,7 +1,10 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeUpstream } from '../support/fake-upstream.ts';
 import { closedPort, HOST_FROM_CONTAINER, readUntil, startProxyContainer, type ProxyContainer } from '../support/proxy-container.ts';
 
+const run = promisify(execFile);
 const PROXY_KEY = 'proxy-key-for-the-blackbox-suite';
 const KEYS = { openai: 'upstream-openai-secret', anthropic: 'upstream-anthropic-secret', gemini: 'upstream-gemini-secret' };
 const AUTH = { authorization: `Bearer ${PROXY_KEY}` };
@@ -411,12 +414,10 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
           controller.enqueue(chunk);
         },
       });
-      const res = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: JSON_AUTH, body, duplex: 'half' } as RequestInit).catch((error: Error) => error);
-      // The proxy answers 413 and closes; the client may see the answer or the closed socket.
-      if (res instanceof Response) {
-        expect(res.status).toBe(413);
-        expect(await res.json()).toEqual(SHAPES.openai('request_too_large'));
-      }
+      const res = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: JSON_AUTH, body, duplex: 'half' } as RequestInit);
+      // The rest of the body is read and dropped, so the client gets to read the answer.
+      expect(res.status).toBe(413);
+      expect(await res.json()).toEqual(SHAPES.openai('request_too_large'));
       expect(fake.requests.length).toBe(before);
     });
 
@@ -469,6 +470,21 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
       expect(lines.find((l) => l['model'] === 'fast')).toMatchObject({ family: 'openai', upstream: 'oa', status: 200, ms: expect.any(Number), stream: false, path: '/v1/chat/completions' });
       expect(lines.find((l) => l['model'] === 'gpt-gated')).toMatchObject({ stream: true, status: 200 });
       for (const secret of [PROXY_KEY, ...Object.values(KEYS)]) expect(proxy.logs()).not.toContain(secret);
+    });
+  });
+
+  describe('shutdown (last: it stops the container)', () => {
+    it('SIGTERM lets an in-flight stream finish, then exits 0', async () => {
+      const res = await post('/v1/chat/completions', { model: 'gpt-gated', stream: true, messages: [] });
+      const reader = bodyReader(res);
+      const head = await readUntil(reader, (t) => t.includes('"role":"assistant"'));
+      const id = proxy.container.getId();
+      await run('docker', ['kill', '--signal', 'SIGTERM', id]);
+      await expect.poll(() => proxy.logs().includes('proxy shutting down'), { timeout: 5_000 }).toBe(true);
+      fake.release();
+      expect(await readUntil(reader, (t) => t.includes('[DONE]'), head)).toContain('[DONE]');
+      const { stdout } = await run('docker', ['wait', id]);
+      expect(stdout.trim()).toBe('0');
     });
   });
 });
