@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, decisionOf, inPage, launchBrowser, naturalWidth, newPage, pasteFile, screenshot, selectText, startReview, tempDir, type Browser } from '../support/browser.ts';
@@ -276,10 +278,67 @@ describe('plan review in the browser', () => {
     await page.getByTestId('agents-error').waitFor();
     expect(await page.getByTestId('agents-error').textContent()).toContain('Failed to fetch agents');
     expect(await page.getByRole('combobox', { name: 'Permission mode after approval' }).count()).toBe(0);
-    await screenshot(page, 'plan-opencode');
+    await screenshot(page, 'plan-opencode-agents-failed');
     await page.getByRole('button', { name: 'Approve' }).click();
     const { stdout } = await review.exited;
     expect(decisionOf(stdout)['decision']).toBe('approved');
+    expect(errors).toEqual([]);
+  });
+
+  it('for OpenCode, switches to an agent from the list and attaches the annotations to the approval', async () => {
+    // A stand-in for the OpenCode server's GET /agent.
+    const agents = [
+      { name: 'build', mode: 'primary', description: 'Builds things' },
+      { name: 'plan', mode: 'primary', description: 'Plans things' },
+      { name: 'secret', mode: 'primary', hidden: true, description: '' },
+      { name: 'helper', mode: 'subagent', description: '' },
+    ];
+    const opencode = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(agents)));
+    await new Promise<void>((resolve) => opencode.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (opencode.address() as AddressInfo).port;
+      const { review, page, errors } = await planReview(['--origin', 'opencode'], { OPENCODE_SERVER_URL: `http://127.0.0.1:${port}` });
+      const picker = page.getByRole('combobox', { name: 'Agent to switch to' });
+      await expect.poll(() => picker.locator('option').allTextContents()).toEqual(['Keep current agent', 'build', 'plan']);
+      await picker.selectOption('build');
+      await annotate(page, 'Return', 'Comment', 'Mind the header name.');
+      await screenshot(page, 'plan-opencode-agents');
+      await page.getByRole('button', { name: 'Approve' }).click();
+      const { stdout } = await review.exited;
+      const decision = decisionOf(stdout);
+      expect(decision).toMatchObject({ decision: 'approved', agentSwitch: 'build' });
+      expect(decision['feedback']).toContain('Mind the header name.');
+      expect(errors).toEqual([]);
+    } finally {
+      opencode.close();
+    }
+  });
+
+  it('saves an approved plan to a notevault vault picked from the list, and hands notememo its URL', async () => {
+    const vault = path.join(home, 'vaults', 'work');
+    mkdirSync(vault, { recursive: true });
+    mkdirSync(path.join(home, '.config', 'notevault'), { recursive: true });
+    writeFileSync(path.join(home, '.config', 'notevault', 'notevault.json'), JSON.stringify({ vaults: { w: { path: vault } } }));
+    const { review, page, errors } = await planReview();
+    await page.getByRole('button', { name: 'Settings' }).click();
+    const settings = page.getByRole('dialog', { name: 'Settings' });
+    await settings.getByRole('checkbox', { name: /notevault vault/ }).check();
+    await settings.getByRole('combobox', { name: 'Vault' }).selectOption(vault);
+    await settings.getByRole('textbox', { name: 'Folder in the vault' }).fill('plans');
+    await settings.getByRole('textbox', { name: 'Tags' }).fill('gateway, #limits');
+    await settings.getByRole('checkbox', { name: /notememo/ }).check();
+    await screenshot(page, 'plan-settings-notes');
+    await settings.getByRole('button', { name: 'Done' }).click();
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.getByTestId('done').waitFor();
+    const note = await page.locator('.done-detail p', { hasText: 'Note saved to' }).locator('code').textContent();
+    expect(note?.startsWith(path.join(vault, 'plans'))).toBe(true);
+    expect(readFileSync(String(note), 'utf8')).toMatch(/tags:[\s\S]*gateway[\s\S]*limits[\s\S]*# Add rate limiting/);
+    expect(await page.getByRole('link', { name: 'Open the note in notememo' }).getAttribute('href')).toMatch(/^notememo:\/\/x-callback-url\/create\?/);
+    await screenshot(page, 'plan-done-notes');
+    await review.exited;
+    // Leave the next tests' cookies as they were.
+    await browser.context.clearCookies();
     expect(errors).toEqual([]);
   });
 

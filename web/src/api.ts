@@ -52,6 +52,8 @@ export interface DenyRequest {
 export interface DecisionResponse {
   ok: boolean;
   savedPath?: string;
+  /** Where the notevault note went (gatehouse's addition to the spec's response). */
+  notevaultPath?: string;
   notememoUrl?: string;
 }
 

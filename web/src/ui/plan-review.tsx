@@ -183,6 +183,11 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
                 Plan saved to <code>{response.savedPath}</code>
               </p>
             )}
+            {response.notevaultPath !== undefined && (
+              <p>
+                Note saved to <code>{response.notevaultPath}</code>
+              </p>
+            )}
             {response.notememoUrl !== undefined && (
               <p>
                 <a href={response.notememoUrl}>Open the note in notememo</a>
