@@ -147,7 +147,8 @@ export function encodeRequest(conv: Conversation): JsonObject {
   if (rf?.type === 'json_object') system = [system, 'Respond with a single JSON object and nothing else.'].filter(Boolean).join('\n\n');
   const budget = conv.reasoning?.enabled && !unsignedToolTurn(conv) ? Math.max(1024, conv.reasoning.budgetTokens ?? budgetOf(conv.reasoning.effort)) : undefined;
   const maxTokens = Math.max(conv.maxTokens ?? DEFAULT_MAX_TOKENS, budget === undefined ? 1 : budget + 1024);
-  const tc = conv.toolChoice;
+  // A tool choice without tools is refused by every vendor: it goes only with tools.
+  const tc = conv.tools?.length ? conv.toolChoice : undefined;
   return compact({
     model: conv.model,
     system,
@@ -155,11 +156,12 @@ export function encodeRequest(conv: Conversation): JsonObject {
     max_tokens: maxTokens,
     // Anthropic rejects sampling parameters together with extended thinking.
     temperature: budget === undefined ? conv.temperature : undefined,
-    top_p: budget === undefined ? conv.topP : undefined,
+    // Recent Claude models refuse temperature and top_p together; temperature wins.
+    top_p: budget === undefined && conv.temperature === undefined ? conv.topP : undefined,
     top_k: budget === undefined ? conv.topK : undefined,
     stop_sequences: conv.stop,
     tools: conv.tools?.map((t) => compact({ name: t.name, description: t.description, input_schema: objectSchema(t.parameters) })),
-    tool_choice: tc === undefined && conv.parallelToolCalls !== false ? undefined : compact({
+    tool_choice: !conv.tools?.length || (tc === undefined && conv.parallelToolCalls !== false) ? undefined : compact({
       type: tc === undefined || tc === 'auto' ? 'auto' : tc === 'required' ? 'any' : tc === 'none' ? 'none' : 'tool',
       name: typeof tc === 'object' ? tc.name : undefined,
       disable_parallel_tool_use: conv.parallelToolCalls === false && tc !== 'none' ? true : undefined,

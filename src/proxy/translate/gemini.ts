@@ -226,7 +226,7 @@ function budgetOf(reasoning: NonNullable<Conversation['reasoning']>): number {
 
 export function encodeRequest(conv: Conversation): JsonObject {
   const rf = conv.responseFormat;
-  const tc = conv.toolChoice;
+  const tc = conv.tools?.length ? conv.toolChoice : undefined;
   return compact({
     contents: encodeContents(conv.messages),
     systemInstruction: conv.system === undefined ? undefined : { parts: [{ text: conv.system }] },

@@ -166,7 +166,7 @@ export function encodeRequest(conv: Conversation): JsonObject {
     top_p: conv.topP,
     stop: conv.stop,
     tools: conv.tools?.map((t) => ({ type: 'function', function: compact({ name: t.name, description: t.description, parameters: t.parameters }) })),
-    tool_choice: encodeToolChoice(conv.toolChoice),
+    tool_choice: conv.tools?.length ? encodeToolChoice(conv.toolChoice) : undefined,
     parallel_tool_calls: conv.tools === undefined ? undefined : conv.parallelToolCalls,
     response_format: rf === undefined ? undefined
       : rf.type === 'json_schema' ? { type: 'json_schema', json_schema: compact({ name: rf.name, schema: rf.schema, strict: rf.strict }) }

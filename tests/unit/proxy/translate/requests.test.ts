@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { anthropic } from '../../../../src/proxy/translate/anthropic.ts';
 import { gemini } from '../../../../src/proxy/translate/gemini.ts';
-import type { ClientAdapter, Conversation, UpstreamAdapter } from '../../../../src/proxy/translate/model.ts';
+import type { ClientAdapter, Conversation, ModelResponse, UpstreamAdapter } from '../../../../src/proxy/translate/model.ts';
 import { openaiChat } from '../../../../src/proxy/translate/openai-chat.ts';
 import { openaiResponses } from '../../../../src/proxy/translate/openai-responses.ts';
 import { fixtureJson } from './fixtures.ts';
@@ -96,8 +96,11 @@ describe('request details', () => {
     const conv = openaiChat.decodeRequest({ model: 'm', messages: [], tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: { type: 'function', function: { name: 'f' } }, parallel_tool_calls: false }, {});
     expect(anthropic.encodeRequest(conv).tool_choice).toEqual({ type: 'tool', name: 'f', disable_parallel_tool_use: true });
     expect(gemini.encodeRequest(conv).toolConfig).toEqual({ functionCallingConfig: { mode: 'ANY', allowedFunctionNames: ['f'] } });
-    const back = anthropic.decodeRequest({ model: 'm', max_tokens: 1, messages: [], tool_choice: { type: 'auto', disable_parallel_tool_use: true } }, {});
-    expect(openaiChat.encodeRequest(back)).toMatchObject({ tool_choice: 'auto' });
+    const back = anthropic.decodeRequest({ model: 'm', max_tokens: 1, messages: [], tools: [{ name: 'f', input_schema: { type: 'object' } }], tool_choice: { type: 'auto', disable_parallel_tool_use: true } }, {});
+    expect(openaiChat.encodeRequest(back)).toMatchObject({ tool_choice: 'auto', parallel_tool_calls: false });
+    const noTools = openaiChat.decodeRequest({ model: 'm', messages: [], tool_choice: 'required' }, {});
+    expect(anthropic.encodeRequest(noTools).tool_choice).toBeUndefined();
+    expect(gemini.encodeRequest(noTools).toolConfig).toBeUndefined();
   });
 
   it('maps JSON response formats', () => {
@@ -177,5 +180,27 @@ describe('thinking towards Anthropic', () => {
 
   it('is turned off for a tool turn without signed thinking, which Anthropic would refuse', () => {
     expect(anthropic.encodeRequest(toolTurn(false)).thinking).toBeUndefined();
+  });
+});
+
+describe('encoding a response for each client', () => {
+  const res: ModelResponse = {
+    id: 'up1',
+    model: 'upstream-model',
+    parts: [
+      { type: 'reasoning', text: 'Think.', provider: 'anthropic', signature: 'sig' },
+      { type: 'text', text: 'Hello.' },
+      { type: 'tool_call', id: 'call_1', name: 'f', arguments: '{"a":1}' },
+    ],
+    stopReason: 'tool_use',
+    usage: { input: 10, output: 5, cacheRead: 2 },
+  };
+  const conv: Conversation = { model: 'client-model', system: undefined, messages: [], stream: false };
+
+  it.each(CLIENTS)('gives the golden %s response', (name, adapter) => {
+    const body = adapter.encodeResponse(res, conv);
+    // Creation times are the clock's.
+    for (const key of ['created', 'created_at']) if (key in body) body[key] = 0;
+    expect(body).toEqual(fixtureJson(`responses/${name}.json`));
   });
 });
