@@ -45,6 +45,7 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
   const [general, setGeneral] = useState('');
   const [scrollTo, setScrollTo] = useState<{ index: number; seq: number }>();
   const [current, setCurrent] = useState<number>();
+  const [topRow, setTopRow] = useState(0);
   const [dialog, setDialog] = useState<'feedback' | 'confirm-approve'>();
   const [busy, setBusy] = useState(false);
   const [switching, setSwitching] = useState(false);
@@ -179,6 +180,9 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
   const adds = files.reduce((n, f) => n + f.additions, 0);
   const dels = files.reduce((n, f) => n + f.deletions, 0);
   const ordered = codeInOrder(annotations, fileOrder);
+  // Deep inside a file its header has scrolled away: a bar keeps its name in view.
+  const top = rows[topRow];
+  const stickyFile = top === undefined || top.type === 'file' ? undefined : files[top.file];
 
   return (
     <div class="app code-app">
@@ -234,41 +238,53 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
               </p>
             </div>
           ) : (
-            <DiffView
-              files={files}
-              rows={rows}
-              layout={layout}
-              collapsed={collapsed}
-              annotations={byId}
-              selection={selection}
-              scrollTo={scrollTo}
-              onSelect={select}
-              onToggleFile={(f) => setCollapsed((c) => (c.has(f) ? new Set([...c].filter((x) => x !== f)) : new Set([...c, f])))}
-              renderNote={(a) => (
-                <div class={`note-card kind-${a.type}`} key={a.id} data-testid="code-note">
-                  <div class="ann-head">
-                    <span class={`badge kind-${a.type}`}>{TYPE_LABEL[a.type]}</span>
-                    <span class="muted small">{rangeLabel(a)}</span>
-                    <span class="grow" />
-                    <button type="button" class="link" onClick={() => edit(a)}>
-                      Edit
-                    </button>
-                    <button type="button" class="link danger" onClick={() => setAnnotations((l) => removeById(l, a.id))}>
-                      Remove
-                    </button>
-                  </div>
-                  {a.text !== undefined && <RichText markdown={a.text} />}
-                  {a.suggestedCode !== undefined && <pre class="suggested">{a.suggestedCode}</pre>}
+            <>
+              {stickyFile !== undefined && (
+                <div class="current-file" aria-hidden="true">
+                  {stickyFile.path}
                 </div>
               )}
-              renderForm={() =>
-                form === undefined || selection === undefined ? (
-                  <div />
-                ) : (
-                  <CodeForm form={form} selection={selection} onChange={setForm} onSave={saveForm} onCancel={closeForm} />
-                )
-              }
-            />
+              <DiffView
+                onTopRow={(i) => {
+                  setTopRow(i);
+                  const row = rows[i];
+                  if (row !== undefined) setCurrent(row.file);
+                }}
+                files={files}
+                rows={rows}
+                layout={layout}
+                collapsed={collapsed}
+                annotations={byId}
+                selection={selection}
+                scrollTo={scrollTo}
+                onSelect={select}
+                onToggleFile={(f) => setCollapsed((c) => (c.has(f) ? new Set([...c].filter((x) => x !== f)) : new Set([...c, f])))}
+                renderNote={(a) => (
+                  <div class={`note-card kind-${a.type}`} key={a.id} data-testid="code-note">
+                    <div class="ann-head">
+                      <span class={`badge kind-${a.type}`}>{TYPE_LABEL[a.type]}</span>
+                      <span class="muted small">{rangeLabel(a)}</span>
+                      <span class="grow" />
+                      <button type="button" class="link" onClick={() => edit(a)}>
+                        Edit
+                      </button>
+                      <button type="button" class="link danger" onClick={() => setAnnotations((l) => removeById(l, a.id))}>
+                        Remove
+                      </button>
+                    </div>
+                    {a.text !== undefined && <RichText markdown={a.text} />}
+                    {a.suggestedCode !== undefined && <pre class="suggested">{a.suggestedCode}</pre>}
+                  </div>
+                )}
+                renderForm={() =>
+                  form === undefined || selection === undefined ? (
+                    <div />
+                  ) : (
+                    <CodeForm form={form} selection={selection} onChange={setForm} onSave={saveForm} onCancel={closeForm} />
+                  )
+                }
+              />
+            </>
           )}
         </main>
         <aside class="panel" aria-label="Review">

@@ -20,6 +20,7 @@ export interface DiffViewProps {
   scrollTo: { index: number; seq: number } | undefined;
   onSelect: (selection: LineSelection) => void;
   onToggleFile: (file: number) => void;
+  onTopRow: (index: number) => void;
   renderNote: (annotation: CodeAnnotation) => VNode;
   renderForm: () => VNode;
 }
@@ -167,6 +168,7 @@ export function DiffView(props: DiffViewProps): JSX.Element {
       estimate={estimate}
       renderRow={renderRow}
       scrollTo={props.scrollTo}
+      onTopRow={props.onTopRow}
       overscan={400}
     />
   );

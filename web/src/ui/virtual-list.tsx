@@ -2,7 +2,7 @@
 // a 50,000-line diff renders as fast as a 50-line one. Row heights start as
 // estimates and are replaced by measurements as rows are drawn.
 import type { JSX, VNode } from 'preact';
-import { useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 
 export interface VirtualListProps {
   count: number;
@@ -12,6 +12,8 @@ export interface VirtualListProps {
   /** Bump `seq` to scroll a row to the top. */
   scrollTo?: { index: number; seq: number };
   overscan?: number;
+  /** Told which row is at the top of the viewport when that changes. */
+  onTopRow?: (index: number) => void;
   class?: string;
   label: string;
 }
@@ -45,6 +47,10 @@ export function VirtualList(props: VirtualListProps): JSX.Element {
 
   const first = count === 0 ? 0 : findRow(offsets, Math.max(0, viewport.top - overscan));
   const last = count === 0 ? -1 : findRow(offsets, viewport.top + viewport.height + overscan);
+  const top = count === 0 ? -1 : findRow(offsets, viewport.top);
+  useEffect(() => {
+    if (top >= 0) props.onTopRow?.(top);
+  }, [top]);
 
   useLayoutEffect(() => {
     const el = outer.current;
