@@ -1,79 +1,216 @@
 /**
  * The coding agents people point at such proxies, installed from the npm
- * registry into a cache directory outside the project, and run headless
- * against a proxy URL with their own config in a throwaway HOME.
+ * registry with the pinned versions of tests/agents/package-lock.json, and
+ * run headless against a proxy URL with their own config in a throwaway HOME.
+ * Every run goes through a network trap: any attempt to reach anything but
+ * the proxy is recorded (and refused), so a test can prove nothing left the machine.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-/** Pinned, so a new release cannot change what the suite tests. */
-export const AGENT_PACKAGES = ['@anthropic-ai/claude-code@2.1.330', '@openai/codex@0.169.0', 'opencode-ai@1.18.33'];
-const DIR = path.join(tmpdir(), `gatehouse-agents-${AGENT_PACKAGES.join('_').replace(/[^A-Za-z0-9._-]/g, '-')}`);
+const AGENTS_DIR = path.resolve(import.meta.dirname, '../agents');
+const BIN = path.join(AGENTS_DIR, 'node_modules', '.bin');
+/** Written after a complete install: the hash of the manifest and lock it installed. */
+const STAMP = path.join(AGENTS_DIR, 'node_modules', '.gatehouse-installed');
 
 export type Agent = 'claude-code' | 'codex' | 'opencode';
 
-/** Installs the agents once (npm, into the cache directory) and returns their bin directory. */
-export async function installAgents(): Promise<string> {
-  const bin = path.join(DIR, 'node_modules', '.bin');
-  if (!['claude', 'codex', 'opencode'].every((b) => existsSync(path.join(bin, b)))) {
-    mkdirSync(DIR, { recursive: true });
-    await run('npm', ['install', '--no-audit', '--no-fund', '--prefix', DIR, ...AGENT_PACKAGES], { timeout: 540_000, maxBuffer: 16 * 1024 * 1024 });
-  }
-  return bin;
+function lockHash(): string {
+  const hash = createHash('sha256');
+  for (const file of ['package.json', 'package-lock.json']) hash.update(readFileSync(path.join(AGENTS_DIR, file)));
+  return hash.digest('hex');
+}
+
+/**
+ * Installs the agents once per lock (cached in tests/agents/node_modules).
+ * `npm install --no-save` rather than `npm ci`: the lock only lists the
+ * platform packages the registry served when it was made (opencode's
+ * optional per-platform binaries), which `npm ci` takes as out of sync;
+ * the versions installed are the locked ones either way.
+ */
+export async function installAgents(): Promise<void> {
+  const hash = lockHash();
+  if (existsSync(STAMP) && readFileSync(STAMP, 'utf8') === hash) return;
+  await run('npm', ['install', '--no-save', '--no-audit', '--no-fund', '--prefix', AGENTS_DIR], { timeout: 540_000, maxBuffer: 16 * 1024 * 1024 });
+  writeFileSync(STAMP, hash);
+}
+
+export interface NetworkTrap {
+  /** `http://127.0.0.1:<port>`: set as every agent's HTTP and HTTPS proxy. */
+  url: string;
+  /** What the agents tried to reach (`CONNECT host:443`, `GET http://…`). */
+  attempts: string[];
+  close(): Promise<void>;
+}
+
+/** An HTTP proxy that lets nothing through and writes down what was asked of it. */
+export async function startNetworkTrap(): Promise<NetworkTrap> {
+  const attempts: string[] = [];
+  const server = createServer((req, res) => {
+    attempts.push(`${req.method} ${req.url}`);
+    res.writeHead(403).end();
+  });
+  server.on('connect', (req, socket) => {
+    attempts.push(`CONNECT ${req.url}`);
+    socket.on('error', () => undefined);
+    socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    attempts,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+export interface AgentSession {
+  /** The proxy's origin, e.g. `http://localhost:32768`. */
+  baseUrl: string;
+  key: string;
+  model: string;
+  trap: NetworkTrap;
 }
 
 export interface AgentRun {
+  /** The agent's working directory (where its tools ran). */
+  work: string;
+  /** The final answer, read from the agent's machine-readable output. */
+  answer: string | undefined;
   stdout: string;
   stderr: string;
 }
 
+interface Invocation {
+  bin: string;
+  args: string[];
+  env: Record<string, string>;
+  answer(stdout: string): string | undefined;
+}
+
+const PROMPT = 'Write the marker file, then report.';
+
+function jsonLines(stdout: string): Record<string, unknown>[] {
+  return stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+/** Claude Code: `claude -p` with ANTHROPIC_BASE_URL, its Bash tool allowed, no non-essential traffic. */
+function claudeCode(s: AgentSession): Invocation {
+  return {
+    bin: 'claude',
+    args: ['-p', PROMPT, '--model', s.model, '--output-format', 'json', '--allowedTools', 'Bash'],
+    env: { ANTHROPIC_BASE_URL: s.baseUrl, ANTHROPIC_API_KEY: s.key, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1' },
+    answer: (stdout) => (JSON.parse(stdout) as { result?: string }).result,
+  };
+}
+
+/** Codex CLI: `codex exec` with a custom Responses provider; analytics and plugins off (they call chatgpt.com and github.com). */
+function codex(s: AgentSession, home: string): Invocation {
+  const codexHome = path.join(home, '.codex');
+  mkdirSync(codexHome);
+  writeFileSync(path.join(codexHome, 'config.toml'), [
+    `model = "${s.model}"`,
+    'model_provider = "gatehouse"',
+    'approval_policy = "never"',
+    'sandbox_mode = "workspace-write"',
+    '',
+    '[analytics]',
+    'enabled = false',
+    '',
+    '[features]',
+    'plugins = false',
+    '',
+    '[model_providers.gatehouse]',
+    'name = "gatehouse"',
+    `base_url = "${s.baseUrl}/v1"`,
+    'env_key = "GATEHOUSE_API_KEY"',
+    'wire_api = "responses"',
+    '',
+  ].join('\n'));
+  return {
+    bin: 'codex',
+    args: ['exec', '--skip-git-repo-check', '--json', PROMPT],
+    env: { CODEX_HOME: codexHome, GATEHOUSE_API_KEY: s.key },
+    answer: (stdout) => jsonLines(stdout).flatMap((e) => {
+      const item = e.item as { type?: string; text?: string } | undefined;
+      return item?.type === 'agent_message' ? [item.text] : [];
+    }).at(-1),
+  };
+}
+
 /**
- * One headless session: the agent is told to run a command, with its shell
- * tool allowed and nothing else configured. `baseUrl` is the proxy's origin.
+ * OpenCode: `opencode run` with a custom `@ai-sdk/openai-compatible`
+ * provider (bundled in the binary). Model list fetches off; its config
+ * directory's `@opencode-ai/plugin` dependency marked installed, or it
+ * installs it from the npm registry in the background on every start.
  */
-export async function runAgent(bin: string, agent: Agent, baseUrl: string, key: string, model: string): Promise<AgentRun> {
+function opencode(s: AgentSession, home: string): Invocation {
+  const config = path.join(home, '.config', 'opencode');
+  mkdirSync(path.join(config, 'node_modules'), { recursive: true });
+  writeFileSync(path.join(config, 'package-lock.json'), JSON.stringify({ packages: { '': { dependencies: { '@opencode-ai/plugin': '*' } } } }));
+  writeFileSync(path.join(config, 'opencode.json'), JSON.stringify({
+    $schema: 'https://opencode.ai/config.json',
+    autoupdate: false,
+    share: 'disabled',
+    permission: { bash: 'allow', edit: 'allow' },
+    provider: {
+      gatehouse: {
+        npm: '@ai-sdk/openai-compatible',
+        name: 'gatehouse',
+        options: { baseURL: `${s.baseUrl}/v1`, apiKey: s.key },
+        models: { [s.model]: { name: s.model } },
+      },
+    },
+  }));
+  return {
+    bin: 'opencode',
+    args: ['run', '--format', 'json', '-m', `gatehouse/${s.model}`, PROMPT],
+    env: { OPENCODE_DISABLE_MODELS_FETCH: '1', OPENCODE_DISABLE_AUTOUPDATE: '1' },
+    answer: (stdout) => jsonLines(stdout)
+      .filter((e) => e.type === 'text')
+      .map((e) => (e.part as { text?: string }).text)
+      .at(-1),
+  };
+}
+
+const INVOCATIONS: Record<Agent, (s: AgentSession, home: string) => Invocation> = { 'claude-code': claudeCode, codex, opencode };
+
+/** One headless session of `agent` in a fresh HOME and working directory. */
+export async function runAgent(agent: Agent, session: AgentSession): Promise<AgentRun> {
   const home = mkdtempSync(path.join(tmpdir(), `gatehouse-${agent}-`));
   const work = path.join(home, 'work');
   mkdirSync(work);
-  const env: NodeJS.ProcessEnv = { PATH: process.env['PATH'], HOME: home, XDG_CONFIG_HOME: path.join(home, '.config'), NO_COLOR: '1' };
-  let file: string;
-  let args: string[];
-  if (agent === 'claude-code') {
-    Object.assign(env, { ANTHROPIC_BASE_URL: baseUrl, ANTHROPIC_API_KEY: key, DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1' });
-    file = path.join(bin, 'claude');
-    args = ['-p', 'Run the echo command', '--model', model, '--output-format', 'json', '--allowedTools', 'Bash'];
-  } else if (agent === 'codex') {
-    const codexHome = path.join(home, 'codex');
-    mkdirSync(codexHome);
-    writeFileSync(path.join(codexHome, 'config.toml'), [
-      `model = "${model}"`, 'model_provider = "gatehouse"', '', '[model_providers.gatehouse]', 'name = "gatehouse"',
-      `base_url = "${baseUrl}/v1"`, 'env_key = "GATEHOUSE_KEY"', 'wire_api = "responses"', '',
-    ].join('\n'));
-    Object.assign(env, { CODEX_HOME: codexHome, GATEHOUSE_KEY: key });
-    file = path.join(bin, 'codex');
-    args = ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', 'Run the echo command'];
-  } else {
-    const config = path.join(home, '.config', 'opencode');
-    mkdirSync(config, { recursive: true });
-    writeFileSync(path.join(config, 'opencode.json'), JSON.stringify({
-      autoupdate: false,
-      share: 'disabled',
-      permission: { bash: 'allow', edit: 'allow' },
-      provider: {
-        gatehouse: { npm: '@ai-sdk/openai-compatible', name: 'gatehouse', options: { baseURL: `${baseUrl}/v1`, apiKey: key }, models: { [model]: { name: model } } },
-      },
-    }));
-    Object.assign(env, { OPENCODE_DISABLE_MODELS_FETCH: '1', OPENCODE_DISABLE_AUTOUPDATE: '1' });
-    file = path.join(bin, 'opencode');
-    args = ['run', '-m', `gatehouse/${model}`, 'Run the echo command'];
-  }
-  const child = run(file, args, { cwd: work, env, timeout: 180_000, maxBuffer: 16 * 1024 * 1024 });
+  const inv = INVOCATIONS[agent](session, home);
+  const proxy = session.trap.url;
+  const direct = ['localhost', '127.0.0.1', '::1', new URL(session.baseUrl).hostname].join(',');
+  const env = {
+    PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+    HOME: home,
+    XDG_CONFIG_HOME: path.join(home, '.config'),
+    NO_COLOR: '1',
+    HTTP_PROXY: proxy, HTTPS_PROXY: proxy, http_proxy: proxy, https_proxy: proxy, ALL_PROXY: proxy,
+    NO_PROXY: direct, no_proxy: direct,
+    ...inv.env,
+  };
+  const child = run(path.join(BIN, inv.bin), inv.args, { cwd: work, env, timeout: 180_000, maxBuffer: 16 * 1024 * 1024 });
+  // Codex reads a prompt addition from a piped stdin until it closes.
   child.child.stdin?.end();
   const { stdout, stderr } = await child;
-  return { stdout, stderr };
+  let answer: string | undefined;
+  try {
+    answer = inv.answer(stdout);
+  } catch {
+    answer = undefined;
+  }
+  return { work, answer, stdout, stderr };
 }

@@ -11,10 +11,13 @@
  *
  * Coding agents (requests offering a shell tool: Claude Code's `Bash`,
  * Codex's `shell`/`shell_command`/`exec_command`, OpenCode's `bash`) get a
- * scripted session instead: a call running `echo gatehouse-agent-ok`, then,
- * once its output comes back, the answer `AGENT-DONE gatehouse-agent-ok`.
+ * scripted session instead: a call running AGENT_COMMAND (it writes
+ * AGENT_PROOF_FILE in the agent's working directory and prints the marker),
+ * then, once the marker comes back, the answer `AGENT-DONE gatehouse-agent-ok`.
  * Those answers are written with the proxy's own adapters (the fixtures
- * above are what pins the upstream wire formats).
+ * above are what pins the upstream wire formats). For such sessions it also
+ * serves the Responses API (`/v1/responses`), which an OpenAI upstream gets
+ * from Codex as it is (same protocol: no translation).
  */
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -22,8 +25,9 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { anthropic } from '../../src/proxy/translate/anthropic.ts';
 import { gemini } from '../../src/proxy/translate/gemini.ts';
-import type { Adapter, Conversation, ModelResponse, StreamEvent } from '../../src/proxy/translate/model.ts';
+import type { Adapter, ClientAdapter, Conversation, ModelResponse, Provider, StreamEvent } from '../../src/proxy/translate/model.ts';
 import { openaiChat } from '../../src/proxy/translate/openai-chat.ts';
+import { openaiResponses } from '../../src/proxy/translate/openai-responses.ts';
 
 export type UpstreamProtocol = 'openai' | 'anthropic' | 'gemini';
 
@@ -47,7 +51,7 @@ function fixture(protocol: UpstreamProtocol, name: string): string {
 }
 
 function protocolOf(url: string): UpstreamProtocol | undefined {
-  if (url.startsWith('/v1/chat/completions')) return 'openai';
+  if (url.startsWith('/v1/chat/completions') || isResponses(url)) return 'openai';
   if (url.startsWith('/v1/messages')) return 'anthropic';
   if (url.startsWith('/v1beta/models/')) return 'gemini';
   return undefined;
@@ -83,21 +87,35 @@ const MIDSTREAM_ERROR: Record<UpstreamProtocol, string> = {
 const ADAPTERS: Record<UpstreamProtocol, Adapter> = { openai: openaiChat, anthropic, gemini };
 export const AGENT_MARKER = 'gatehouse-agent-ok';
 export const AGENT_ANSWER = `AGENT-DONE ${AGENT_MARKER}`;
+/** The file the scripted command leaves in the agent's working directory: proof that the tool ran. */
+export const AGENT_PROOF_FILE = 'agent-proof.txt';
+export const AGENT_COMMAND = `echo ${AGENT_MARKER} > ${AGENT_PROOF_FILE} && cat ${AGENT_PROOF_FILE}`;
+/** The id of the scripted tool call (the result must come back paired with it). */
+export const AGENT_CALL_ID = 'call_agent1';
 
-/** The arguments each agent's shell tool takes for `echo gatehouse-agent-ok`. */
+/** The arguments each agent's shell tool takes for AGENT_COMMAND. */
 const SHELL_TOOLS: Record<string, unknown> = {
-  Bash: { command: `echo ${AGENT_MARKER}`, description: 'Print a marker' },
-  bash: { command: `echo ${AGENT_MARKER}`, description: 'Print a marker' },
-  shell: { command: ['bash', '-lc', `echo ${AGENT_MARKER}`] },
-  shell_command: { command: `echo ${AGENT_MARKER}` },
-  exec_command: { cmd: `echo ${AGENT_MARKER}` },
+  Bash: { command: AGENT_COMMAND, description: 'Write a marker file' },
+  bash: { command: AGENT_COMMAND, description: 'Write a marker file' },
+  shell: { command: ['bash', '-lc', AGENT_COMMAND] },
+  shell_command: { command: AGENT_COMMAND },
+  exec_command: { cmd: AGENT_COMMAND },
 };
 
+function isResponses(url: string): boolean {
+  return url.startsWith('/v1/responses');
+}
+
+/** How the upstream reads and writes a request on `url`: its protocol's adapter, or the Responses API's. */
+function adapterFor(protocol: UpstreamProtocol, url: string): ClientAdapter {
+  return isResponses(url) ? openaiResponses : ADAPTERS[protocol];
+}
+
 /** The scripted agent turn for a request, or undefined when it is no agent's. */
-function agentTurn(protocol: UpstreamProtocol, url: string, body: Record<string, unknown>): ModelResponse | undefined {
+function agentTurn(adapter: ClientAdapter, url: string, body: Record<string, unknown>): ModelResponse | undefined {
   let conv: Conversation;
   try {
-    conv = ADAPTERS[protocol].decodeRequest(body, { model: /models\/([^:]+)/.exec(url)?.[1] ?? 'agent' });
+    conv = adapter.decodeRequest(body, { model: /models\/([^:]+)/.exec(url)?.[1] ?? 'agent' });
   } catch {
     return undefined;
   }
@@ -107,10 +125,10 @@ function agentTurn(protocol: UpstreamProtocol, url: string, body: Record<string,
   const done = results.some((r) => JSON.stringify(r.content).includes(AGENT_MARKER));
   const base = { id: 'agent1', model: conv.model, usage: { input: 100, output: 10 } };
   if (done || results.length > 0) return { ...base, parts: [{ type: 'text', text: done ? AGENT_ANSWER : 'The command did not print the marker.' }], stopReason: 'end' };
-  return { ...base, parts: [{ type: 'tool_call', id: 'call_agent1', name: tool.name, arguments: JSON.stringify(SHELL_TOOLS[tool.name]) }], stopReason: 'tool_use' };
+  return { ...base, parts: [{ type: 'tool_call', id: AGENT_CALL_ID, name: tool.name, arguments: JSON.stringify(SHELL_TOOLS[tool.name]) }], stopReason: 'tool_use' };
 }
 
-function agentEvents(res: ModelResponse, provider: 'openai' | 'anthropic' | 'gemini'): StreamEvent[] {
+function agentEvents(res: ModelResponse, provider: Provider): StreamEvent[] {
   const events: StreamEvent[] = [{ type: 'start', id: res.id, model: res.model, provider }];
   for (const p of res.parts) {
     if (p.type === 'text') events.push({ type: 'text', text: p.text });
@@ -119,8 +137,7 @@ function agentEvents(res: ModelResponse, provider: 'openai' | 'anthropic' | 'gem
   return [...events, { type: 'usage', usage: res.usage }, { type: 'stop', reason: res.stopReason }];
 }
 
-function writeAgentTurn(res: ServerResponse, protocol: UpstreamProtocol, turn: ModelResponse, stream: boolean): void {
-  const adapter = ADAPTERS[protocol];
+function writeAgentTurn(res: ServerResponse, adapter: ClientAdapter, protocol: UpstreamProtocol, turn: ModelResponse, stream: boolean): void {
   const conv: Conversation = { model: turn.model, system: undefined, messages: [], stream, includeUsage: true, sse: true };
   if (!stream) {
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(adapter.encodeResponse(turn, conv)));
@@ -162,8 +179,13 @@ async function handle(req: IncomingMessage, res: ServerResponse, requests: Recor
     res.writeHead(status, headers).end(JSON.stringify(errorBody(protocol, status, `scripted ${status} from ${protocol}`)));
     return;
   }
-  const agent = agentTurn(protocol, url, body);
-  if (agent) return writeAgentTurn(res, protocol, agent, stream);
+  const adapter = adapterFor(protocol, url);
+  const agent = agentTurn(adapter, url, body);
+  if (agent) return writeAgentTurn(res, adapter, protocol, agent, stream);
+  if (isResponses(url)) {
+    res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify(errorBody(protocol, 404, 'the scripted Responses API serves coding agents only')));
+    return;
+  }
   const name = hasToolResult(protocol, body) ? 'text' : hasTools(body) ? 'tool' : 'text';
   if (!stream) {
     res.writeHead(200, { 'content-type': 'application/json' }).end(fixture(protocol, `${name}.json`));

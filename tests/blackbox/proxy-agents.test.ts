@@ -1,0 +1,104 @@
+/**
+ * Coding agents through the image, installed from the npm registry (pinned in
+ * tests/agents) and run headless on the host: Claude Code (Anthropic
+ * messages), Codex CLI (Responses API) and OpenCode (OpenAI chat, custom
+ * provider base URL), each against a scripted upstream of its own protocol
+ * (passed through) and of the two others (translated). Each session has the
+ * model call the agent's shell tool, which writes a file in the agent's
+ * working directory; once the command's output is back upstream, the model
+ * answers. Every agent runs behind a network trap: nothing may leave the machine.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { installAgents, runAgent, startNetworkTrap, type Agent, type NetworkTrap } from '../support/agents.ts';
+import { HOST_FROM_CONTAINER, startProxyContainer, type ProxyContainer } from '../support/proxy-container.ts';
+import { MODELS } from '../support/sdk-matrix.ts';
+import {
+  AGENT_ANSWER, AGENT_CALL_ID, AGENT_MARKER, AGENT_PROOF_FILE, startScriptedUpstream, type RecordedRequest, type ScriptedUpstream,
+} from '../support/scripted-upstream.ts';
+import { API_KEY, translationConfig } from '../support/translating-proxy.ts';
+
+type Upstream = keyof typeof MODELS;
+
+let upstream: ScriptedUpstream;
+let proxy: ProxyContainer;
+let trap: NetworkTrap;
+
+beforeAll(async () => {
+  await installAgents();
+  trap = await startNetworkTrap();
+  upstream = await startScriptedUpstream('0.0.0.0');
+  proxy = await startProxyContainer(translationConfig(`http://${HOST_FROM_CONTAINER}:${upstream.port}`, true));
+});
+afterAll(async () => {
+  await proxy?.stop();
+  await upstream?.close();
+  await trap?.close();
+});
+beforeEach(() => {
+  trap.attempts.length = 0;
+});
+
+/** Every string inside a JSON value (tool results are strings, blocks or objects). */
+function strings(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(value)) return value.flatMap(strings);
+  if (value !== null && typeof value === 'object') return Object.values(value).flatMap(strings);
+  return [];
+}
+
+/** What pairs a tool result with its call: the call id, or for Gemini (no ids) the function's name. */
+interface WireToolResult { pairedWith: unknown; texts: string[] }
+
+/** The tool results of a recorded upstream request, read in that upstream's own wire format. */
+function toolResults(r: RecordedRequest): WireToolResult[] {
+  const list = (v: unknown) => (Array.isArray(v) ? (v as Record<string, unknown>[]) : []);
+  if (r.path.startsWith('/v1/responses')) {
+    return list(r.body.input).filter((i) => i.type === 'function_call_output').map((i) => ({ pairedWith: i.call_id, texts: strings(i.output) }));
+  }
+  if (r.protocol === 'openai') {
+    return list(r.body.messages).filter((m) => m.role === 'tool').map((m) => ({ pairedWith: m.tool_call_id, texts: strings(m.content) }));
+  }
+  if (r.protocol === 'anthropic') {
+    return list(r.body.messages).flatMap((m) => list(m.content)).filter((b) => b.type === 'tool_result')
+      .map((b) => ({ pairedWith: b.tool_use_id, texts: strings(b.content) }));
+  }
+  return list(r.body.contents).flatMap((c) => list(c.parts)).flatMap((p) => (p.functionResponse ? [p.functionResponse as Record<string, unknown>] : []))
+    .map((f) => ({ pairedWith: f.name, texts: strings(f.response) }));
+}
+
+/** The command's output on a line of its own: what the tool printed, not the command line echoed back. */
+const PRINTED_MARKER = new RegExp(`(^|\\n)${AGENT_MARKER}(\\n|$)`);
+
+/** Each agent's shell tool, the one the scripted model calls. */
+const SHELL_TOOL: Record<Agent, string> = { 'claude-code': 'Bash', codex: 'exec_command', opencode: 'bash' };
+
+const SAME_PROTOCOL: [Agent, Upstream][] = [['claude-code', 'anthropic'], ['codex', 'openai'], ['opencode', 'openai']];
+const TRANSLATED: [Agent, Upstream][] = [
+  ['claude-code', 'openai'], ['claude-code', 'gemini'],
+  ['codex', 'anthropic'], ['codex', 'gemini'],
+  ['opencode', 'anthropic'], ['opencode', 'gemini'],
+];
+
+describe('gatehouse proxy (container): coding agents', () => {
+  it.each([...SAME_PROTOCOL, ...TRANSLATED])('%s runs a tool-call session against a %s upstream', async (agent, protocol) => {
+    const before = upstream.requests.length;
+    const result = await runAgent(agent, { baseUrl: proxy.base, key: API_KEY, model: MODELS[protocol], trap });
+
+    // The tool ran in the agent's working directory, and the model's last word reached the agent's output.
+    expect(readFileSync(path.join(result.work, AGENT_PROOF_FILE), 'utf8')).toBe(`${AGENT_MARKER}\n`);
+    expect(result.answer, result.stdout + result.stderr).toBe(AGENT_ANSWER);
+
+    const sent = upstream.requests.slice(before);
+    expect(sent.length).toBeGreaterThanOrEqual(2);
+    expect(sent.map((r) => r.protocol)).toEqual(sent.map(() => protocol));
+    if (agent === 'codex' && protocol === 'openai') expect(sent.every((r) => r.path.startsWith('/v1/responses'))).toBe(true);
+    // The command's output went back upstream as a tool result in the upstream's protocol, paired with the call.
+    const results = sent.flatMap(toolResults);
+    const pair = protocol === 'gemini' ? SHELL_TOOL[agent] : AGENT_CALL_ID;
+    expect(results.some((r) => r.pairedWith === pair && r.texts.some((t) => PRINTED_MARKER.test(t))), JSON.stringify(results)).toBe(true);
+
+    expect(trap.attempts).toEqual([]);
+  }, 200_000);
+});
