@@ -4,7 +4,7 @@ import path from 'node:path';
 import { inflateSync } from 'node:zlib';
 import git from 'isomorphic-git';
 import { gitErrors } from './errors.ts';
-import type { Pack, PackSet } from './pack.ts';
+import type { ObjectCache, Pack, PackSet } from './pack.ts';
 
 export type ObjectType = 'blob' | 'tree' | 'commit' | 'tag';
 
@@ -37,7 +37,7 @@ export class ObjectStore {
   private readonly objectsDir: string;
   private readonly isoCache: object;
   private readonly packs: Pack[];
-  private readonly bases = new Map<string, GitObject>();
+  private readonly packed: ObjectCache;
   private readonly looseListings = new Map<string, string[]>();
 
   constructor(gitdir: string, packs: PackSet, isoCache: object) {
@@ -45,6 +45,7 @@ export class ObjectStore {
     this.objectsDir = path.join(gitdir, 'objects');
     this.isoCache = isoCache;
     this.packs = packs.current();
+    this.packed = packs.cache;
   }
 
   async read(oid: string): Promise<GitObject> {
@@ -63,20 +64,18 @@ export class ObjectStore {
     return (await this.read(oid)).content;
   }
 
-  /** A loose or packed object of this repository. */
+  /** A packed or loose object of this repository (packs first, as git looks: an index search costs no system call). */
   private readLocal(oid: string): GitObject | undefined {
-    const loose = this.readLoose(oid);
-    if (loose) return loose;
     const lookup = (base: string) => {
       const object = this.readLocal(base);
       if (!object) throw gitErrors.missingObject(base);
       return object;
     };
     for (const pack of this.packs) {
-      const object = pack.read(oid, this.bases, lookup);
+      const object = pack.read(oid, this.packed, lookup);
       if (object) return object;
     }
-    return undefined;
+    return this.readLoose(oid);
   }
 
   private readLoose(oid: string): GitObject | undefined {

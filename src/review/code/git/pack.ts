@@ -95,9 +95,32 @@ function applyDelta(base: Buffer, delta: Buffer, oid: string): Buffer {
 }
 
 /**
+ * Inflated pack entries (delta bases above all), kept across requests: a
+ * pack entry never changes. Bounded by bytes; when full it starts over.
+ */
+export class ObjectCache {
+  static readonly MAX_BYTES = 64 * 1024 * 1024;
+  private readonly entries = new Map<string, GitObject>();
+  private bytes = 0;
+
+  get(key: string): GitObject | undefined {
+    return this.entries.get(key);
+  }
+
+  add(key: string, object: GitObject): void {
+    if (this.bytes + object.content.length > ObjectCache.MAX_BYTES) {
+      this.entries.clear();
+      this.bytes = 0;
+    }
+    this.entries.set(key, object);
+    this.bytes += object.content.length;
+  }
+}
+
+/**
  * One pack file, read entry by entry with positioned reads and Node's
  * native zlib (never the whole file into memory). Deltas are resolved
- * against their bases, which are cached for the length of one request.
+ * against their bases, which stay cached (see ObjectCache).
  */
 export class Pack {
   readonly name: string;
@@ -133,13 +156,13 @@ export class Pack {
   }
 
   /** The object with this id, or undefined when this pack does not hold it. */
-  read(oid: string, bases: Map<string, GitObject>, lookup: (oid: string) => GitObject): GitObject | undefined {
+  read(oid: string, bases: ObjectCache, lookup: (oid: string) => GitObject): GitObject | undefined {
     const [position, found] = this.index.search(Buffer.from(oid, 'hex'));
     if (!found) return undefined;
     return this.readEntry(this.index.offsetAt(position), oid, bases, lookup);
   }
 
-  private readEntry(offset: number, oid: string, bases: Map<string, GitObject>, lookup: (oid: string) => GitObject): GitObject {
+  private readEntry(offset: number, oid: string, bases: ObjectCache, lookup: (oid: string) => GitObject): GitObject {
     const key = `${this.name}:${offset}`;
     const cached = bases.get(key);
     if (cached) return cached;
@@ -180,7 +203,7 @@ export class Pack {
     } else {
       throw gitErrors.corrupt(`pack entry of ${oid} in ${this.name} has type ${type}`);
     }
-    bases.set(key, object);
+    bases.add(key, object);
     return object;
   }
 }
@@ -191,6 +214,7 @@ export class Pack {
  * re-lists the folder, picking up new packs and dropping removed ones.
  */
 export class PackSet {
+  readonly cache = new ObjectCache();
   private readonly dir: string;
   private readonly packs = new Map<string, Pack>();
 
