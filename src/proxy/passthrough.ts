@@ -59,13 +59,24 @@ export interface ForwardRequest {
 
 /** Same-protocol forwarding: the client's request as it is, with credentials swapped. */
 export async function forward(ctx: Context, { upstream, path, body, signal, headers }: ForwardRequest): Promise<void> {
-  const response = await sendUpstream(upstream, {
-    method: 'POST',
-    path,
-    query: forwardableQuery(ctx.querystring),
-    headers: Object.assign(forwardableHeaders(ctx.req.headers), headers),
-    body,
-    signal,
-  });
+  let response: Dispatcher.ResponseData;
+  try {
+    response = await sendUpstream(upstream, {
+      method: 'POST',
+      path,
+      query: forwardableQuery(ctx.querystring),
+      headers: Object.assign(forwardableHeaders(ctx.req.headers), headers),
+      body,
+      signal,
+    });
+  } catch (error) {
+    if (!signal.aborted) throw error;
+    return clientClosed(ctx);
+  }
   relayResponse(ctx, response);
+}
+
+/** The client hung up before the upstream answered: nothing to send and no error to log. */
+export function clientClosed(ctx: Context): void {
+  ctx.respond = false;
 }

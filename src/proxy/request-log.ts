@@ -36,7 +36,8 @@ export function requestLog(log: Logger): Middleware {
         family: state.family,
         model: state.model,
         upstream: state.upstream,
-        status: ctx.res.statusCode,
+        // A client gone before any answer: nginx's 499 ("client closed request").
+        status: ctx.res.headersSent ? ctx.res.statusCode : 499,
         ms: Math.round((performance.now() - started) * 100) / 100,
         stream: state.stream ?? false,
         ...(ctx.res.writableFinished ? {} : { aborted: true }),

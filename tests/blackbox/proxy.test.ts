@@ -369,6 +369,11 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
       controller.abort();
       expect(await pending).toBe('aborted');
       await fake.waitForAbort('/anthropic/v1/messages', 1_000);
+      // Logged as what it is (499, aborted), not as a server error.
+      const line = () => proxy.logs().split('\n').find((l) => l.includes('"model":"claude-slow-abort"'));
+      await expect.poll(line, { timeout: 5_000 }).toBeDefined();
+      expect(JSON.parse(line() ?? '{}')).toMatchObject({ status: 499, aborted: true, upstream: 'an' });
+      expect(proxy.logs()).not.toMatch(/"level":50[^\n]*"path":"\/v1\/messages"/);
     });
   });
 
