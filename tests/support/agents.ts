@@ -160,14 +160,11 @@ function opencode(s: AgentSession, home: string): Invocation {
   writeFileSync(path.join(config, 'package-lock.json'), JSON.stringify({ packages: { '': { dependencies: { '@opencode-ai/plugin': '*' } } } }));
   writeFileSync(path.join(config, 'opencode.json'), JSON.stringify({
     $schema: 'https://opencode.ai/config.json',
-    autoupdate: false,
-    share: 'disabled',
-    permission: { bash: 'allow', edit: 'allow' },
     provider: {
       gatehouse: {
         npm: '@ai-sdk/openai-compatible',
         name: 'gatehouse',
-        options: { baseURL: `${s.baseUrl}/v1`, apiKey: s.key },
+        options: { baseURL: `${s.baseUrl}/v1`, apiKey: '{env:GATEHOUSE_KEY}' },
         models: { [s.model]: { name: s.model } },
       },
     },
@@ -175,7 +172,7 @@ function opencode(s: AgentSession, home: string): Invocation {
   return {
     bin: 'opencode',
     args: ['run', '--format', 'json', '-m', `gatehouse/${s.model}`, PROMPT],
-    env: { OPENCODE_DISABLE_MODELS_FETCH: '1', OPENCODE_DISABLE_AUTOUPDATE: '1' },
+    env: { GATEHOUSE_KEY: s.key, OPENCODE_DISABLE_MODELS_FETCH: '1', OPENCODE_DISABLE_AUTOUPDATE: '1' },
     answer: (stdout) => jsonLines(stdout)
       .filter((e) => e.type === 'text')
       .map((e) => (e.part as { text?: string }).text)
