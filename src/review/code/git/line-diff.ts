@@ -18,10 +18,19 @@ export function splitLines(text: string): string[] {
 /** Beyond this the diff gives up on finding the smallest edit and marks the whole middle as replaced. */
 const DIFF_TIMEOUT_MS = 10_000;
 
+/** Positions in `lines[from, to)` whose line occurs somewhere in `other` (the rest can only be changes). */
+function matchable(lines: string[], from: number, to: number, other: Set<string>): number[] {
+  const kept: number[] = [];
+  for (let i = from; i < to; i++) if (other.has(lines[i] ?? '')) kept.push(i);
+  return kept;
+}
+
 /**
- * Marks the changed lines of both files: jsdiff's Myers diff over the part
- * between the common head and tail (nothing to diff there), then git's
- * compaction on both sides so ambiguous groups sit where git puts them.
+ * Marks the changed lines of both files as git does: the common head and
+ * tail are unchanged; in between, a line with no equal on the other side is
+ * a change (xdiff discards those first too, which also makes a rewritten
+ * file cheap); jsdiff's Myers diff pairs up the rest; then git's compaction
+ * on both sides puts ambiguous groups where git puts them.
  */
 export function diffLines(oldLines: string[], newLines: string[]): { old: MarkedFile; new: MarkedFile } {
   const a = markedFile(oldLines);
@@ -31,24 +40,33 @@ export function diffLines(oldLines: string[], newLines: string[]): { old: Marked
   while (head < max && oldLines[head] === newLines[head]) head++;
   let tail = 0;
   while (tail < max - head && oldLines[oldLines.length - 1 - tail] === newLines[newLines.length - 1 - tail]) tail++;
-  const oldMid = oldLines.slice(head, oldLines.length - tail);
-  const newMid = newLines.slice(head, newLines.length - tail);
-  const changes = oldMid.length && newMid.length ? diffArrays(oldMid, newMid, { timeout: DIFF_TIMEOUT_MS }) : undefined;
-  let i = head;
-  let j = head;
-  if (changes) {
-    for (const change of changes) {
-      if (change.removed) for (let k = 0; k < change.count; k++) a.chg[1 + i++] = 1;
-      else if (change.added) for (let k = 0; k < change.count; k++) b.chg[1 + j++] = 1;
-      else {
-        i += change.count;
-        j += change.count;
+  const oldEnd = oldLines.length - tail;
+  const newEnd = newLines.length - tail;
+  // Everything in the middle starts as changed; the diff below clears what it matches.
+  a.chg.fill(1, 1 + head, 1 + oldEnd);
+  b.chg.fill(1, 1 + head, 1 + newEnd);
+  const keptOld = matchable(oldLines, head, oldEnd, new Set(newLines.slice(head, newEnd)));
+  const keptNew = matchable(newLines, head, newEnd, new Set(oldLines.slice(head, oldEnd)));
+  const changes =
+    keptOld.length && keptNew.length
+      ? diffArrays(
+          keptOld.map((i) => oldLines[i] ?? ''),
+          keptNew.map((j) => newLines[j] ?? ''),
+          { timeout: DIFF_TIMEOUT_MS },
+        )
+      : undefined;
+  // On a timeout nothing is cleared: the whole middle counts as replaced.
+  let i = 0;
+  let j = 0;
+  for (const change of changes ?? []) {
+    if (change.removed) i += change.count;
+    else if (change.added) j += change.count;
+    else {
+      for (let k = 0; k < change.count; k++) {
+        a.chg[1 + (keptOld[i++] ?? 0)] = 0;
+        b.chg[1 + (keptNew[j++] ?? 0)] = 0;
       }
     }
-  } else {
-    // One side is empty (or the diff timed out): every line in the middle changed.
-    for (let k = 0; k < oldMid.length; k++) a.chg[1 + head + k] = 1;
-    for (let k = 0; k < newMid.length; k++) b.chg[1 + head + k] = 1;
   }
   compact(a, b);
   compact(b, a);
