@@ -372,6 +372,15 @@ describe('diff engine vs git diff', () => {
     await expectAllTypes(r, engine);
   });
 
+  it('diffs a large, mostly rewritten file as git does', async () => {
+    const r = init();
+    const n = 20_000;
+    r.write('big.txt', Array.from({ length: n }, (_, i) => `old line ${i}\n`).join('')).write('gone.txt', lines(3000, 'gone')).commitAll();
+    r.write('big.txt', Array.from({ length: n }, (_, i) => (i % 2 ? `old line ${i}\n` : `changed ${i}\n`)).join(''));
+    r.write('gone.txt', lines(3000, 'replaced'));
+    await expectGitDiff(r, GitRepository.open(r.dir), 'uncommitted', GIT_ARGS.uncommitted);
+  });
+
   it('fails clearly outside a repository', () => {
     expect(() => GitRepository.open('/nonexistent/dir')).toThrow('Repository directory does not exist: /nonexistent/dir');
     const r = new TempRepo();
