@@ -177,6 +177,17 @@ describe('code review in the browser', () => {
     await form.getByRole('textbox', { name: 'Comment' }).fill('The greeting changed: is anything parsing it?');
     await form.getByRole('button', { name: 'Add' }).click();
     await expect.poll(() => page.getByTestId('code-note').count()).toBe(1);
+    // Dragging over line numbers takes a range; Escape drops the form.
+    const from = await lineButton(page, 'app.py', 'new', 1).boundingBox();
+    const to = await lineButton(page, 'app.py', 'new', 3).boundingBox();
+    if (from === null || to === null) throw new Error('line numbers not on screen');
+    await page.mouse.move(from.x + 5, from.y + 5);
+    await page.mouse.down();
+    await page.mouse.move(to.x + 5, to.y + 5, { steps: 4 });
+    await page.mouse.up();
+    expect(await form.textContent()).toContain('new L1–3');
+    await form.getByRole('textbox', { name: 'Comment' }).press('Escape');
+    await expect.poll(() => form.count()).toBe(0);
     await page.getByRole('button', { name: 'Approve' }).click();
     const confirm = page.getByRole('dialog', { name: 'Approve without your comments?' });
     await screenshot(page, 'code-confirm-approve');

@@ -105,6 +105,11 @@ describe('plan review in the browser', () => {
 
   it('comments, deletes and replaces selected text, edits and removes, then denies with the generated feedback', async () => {
     const { review, page, errors } = await planReview();
+    // Escape dismisses the selection toolbar.
+    await selectText(page, '.plan-doc', 'unbounded requests');
+    await page.getByRole('toolbar', { name: 'Annotate selection' }).waitFor();
+    await page.keyboard.press('Escape');
+    await expect.poll(() => page.getByRole('toolbar', { name: 'Annotate selection' }).count()).toBe(0);
     await selectText(page, '.plan-doc', 'token bucket per API key');
     await screenshot(page, 'plan-selection-toolbar');
     await page.getByRole('button', { name: 'Comment', exact: true }).click();

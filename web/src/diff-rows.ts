@@ -9,6 +9,8 @@ export interface LineSelection {
   side: Side;
   start: number;
   end: number;
+  /** Still being dragged out: the form waits for the mouse to be released, so rows don't move under it. */
+  dragging?: boolean;
 }
 
 export type ViewRow = DiffRow | { type: 'notes'; file: number; ids: string[] } | { type: 'form'; file: number };
@@ -58,7 +60,7 @@ export function viewRows(
       const no = side === 'old' ? line.oldNo : line.newNo;
       if (no === undefined) continue;
       ids.push(...(byEnd.get(anchorKey(file.path, side, no)) ?? []));
-      if (formOpen && selection !== undefined && selection.file === row.file && selection.side === side && selection.end === no) formHere = true;
+      if (formOpen && selection !== undefined && selection.dragging !== true && selection.file === row.file && selection.side === side && selection.end === no) formHere = true;
     }
     if (ids.length > 0) rows.push({ type: 'notes', file: row.file, ids: [...new Set(ids)] });
     if (formHere) rows.push({ type: 'form', file: row.file });

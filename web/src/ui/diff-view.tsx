@@ -30,23 +30,33 @@ const STATUS_LABEL = { added: 'Added', deleted: 'Deleted', modified: 'Modified',
 
 export function DiffView(props: DiffViewProps): JSX.Element {
   const { rows, layout, selection } = props;
-  const drag = useRef<{ file: number; side: Side; anchor: number } | undefined>(undefined);
+  // A drag over line numbers; `moved` turns true on a real pointer move, so rows that shift under a
+  // still pointer (a form closing elsewhere) don't extend the range.
+  const drag = useRef<{ file: number; side: Side; anchor: number; moved: boolean } | undefined>(undefined);
   const latest = useRef(props);
   latest.current = props;
 
   useEffect(() => {
-    const end = (): void => (drag.current = undefined);
+    const end = (): void => {
+      const sel = latest.current.selection;
+      if (drag.current !== undefined && sel !== undefined) latest.current.onSelect({ file: sel.file, side: sel.side, start: sel.start, end: sel.end });
+      drag.current = undefined;
+    };
+    const move = (e: MouseEvent): void => {
+      if (drag.current !== undefined && (e.movementX !== 0 || e.movementY !== 0)) drag.current.moved = true;
+    };
     window.addEventListener('mouseup', end);
-    return () => window.removeEventListener('mouseup', end);
+    window.addEventListener('mousemove', move);
+    return () => {
+      window.removeEventListener('mouseup', end);
+      window.removeEventListener('mousemove', move);
+    };
   }, []);
 
-  const pick = (file: number, side: Side, no: number, extend: boolean): void => {
+  const pick = (file: number, side: Side, no: number, extend: boolean, dragging: boolean): void => {
     const sel = latest.current.selection;
-    if (extend && sel !== undefined && sel.file === file && sel.side === side) {
-      latest.current.onSelect({ file, side, start: Math.min(sel.start, no), end: Math.max(sel.end, no) });
-    } else {
-      latest.current.onSelect({ file, side, start: no, end: no });
-    }
+    const range = extend && sel !== undefined && sel.file === file && sel.side === side ? { start: Math.min(sel.start, no), end: Math.max(sel.end, no) } : { start: no, end: no };
+    latest.current.onSelect({ file, side, ...range, ...(dragging ? { dragging } : {}) });
   };
 
   const gutter = (file: number, side: Side, line: DiffLine | undefined): VNode => {
@@ -63,17 +73,23 @@ export function DiffView(props: DiffViewProps): JSX.Element {
         onMouseDown={(e) => {
           if (e.button !== 0) return;
           e.preventDefault();
-          drag.current = { file, side, anchor: e.shiftKey && selection ? selection.start : no };
-          pick(file, side, no, e.shiftKey);
+          if (e.shiftKey) {
+            pick(file, side, no, true, false);
+            return;
+          }
+          drag.current = { file, side, anchor: no, moved: false };
+          pick(file, side, no, false, true);
         }}
         onMouseEnter={() => {
           const d = drag.current;
-          if (d !== undefined && d.file === file && d.side === side) latest.current.onSelect({ file, side, start: Math.min(d.anchor, no), end: Math.max(d.anchor, no) });
+          if (d !== undefined && d.moved && d.file === file && d.side === side) {
+            latest.current.onSelect({ file, side, start: Math.min(d.anchor, no), end: Math.max(d.anchor, no), dragging: true });
+          }
         }}
         onKeyDown={(e) => {
           if (e.key === 'Enter' || e.key === ' ') {
             e.preventDefault();
-            pick(file, side, no, e.shiftKey);
+            pick(file, side, no, e.shiftKey, false);
           }
         }}
       >

@@ -122,16 +122,23 @@ export function PlanDocument(props: Props): JSX.Element {
     if (hit !== undefined) props.onActivate(hit.id);
   };
 
-  return (
-    <article
-      ref={ref}
-      class="markdown plan-doc"
-      aria-label="Plan"
-      onMouseUp={() => setTimeout(readSelection)}
-      onKeyUp={(e) => {
-        if (e.shiftKey) readSelection();
-      }}
-      onClick={onClick}
-    />
-  );
+  // Keyboard selection (caret browsing, F7) happens wherever focus is: listen on the document.
+  const latest = useRef({ readSelection, onSelect: props.onSelect });
+  latest.current = { readSelection, onSelect: props.onSelect };
+  useEffect(() => {
+    const onKeyUp = (e: KeyboardEvent): void => {
+      if (e.shiftKey || e.key === 'Shift') latest.current.readSelection();
+    };
+    const onKeyDown = (e: KeyboardEvent): void => {
+      if (e.key === 'Escape') latest.current.onSelect(undefined);
+    };
+    document.addEventListener('keyup', onKeyUp);
+    document.addEventListener('keydown', onKeyDown);
+    return () => {
+      document.removeEventListener('keyup', onKeyUp);
+      document.removeEventListener('keydown', onKeyDown);
+    };
+  }, []);
+
+  return <article ref={ref} class="markdown plan-doc" aria-label="Plan" onMouseUp={() => setTimeout(readSelection)} onClick={onClick} />;
 }
