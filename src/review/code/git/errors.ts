@@ -14,6 +14,7 @@ export const gitErrors = {
   noCommits: (what: string) => new GitError(`Cannot diff ${what}: the repository has no commits yet`),
   noDefaultBranch: () => new GitError('Cannot diff against the default branch: neither main nor master exists'),
   missingObject: (oid: string, cause?: unknown) => new GitError(`Missing git object ${oid}`, { cause }),
+  unsupported: (what: string) => new GitError(`Unsupported repository layout: ${what}`),
   corrupt: (what: string) => new GitError(`Corrupt git data: ${what}`),
   unreadable: (what: string, cause: unknown) =>
     new GitError(`Cannot read ${what}: ${(cause as NodeJS.ErrnoException)?.code ?? (cause as Error)?.message ?? 'unknown error'}`, { cause }),

@@ -106,6 +106,12 @@ export function readIndex(file: string): GitIndex {
       intentToAdd: (extended & INTENT_TO_ADD) !== 0,
     });
   }
+  // Extensions follow the entries, then a 20-byte checksum. Two of them mean the entries above are not all there is.
+  for (let at = pos; at + 8 <= buf.length - 20; at += 8 + buf.readUInt32BE(at + 4)) {
+    const signature = buf.toString('latin1', at, at + 4);
+    if (signature === 'link') throw gitErrors.unsupported('a split index (core.splitIndex)');
+    if (signature === 'sdir') throw gitErrors.unsupported('a sparse index (index.sparse)');
+  }
   return { entries, unmerged, ...stat };
 }
 

@@ -328,6 +328,12 @@ describe('diff engine vs git diff', () => {
     ['one blob deleted twice and added three times', (r) => r.write('b.txt', 'a\n').commitAll().remove('a.txt').remove('b.txt').write('c/a.txt', 'a\n').write('c/b.txt', 'a\n').write('d.txt', 'a\n').git('add', '-A')],
     ['empty files moved', (r) => r.write('e1', '').write('e2', '').commitAll().git('mv', 'e1', 'moved-e1')],
     ['a file emptied', (r) => r.write('a.txt', '')],
+    ['an index in version 4 (prefix-compressed paths)', (r) => {
+      r.write('dir/one/x.txt', 'x\n').write('dir/one/y.txt', 'y\n').write('dir/two.txt', '2\n').commitAll();
+      r.git('update-index', '--index-version', '4');
+      r.write('dir/one/y.txt', 'Y\n').remove('dir/two.txt').write('dir/one/z.txt', 'z\n');
+      r.git('add', 'dir/one/z.txt');
+    }],
     ['core.filemode=false', (r) => {
       r.git('config', 'core.filemode', 'false');
       r.write('a.txt', 'b\n', 0o755);
@@ -379,6 +385,27 @@ describe('diff engine vs git diff', () => {
     r.write('big.txt', Array.from({ length: n }, (_, i) => (i % 2 ? `old line ${i}\n` : `changed ${i}\n`)).join(''));
     r.write('gone.txt', lines(3000, 'replaced'));
     await expectGitDiff(r, GitRepository.open(r.dir), 'uncommitted', GIT_ARGS.uncommitted);
+  });
+
+  it('diffs a linked worktree (git worktree add)', async () => {
+    const r = init();
+    r.write('a.txt', lines(5)).commitAll();
+    const linked = new TempRepo(`${r.dir}-linked`);
+    repos.push(linked);
+    r.git('worktree', 'add', '-q', '-b', 'side', linked.dir);
+    linked.write('a.txt', lines(6)).write('b.txt', 'b\n').commitAll('side work');
+    linked.write('a.txt', lines(4));
+    const engine = GitRepository.open(linked.dir);
+    await expectAllTypes(linked, engine);
+    expect((await engine.diff('vs main')).latin1Patch).toBe(linked.diff('main..HEAD'));
+    expect((await engine.context()).currentBranch).toBe('side');
+  });
+
+  it('refuses a split index instead of showing half the files', async () => {
+    const r = init();
+    r.write('a.txt', 'a\n').commitAll();
+    r.git('update-index', '--split-index');
+    await expect(GitRepository.open(r.dir).diff('staged')).rejects.toThrow('Unsupported repository layout: a split index (core.splitIndex)');
   });
 
   it('fails clearly outside a repository', () => {
