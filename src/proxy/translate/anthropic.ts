@@ -365,7 +365,8 @@ class MessagesStreamEncoder implements StreamEncoder {
       case 'start': this.provider = e.provider; return out;
       case 'text':
         if (this.open?.kind !== 'text') out += this.openBlock({ kind: 'text' }, { type: 'text', text: '' });
-        return out + this.delta(this.next - 1, { type: 'text_delta', text: e.text });
+        // The most frequent event, written without building an object to serialise.
+        return `${out}event: content_block_delta\ndata: {"type":"content_block_delta","index":${this.next - 1},"delta":{"type":"text_delta","text":${JSON.stringify(e.text)}}}\n\n`;
       case 'reasoning': {
         if (e.encrypted !== undefined && this.provider === 'anthropic') {
           return out + this.openBlock({ kind: 'text' }, { type: 'redacted_thinking', data: e.encrypted }) + this.close();

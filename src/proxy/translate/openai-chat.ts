@@ -263,7 +263,7 @@ class ChatStreamDecoder extends SseStreamDecoder {
   }
 
   protected frame(data: string, out: StreamEvent[]): void {
-    if (data.trim() === '[DONE]') {
+    if (data.length < 16 && data.trim() === '[DONE]') {
       this.done = true;
       if (this.finishReason === undefined) this.finishReason = this.tools.size > 0 ? 'tool_use' : 'end';
       this.finish(out);
@@ -286,7 +286,8 @@ class ChatStreamDecoder extends SseStreamDecoder {
       for (const tc of delta.tool_calls) {
         if (!isObject(tc)) continue;
         const fn = isObject(tc.function) ? tc.function : {};
-        const wireIndex = typeof tc.index === 'number' ? tc.index : this.tools.size;
+        // Some compatible servers leave out `index`: a chunk with an id starts a call, one without continues the last.
+        const wireIndex = typeof tc.index === 'number' ? tc.index : typeof tc.id === 'string' ? this.tools.size : Math.max(0, this.tools.size - 1);
         let index = this.tools.get(wireIndex);
         if (index === undefined) {
           index = this.tools.size;
@@ -311,8 +312,14 @@ class ChatStreamEncoder implements StreamEncoder {
     this.conv = conv;
   }
 
+  private prefix = '';
+
+  /** Only the delta varies from chunk to chunk: the envelope around it is serialised once. */
   private chunk(delta: JsonObject, finish: string | null = null): string {
-    return sse({ id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.conv.model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });
+    if (this.prefix === '') {
+      this.prefix = `data: {"id":${JSON.stringify(this.id)},"object":"chat.completion.chunk","created":${this.created},"model":${JSON.stringify(this.conv.model)},"choices":[{"index":0,"delta":`;
+    }
+    return `${this.prefix}${JSON.stringify(delta)},"logprobs":null,"finish_reason":${finish === null ? 'null' : JSON.stringify(finish)}}]}\n\n`;
   }
 
   encode(e: StreamEvent): string {

@@ -100,3 +100,17 @@ describe('mid-stream upstream errors', () => {
     expect(gem.at(-1)).toEqual({ type: 'error', status: 429, message: 'Quota' });
   });
 });
+
+describe('OpenAI-compatible streams without tool-call indexes', () => {
+  it('starts a call on an id and continues it on chunks without one', () => {
+    const chunk = (delta: unknown, finish: string | null = null) => `data: ${JSON.stringify({ id: 'x', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const text = chunk({ tool_calls: [{ id: 'a', function: { name: 'f', arguments: '{"x":' } }] })
+      + chunk({ tool_calls: [{ function: { arguments: '1}' } }] })
+      + chunk({ tool_calls: [{ id: 'b', function: { name: 'g', arguments: '{}' } }] })
+      + chunk({}, 'tool_calls') + 'data: [DONE]\n\n';
+    expect(collect(decodeAll(openaiChat.streamDecoder(), text)).parts).toEqual([
+      { type: 'tool_call', id: 'a', name: 'f', arguments: '{"x":1}' },
+      { type: 'tool_call', id: 'b', name: 'g', arguments: '{}' },
+    ]);
+  });
+});
