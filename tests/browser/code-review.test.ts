@@ -81,6 +81,11 @@ describe('code review in the browser', () => {
     expect(await page.locator('.files .side-title').textContent()).toContain('3 files');
     expect(await page.locator('.dl .hljs-keyword').count()).toBeGreaterThan(0);
     await screenshot(page, 'code-review');
+    await page.getByRole('button', { name: /^Theme/ }).click();
+    await page.getByRole('button', { name: /^Theme/ }).click();
+    await expect.poll(() => page.getByRole('button', { name: /^Theme/ }).getAttribute('title')).toBe('Theme: dark');
+    await screenshot(page, 'code-review-dark');
+    await page.getByRole('button', { name: /^Theme/ }).click();
 
     // A comment on one line of the new version.
     await tree.getByRole('button', { name: 'limiter.ts' }).click();

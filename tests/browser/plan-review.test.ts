@@ -89,7 +89,11 @@ describe('plan review in the browser', () => {
     const img = page.locator('.plan-doc img');
     expect(await img.getAttribute('src')).toBe('/api/image?path=diagram.png');
     await expect.poll(() => naturalWidth(img)).toBe(1);
+    expect(await page.title()).toBe('Plan review: Add rate limiting to the gateway');
     await screenshot(page, 'plan-review');
+    await page.setViewportSize({ width: 820, height: 900 });
+    await screenshot(page, 'plan-review-narrow');
+    await page.setViewportSize({ width: 1400, height: 900 });
     const theme = page.getByRole('button', { name: /^Theme/ });
     await theme.click();
     await expect.poll(() => theme.getAttribute('title')).toBe('Theme: light');
@@ -267,6 +271,17 @@ describe('plan review in the browser', () => {
     await page.getByRole('button', { name: 'Close' }).click();
     review.stop();
     await review.exited;
+    expect(errors).toEqual([]);
+  });
+
+  it('says plainly when the server is gone before the decision reaches it', async () => {
+    const { review, page, errors } = await planReview();
+    review.stop();
+    expect((await review.exited).stdout).toBe('');
+    await page.getByRole('button', { name: 'Approve' }).click();
+    const alert = page.getByRole('alert');
+    await expect.poll(() => alert.textContent()).toContain('The review server did not answer');
+    await screenshot(page, 'plan-server-gone');
     expect(errors).toEqual([]);
   });
 

@@ -80,14 +80,21 @@ async function readJson<T>(response: Response): Promise<T> {
   return body;
 }
 
+/** fetch, with a network failure explained: the server ends after a decision or a timeout. */
+async function request(path: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(path, init);
+  } catch {
+    throw new ApiError(0, 'The review server did not answer: it may have timed out, been stopped, or had the review decided in another tab.');
+  }
+}
+
 async function get<T>(path: string): Promise<T> {
-  return readJson<T>(await fetch(path, { headers: { accept: 'application/json' } }));
+  return readJson<T>(await request(path, { headers: { accept: 'application/json' } }));
 }
 
 async function post<T>(path: string, body: unknown): Promise<T> {
-  return readJson<T>(
-    await fetch(path, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(body) }),
-  );
+  return readJson<T>(await request(path, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(body) }));
 }
 
 export type Review = { kind: 'plan'; data: PlanResponse } | { kind: 'code'; data: DiffResponse };
@@ -114,7 +121,7 @@ export const api = {
   async upload(file: Blob, name: string): Promise<string> {
     const form = new FormData();
     form.append('file', file, name);
-    return (await readJson<{ path: string }>(await fetch('/api/upload', { method: 'POST', body: form }))).path;
+    return (await readJson<{ path: string }>(await request('/api/upload', { method: 'POST', body: form }))).path;
   },
 };
 

@@ -32,6 +32,11 @@ function App(): JSX.Element {
   const [screen, setScreen] = useState<Screen>({ kind: 'loading' });
   useEffect(() => applyTheme(settings.theme), [settings.theme]);
   useEffect(() => {
+    // The tab's title says what waits there: handy with several reviews open.
+    if (screen.kind === 'plan') document.title = `${screen.shared ? 'Shared plan' : 'Plan review'}: ${/^#\s+(.+)$/m.exec(screen.data.plan)?.[1]?.trim() ?? 'plan'}`;
+    if (screen.kind === 'code') document.title = `Code review: ${screen.data.gitContext.currentBranch || screen.data.gitRef}`;
+  }, [screen]);
+  useEffect(() => {
     const start = (): void => {
       load()
         .then(setScreen)

@@ -114,6 +114,8 @@ describe('rows', () => {
     const form = rows.findIndex((r) => r.type === 'form');
     expect(rows[form - 1]).toMatchObject({ type: 'line', line: { newNo: 4 } });
     // The same annotation in the split layout sits after the row whose left side is old line 2.
+    // While a range is still being dragged out, the form waits.
+    expect(viewRows(files, 'unified', new Set(), [], { file: 2, side: 'new', start: 1, end: 4, dragging: true }, true).some((r) => r.type === 'form')).toBe(false);
     const split = viewRows(files, 'split', new Set(), [note], undefined, false);
     const s = split.findIndex((r) => r.type === 'notes');
     expect(split[s - 1]).toMatchObject({ type: 'split', row: { left: { oldNo: 2 } } });
