@@ -65,7 +65,7 @@ export class TempRepo {
 
   /** `git diff <args>` exactly as printed. */
   diff(...args: string[]): string {
-    return this.git('-c', 'core.quotePath=true', 'diff', ...args);
+    return this.git('diff', ...args);
   }
 
   write(file: string, content: string | Buffer, mode?: number): this {

@@ -29,7 +29,7 @@ export async function runCodeReview(ctx: CommandContext, onListening?: (url: str
   }
   const loaded = loadReviewConfig({ args: args.configArgs, env: ctx.env, projectDir: ctx.cwd });
   // A missing or broken repository stops here, before anything listens.
-  const repo = GitRepository.open(loaded.repo);
+  const repo = GitRepository.open(loaded.repo, { home: loaded.home });
   await repo.context();
   // Images may be served from the reviewed work tree.
   const config = { ...loaded, projectDir: repo.layout.workdir };

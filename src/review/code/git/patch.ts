@@ -14,6 +14,8 @@ export interface PatchContext {
   /** git's abbreviated object id. */
   abbrev: (oid: string) => string;
   nullOid: string;
+  /** core.quotePath: escape non-ASCII path bytes. */
+  quotePath: boolean;
   /** The path's `diff` attribute (from .gitattributes). */
   diffAttribute: (path: string) => DiffAttribute;
 }
@@ -31,15 +33,16 @@ function labelLine(marker: string, label: string): string {
 }
 
 async function filePatch(ctx: PatchContext, oldV: FileVersion | null, newV: FileVersion | null, score: number | undefined): Promise<string> {
+  const quote = (prefix: string, file: string) => quotePath(prefix, file, ctx.quotePath);
   const oldPath = oldV?.path ?? newV?.path ?? '';
   const newPath = newV?.path ?? oldPath;
-  let out = `diff --git ${quotePath('a/', oldPath)} ${quotePath('b/', newPath)}\n`;
+  let out = `diff --git ${quote('a/', oldPath)} ${quote('b/', newPath)}\n`;
   if (!oldV) out += `new file mode ${octalMode(newV?.mode ?? 0)}\n`;
   else if (!newV) out += `deleted file mode ${octalMode(oldV.mode)}\n`;
   else if (oldV.mode !== newV.mode) out += `old mode ${octalMode(oldV.mode)}\nnew mode ${octalMode(newV.mode)}\n`;
   if (score !== undefined) {
     out += `similarity index ${Math.floor((score * 100) / MAX_SCORE)}%\n`;
-    out += `rename from ${quotePath('', oldPath)}\nrename to ${quotePath('', newPath)}\n`;
+    out += `rename from ${quote('', oldPath)}\nrename to ${quote('', newPath)}\n`;
   }
   const oldOid = oldV?.oid ?? ctx.nullOid;
   const newOid = newV?.oid ?? ctx.nullOid;
@@ -49,8 +52,8 @@ async function filePatch(ctx: PatchContext, oldV: FileVersion | null, newV: File
 
   const [oldContent, newContent] = await Promise.all([oldV ? ctx.load(oldV) : Buffer.alloc(0), newV ? ctx.load(newV) : Buffer.alloc(0)]);
   if (oldContent.equals(newContent)) return out;
-  const oldLabel = oldV ? quotePath('a/', oldPath) : NULL_PATH;
-  const newLabel = newV ? quotePath('b/', newPath) : NULL_PATH;
+  const oldLabel = oldV ? quote('a/', oldPath) : NULL_PATH;
+  const newLabel = newV ? quote('b/', newPath) : NULL_PATH;
   if (showsAsBinary(ctx, oldV, oldContent) || showsAsBinary(ctx, newV, newContent)) return `${out}Binary files ${oldLabel} and ${newLabel} differ\n`;
   const hunks = unifiedHunks(oldContent.toString('latin1'), newContent.toString('latin1'));
   return out + labelLine('---', oldLabel) + labelLine('+++', newLabel) + hunks;

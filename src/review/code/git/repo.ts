@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { readGitConfig, type GitConfig } from './config.ts';
 import { gitErrors } from './errors.ts';
 
 /** Where a work tree's git data lives. */
@@ -10,8 +11,12 @@ export interface RepoLayout {
   gitdir: string;
   /** Objects, refs and config live here (the same as gitdir except in a linked worktree). */
   commondir: string;
-  /** core.filemode: whether the executable bit of working files counts. */
-  filemode: boolean;
+  config: GitConfig;
+}
+
+export interface OpenOptions {
+  /** The user's home, for ~/.gitconfig and ~/.config/git/config (none: repository config only). */
+  home?: string;
 }
 
 function readGitFile(file: string): string {
@@ -21,32 +26,12 @@ function readGitFile(file: string): string {
   return path.resolve(path.dirname(file), target);
 }
 
-/** core.filemode from the repository config (git's default is true). */
-function readFilemode(commondir: string): boolean {
-  let text: string;
-  try {
-    text = fs.readFileSync(path.join(commondir, 'config'), 'utf8');
-  } catch {
-    return true;
-  }
-  let section = '';
-  for (const raw of text.split('\n')) {
-    const line = raw.replace(/[#;].*$/, '').trim();
-    const header = /^\[\s*([^\]\s"]+)[^\]]*\]$/.exec(line)?.[1];
-    if (header) section = header.toLowerCase();
-    else if (section === 'core') {
-      const value = /^filemode\s*=\s*(\S+)$/i.exec(line)?.[1];
-      if (value) return !/^(false|no|off|0)$/i.test(value);
-    }
-  }
-  return true;
-}
-
 /**
  * Finds the repository containing `dir` the way git does: the nearest
- * ancestor with a `.git` directory (or a `.git` file pointing at one).
+ * ancestor with a `.git` directory (or a `.git` file pointing at one), and
+ * reads its configuration (system, global, repository).
  */
-export function openRepository(dir: string): RepoLayout {
+export function openRepository(dir: string, { home }: OpenOptions = {}): RepoLayout {
   const start = path.resolve(dir);
   if (!fs.existsSync(start)) throw gitErrors.repositoryMissing(start);
   for (let current = start; ; current = path.dirname(current)) {
@@ -66,7 +51,8 @@ export function openRepository(dir: string): RepoLayout {
         // Not a linked worktree.
       }
       if (!fs.existsSync(path.join(gitdir, 'HEAD'))) throw gitErrors.notARepository(start);
-      return { workdir: current, gitdir, commondir, filemode: readFilemode(commondir) };
+      const global = home ? [path.join(home, '.config', 'git', 'config'), path.join(home, '.gitconfig')] : [];
+      return { workdir: current, gitdir, commondir, config: readGitConfig(['/etc/gitconfig', ...global, path.join(commondir, 'config')]) };
     }
     if (path.dirname(current) === current) throw gitErrors.notARepository(start);
   }

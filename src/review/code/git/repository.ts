@@ -8,7 +8,7 @@ import { PackSet } from './pack.ts';
 import { formatPatch } from './patch.ts';
 import { defaultBranch, readCommit, readHead, resolveBranch, type Head } from './refs.ts';
 import { detectRenames } from './renames.ts';
-import { openRepository, type RepoLayout } from './repo.ts';
+import { openRepository, type OpenOptions, type RepoLayout } from './repo.ts';
 import { compareKeys, diffTrees, flattenTree, MODE_GITLINK, pairPath, TreeCache, type FilePair, type FileVersion } from './tree.ts';
 import { Worktree } from './worktree.ts';
 
@@ -57,8 +57,8 @@ export class GitRepository {
     this.packs = new PackSet(path.join(layout.commondir, 'objects'));
   }
 
-  static open(dir: string): GitRepository {
-    return new GitRepository(openRepository(dir));
+  static open(dir: string, options: OpenOptions = {}): GitRepository {
+    return new GitRepository(openRepository(dir, options));
   }
 
   private async session(): Promise<Session> {
@@ -91,7 +91,7 @@ export class GitRepository {
   private async uncommitted(s: Session): Promise<FilePair[]> {
     const before = await this.headFiles(s);
     const index = readIndex(path.join(this.layout.gitdir, 'index'));
-    const worktree = new Worktree(this.layout.workdir, this.layout.filemode, index);
+    const worktree = new Worktree(this.layout.workdir, this.layout.config.filemode, index);
     const pairs: FilePair[] = [];
     const tracked = new Set(index.unmerged);
     for (const entry of index.entries) {
@@ -157,12 +157,13 @@ export class GitRepository {
             ? await this.lastCommit(s)
             : await this.vsDefault(s, branch);
     pairs.sort((a, b) => compareKeys(pairPath(a), pairPath(b)));
-    const items = await detectRenames(pairs, s.load);
+    const items = this.layout.config.renames ? await detectRenames(pairs, s.load) : pairs;
     const attributes = new Attributes(this.layout.workdir, this.layout.commondir);
     const latin1Patch = await formatPatch(items, {
       load: s.load,
       abbrev: (oid) => s.store.abbrev(oid),
       nullOid: NULL_OID,
+      quotePath: this.layout.config.quotePath,
       diffAttribute: (file) => attributes.diff(file),
     });
     return { rawPatch: Buffer.from(latin1Patch, 'latin1').toString('utf8'), latin1Patch, gitRef: gitRefOf(type, branch) };

@@ -328,6 +328,14 @@ describe('diff engine vs git diff', () => {
     ['one blob deleted twice and added three times', (r) => r.write('b.txt', 'a\n').commitAll().remove('a.txt').remove('b.txt').write('c/a.txt', 'a\n').write('c/b.txt', 'a\n').write('d.txt', 'a\n').git('add', '-A')],
     ['empty files moved', (r) => r.write('e1', '').write('e2', '').commitAll().git('mv', 'e1', 'moved-e1')],
     ['a file emptied', (r) => r.write('a.txt', '')],
+    ['core.quotePath=false', (r) => {
+      r.git('config', 'core.quotePath', 'false');
+      r.write('ünï cödé.txt', 'x\n').git('add', '-A');
+    }],
+    ['diff.renames=false', (r) => {
+      r.git('config', 'diff.renames', 'false');
+      r.git('mv', 'a.txt', 'b.txt');
+    }],
     ['an index in version 4 (prefix-compressed paths)', (r) => {
       r.write('dir/one/x.txt', 'x\n').write('dir/one/y.txt', 'y\n').write('dir/two.txt', '2\n').commitAll();
       r.git('update-index', '--index-version', '4');
@@ -406,6 +414,19 @@ describe('diff engine vs git diff', () => {
     r.write('a.txt', 'a\n').commitAll();
     r.git('update-index', '--split-index');
     await expect(GitRepository.open(r.dir).diff('staged')).rejects.toThrow('Unsupported repository layout: a split index (core.splitIndex)');
+  });
+
+  it('reads the global git configuration from the home folder', async () => {
+    const r = init();
+    const home = new TempRepo();
+    repos.push(home);
+    home.write('.gitconfig', '[diff]\n\trenames = false\n[core]\n\tquotepath = off\n');
+    r.write('a.txt', lines(5)).commitAll();
+    r.git('mv', 'a.txt', 'é.txt');
+    const ours = await GitRepository.open(r.dir, { home: home.dir }).diff('staged');
+    const theirs = execFileSync('git', ['diff', '--staged'], { cwd: r.dir, env: { ...GIT_ENV, GIT_CONFIG_GLOBAL: `${home.dir}/.gitconfig` }, encoding: 'latin1' });
+    expect(ours.latin1Patch).toBe(theirs);
+    expect(theirs).toContain('deleted file mode');
   });
 
   it('fails clearly outside a repository', () => {
