@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { installAgents, runAgent, startNetworkTrap, type Agent, type NetworkTrap } from '../support/agents.ts';
+import { installAgents, runAgent, startNetworkTrap, type Agent, type AgentRun, type AgentSession, type NetworkTrap } from '../support/agents.ts';
 import { HOST_FROM_CONTAINER, startProxyContainer, type ProxyContainer } from '../support/proxy-container.ts';
 import { MODELS } from '../support/sdk-matrix.ts';
 import {
@@ -81,24 +81,41 @@ const TRANSLATED: [Agent, Upstream][] = [
   ['opencode', 'anthropic'], ['opencode', 'gemini'],
 ];
 
+/** What every session must show: the tool ran, the answer arrived, and the upstream saw its own protocol only. */
+function expectSession(agent: Agent, protocol: Upstream, result: AgentRun, sent: RecordedRequest[]): void {
+  // The tool ran in the agent's working directory, and the model's last word reached the agent's output.
+  expect(readFileSync(path.join(result.work, AGENT_PROOF_FILE), 'utf8')).toBe(`${AGENT_MARKER}\n`);
+  expect(result.answer, result.stdout + result.stderr).toBe(AGENT_ANSWER);
+
+  expect(sent.length).toBeGreaterThanOrEqual(2);
+  expect(sent.map((r) => r.protocol)).toEqual(sent.map(() => protocol));
+  if (agent === 'codex' && protocol === 'openai') expect(sent.every((r) => r.path.startsWith('/v1/responses'))).toBe(true);
+  // The command's output went back upstream as a tool result in the upstream's protocol, paired with the call.
+  const results = sent.flatMap(toolResults);
+  const pair = protocol === 'gemini' ? SHELL_TOOL[agent] : AGENT_CALL_ID;
+  expect(results.some((r) => r.pairedWith === pair && r.texts.some((t) => PRINTED_MARKER.test(t))), JSON.stringify(results)).toBe(true);
+}
+
 describe('gatehouse proxy (container): coding agents', () => {
+  const session = (protocol: Upstream, env?: AgentSession['env']): AgentSession => ({ baseUrl: proxy.base, key: API_KEY, model: MODELS[protocol], trap, env });
+
   it.each([...SAME_PROTOCOL, ...TRANSLATED])('%s runs a tool-call session against a %s upstream', async (agent, protocol) => {
     const before = upstream.requests.length;
-    const result = await runAgent(agent, { baseUrl: proxy.base, key: API_KEY, model: MODELS[protocol], trap });
-
-    // The tool ran in the agent's working directory, and the model's last word reached the agent's output.
-    expect(readFileSync(path.join(result.work, AGENT_PROOF_FILE), 'utf8')).toBe(`${AGENT_MARKER}\n`);
-    expect(result.answer, result.stdout + result.stderr).toBe(AGENT_ANSWER);
-
-    const sent = upstream.requests.slice(before);
-    expect(sent.length).toBeGreaterThanOrEqual(2);
-    expect(sent.map((r) => r.protocol)).toEqual(sent.map(() => protocol));
-    if (agent === 'codex' && protocol === 'openai') expect(sent.every((r) => r.path.startsWith('/v1/responses'))).toBe(true);
-    // The command's output went back upstream as a tool result in the upstream's protocol, paired with the call.
-    const results = sent.flatMap(toolResults);
-    const pair = protocol === 'gemini' ? SHELL_TOOL[agent] : AGENT_CALL_ID;
-    expect(results.some((r) => r.pairedWith === pair && r.texts.some((t) => PRINTED_MARKER.test(t))), JSON.stringify(results)).toBe(true);
-
+    const result = await runAgent(agent, session(protocol));
+    expectSession(agent, protocol, result, upstream.requests.slice(before));
     expect(trap.attempts).toEqual([]);
+  }, 200_000);
+
+  it('Claude Code authenticates with ANTHROPIC_AUTH_TOKEN (Bearer) as well', async () => {
+    const before = upstream.requests.length;
+    const result = await runAgent('claude-code', session('gemini', { ANTHROPIC_API_KEY: undefined, ANTHROPIC_AUTH_TOKEN: API_KEY }));
+    expectSession('claude-code', 'gemini', result, upstream.requests.slice(before));
+    expect(trap.attempts).toEqual([]);
+  }, 200_000);
+
+  it('the trap sees what an agent tries to reach: Claude Code without CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC', async () => {
+    const result = await runAgent('claude-code', session('anthropic', { CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: undefined }));
+    expect(result.answer).toBe(AGENT_ANSWER);
+    expect(trap.attempts).toContain('CONNECT api.anthropic.com:443');
   }, 200_000);
 });

@@ -80,6 +80,8 @@ export interface AgentSession {
   key: string;
   model: string;
   trap: NetworkTrap;
+  /** Changes to the agent's environment; `undefined` removes a variable the session would set. */
+  env?: Record<string, string | undefined>;
 }
 
 export interface AgentRun {
@@ -190,7 +192,7 @@ export async function runAgent(agent: Agent, session: AgentSession): Promise<Age
   const inv = INVOCATIONS[agent](session, home);
   const proxy = session.trap.url;
   const direct = ['localhost', '127.0.0.1', '::1', new URL(session.baseUrl).hostname].join(',');
-  const env = {
+  const env: Record<string, string | undefined> = {
     PATH: process.env['PATH'] ?? '/usr/bin:/bin',
     HOME: home,
     XDG_CONFIG_HOME: path.join(home, '.config'),
@@ -198,6 +200,7 @@ export async function runAgent(agent: Agent, session: AgentSession): Promise<Age
     HTTP_PROXY: proxy, HTTPS_PROXY: proxy, http_proxy: proxy, https_proxy: proxy, ALL_PROXY: proxy,
     NO_PROXY: direct, no_proxy: direct,
     ...inv.env,
+    ...session.env,
   };
   const child = run(path.join(BIN, inv.bin), inv.args, { cwd: work, env, timeout: 180_000, maxBuffer: 16 * 1024 * 1024 });
   // Codex reads a prompt addition from a piped stdin until it closes.
