@@ -188,6 +188,33 @@ describe('plan review in the browser', () => {
     expect(errors).toEqual([]);
   });
 
+  it('as the Claude Code hook, starts an approval outside plan mode and hands the chosen mode back', async () => {
+    await browser.context.clearCookies();
+    const event = { hook_event_name: 'PermissionRequest', tool_name: 'ExitPlanMode', tool_input: { plan: PLAN }, permission_mode: 'plan', cwd: project };
+    const review = await startReview(['hook', 'claude-code'], { home, cwd: project, stdin: JSON.stringify(event) });
+    const { page, errors } = await newPage(browser);
+    await page.goto(review.url);
+    const mode = page.getByRole('combobox', { name: 'Permission mode after approval' });
+    await expect.poll(() => mode.inputValue()).toBe('default');
+    await mode.selectOption('bypassPermissions');
+    await page.getByRole('button', { name: 'Approve' }).click();
+    const { code, stdout } = await review.exited;
+    expect(code).toBe(0);
+    expect(decisionOf(stdout)).toEqual({
+      hookSpecificOutput: {
+        hookEventName: 'PermissionRequest',
+        decision: { behavior: 'allow', updatedPermissions: [{ type: 'setMode', mode: 'bypassPermissions', destination: 'session' }] },
+      },
+    });
+    // The choice is remembered for the next review.
+    const next = await planReview();
+    expect(await next.page.getByRole('combobox', { name: 'Permission mode after approval' }).inputValue()).toBe('bypassPermissions');
+    next.review.stop();
+    await next.review.exited;
+    await browser.context.clearCookies();
+    expect(errors.concat(next.errors)).toEqual([]);
+  });
+
   it('keeps settings in cookies across servers on other ports, and sends them with the decision', async () => {
     const first = await planReview();
     await first.page.getByRole('button', { name: 'Settings' }).click();

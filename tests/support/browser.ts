@@ -67,12 +67,13 @@ export interface Review {
  * Runs `node src/cli.ts <args>` in local mode (random port, BROWSER a no-op so
  * nothing opens) and waits for the URL it prints on stderr.
  */
-export async function startReview(args: string[], options: { env?: Record<string, string>; cwd?: string; home: string }): Promise<Review> {
+export async function startReview(args: string[], options: { env?: Record<string, string>; cwd?: string; home: string; stdin?: string }): Promise<Review> {
   const child: ChildProcess = spawn(process.execPath, [path.join(ROOT, 'src', 'cli.ts'), ...args], {
     cwd: options.cwd ?? ROOT,
     env: { PATH: process.env['PATH'] ?? '', HOME: options.home, BROWSER: 'true', ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
+  child.stdin?.end(options.stdin);
   let stdout = '';
   let stderr = '';
   child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -12,7 +12,12 @@ export interface Settings {
   notevaultTags: string;
   notememoEnabled: boolean;
   diffLayout: 'unified' | 'split';
+  /** The last permission mode chosen for an approval; '' until the reviewer picks one. */
+  permissionMode: '' | PermissionMode;
 }
+
+export const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'bypassPermissions'] as const;
+export type PermissionMode = (typeof PERMISSION_MODES)[number];
 
 export const defaultSettings: Settings = {
   theme: 'auto',
@@ -24,6 +29,7 @@ export const defaultSettings: Settings = {
   notevaultTags: 'plan, gatehouse',
   notememoEnabled: false,
   diffLayout: 'unified',
+  permissionMode: '',
 };
 
 const PREFIX = 'gatehouse.';
@@ -50,6 +56,7 @@ function coerce<K extends keyof Settings>(key: K, raw: string): Settings[K] | un
   if (typeof fallback === 'boolean') return raw === '1' ? (true as Settings[K]) : raw === '0' ? (false as Settings[K]) : undefined;
   if (key === 'theme') return raw === 'auto' || raw === 'light' || raw === 'dark' ? (raw as Settings[K]) : undefined;
   if (key === 'diffLayout') return raw === 'unified' || raw === 'split' ? (raw as Settings[K]) : undefined;
+  if (key === 'permissionMode') return (PERMISSION_MODES as readonly string[]).includes(raw) ? (raw as Settings[K]) : undefined;
   return raw as Settings[K];
 }
 
@@ -72,6 +79,15 @@ export function settingCookies(changes: Partial<Settings>): string[] {
     const raw = typeof value === 'boolean' ? (value ? '1' : '0') : String(value);
     return `${PREFIX}${key}=${encodeURIComponent(raw)}; Path=/; Max-Age=${ONE_YEAR}; SameSite=Lax`;
   });
+}
+
+/**
+ * The mode an approval starts at: the reviewer's last choice, else the session's
+ * mode, except "plan": Claude Code is in plan mode while it asks to leave it.
+ */
+export function initialPermissionMode(saved: Settings['permissionMode'], session: string | undefined): PermissionMode {
+  if (saved !== '') return saved;
+  return (PERMISSION_MODES as readonly string[]).includes(session ?? '') && session !== 'plan' ? (session as PermissionMode) : 'default';
 }
 
 /** The tags field as a list: comma or space separated, `#` optional, no duplicates. */

@@ -5,7 +5,7 @@ import { inDocumentOrder, newId, removeById, upsert, type PlanAnnotation, type P
 import { api, type ApproveRequest, type DecisionResponse, type PlanResponse } from '../api.ts';
 import { planFeedback } from '../feedback.ts';
 import type { TocEntry } from '../markdown.ts';
-import { parseTags, type Settings } from '../settings.ts';
+import { PERMISSION_MODES, initialPermissionMode, parseTags, type PermissionMode, type Settings } from '../settings.ts';
 import { encodeShare } from '../share.ts';
 import type { TextIndex } from '../text-anchor.ts';
 import { AgentPicker, useAgents } from './agents.tsx';
@@ -16,12 +16,12 @@ import { PlanDocument, type Selected } from './plan-document.tsx';
 import { PlanSettingsDialog } from './plan-settings.tsx';
 import { Topbar } from './topbar.tsx';
 
-const PERMISSION_MODES = [
-  { id: 'default', label: 'Ask before edits (default)' },
-  { id: 'acceptEdits', label: 'Accept edits' },
-  { id: 'plan', label: 'Stay in plan mode' },
-  { id: 'bypassPermissions', label: 'Bypass permissions' },
-];
+const MODE_LABEL: Record<PermissionMode, string> = {
+  default: 'Ask before edits (default)',
+  acceptEdits: 'Accept edits',
+  plan: 'Stay in plan mode',
+  bypassPermissions: 'Bypass permissions',
+};
 
 const KIND_LABEL: Record<PlanAnnotationKind, string> = { comment: 'Comment', delete: 'Delete', replace: 'Replace', global: 'General' };
 
@@ -70,7 +70,7 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
   const [toc, setToc] = useState<TocEntry[]>([]);
   const [dialog, setDialog] = useState<'feedback' | 'settings' | 'share' | 'confirm-approve'>();
   const [shareUrl, setShareUrl] = useState('');
-  const [permissionMode, setPermissionMode] = useState(data.permissionMode ?? 'default');
+  const [permissionMode, setPermissionMode] = useState(() => initialPermissionMode(settings.permissionMode, data.permissionMode));
   const agents = useAgents(data.origin === 'opencode' && !readOnly);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState('');
@@ -211,10 +211,18 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
             {data.origin === 'claude-code' && (
               <label class="field-inline">
                 <span>After approval</span>
-                <select value={permissionMode} onChange={(e) => setPermissionMode(e.currentTarget.value)} aria-label="Permission mode after approval">
+                <select
+                  value={permissionMode}
+                  aria-label="Permission mode after approval"
+                  onChange={(e) => {
+                    const mode = e.currentTarget.value as PermissionMode;
+                    setPermissionMode(mode);
+                    props.updateSettings({ permissionMode: mode });
+                  }}
+                >
                   {PERMISSION_MODES.map((m) => (
-                    <option value={m.id} key={m.id}>
-                      {m.label}
+                    <option value={m} key={m}>
+                      {MODE_LABEL[m]}
                     </option>
                   ))}
                 </select>
