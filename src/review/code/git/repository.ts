@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { DiffType } from '../../../config/review.ts';
 import { Attributes } from './attributes.ts';
 import { gitErrors } from './errors.ts';
-import { readIndex } from './index-file.ts';
+import { readIndex, type GitIndex, type IndexEntry } from './index-file.ts';
 import { NULL_OID, ObjectStore } from './objects.ts';
 import { PackSet } from './pack.ts';
 import { formatPatch } from './patch.ts';
@@ -10,7 +10,7 @@ import { defaultBranch, readCommit, readHead, resolveBranch, type Head } from '.
 import { detectRenames } from './renames.ts';
 import { openRepository, type OpenOptions, type RepoLayout } from './repo.ts';
 import { compareKeys, diffTrees, flattenTree, MODE_GITLINK, pairPath, TreeCache, type FilePair, type FileVersion } from './tree.ts';
-import { Worktree } from './worktree.ts';
+import { Worktree, type WorkingFile } from './worktree.ts';
 
 export interface DiffResult {
   /** The patch as `git diff` prints it, its bytes read as UTF-8. */
@@ -87,44 +87,41 @@ export class GitRepository {
     return flattenTree(s.store, this.trees, await this.treeOf(s.store, s.head.commit));
   }
 
-  /** `git diff HEAD`: HEAD's tree against the tracked working files (all new before the first commit). */
-  private async uncommitted(s: Session): Promise<FilePair[]> {
+  /**
+   * HEAD's files (none before the first commit) against what each index
+   * entry stands for now: `versionOf` gives its version, null when it is
+   * gone, undefined when it is not part of this diff. HEAD's paths missing
+   * from the index are deleted.
+   */
+  private async headAgainst(s: Session, index: GitIndex, versionOf: (entry: IndexEntry) => WorkingFile | null | undefined): Promise<FilePair[]> {
     const before = await this.headFiles(s);
-    const index = readIndex(path.join(this.layout.gitdir, 'index'));
-    const worktree = new Worktree(this.layout.workdir, this.layout.config.filemode, index);
     const pairs: FilePair[] = [];
     const tracked = new Set(index.unmerged);
     for (const entry of index.entries) {
       tracked.add(entry.path);
       const old = before.get(entry.path) ?? null;
-      const file = worktree.read(entry);
-      if (!file) {
-        if (old) pairs.push({ old, new: null });
-      } else if (!old || old.oid !== file.oid || old.mode !== file.mode) {
-        pairs.push({ old, new: { path: entry.path, ...file } });
-      }
+      const now = versionOf(entry);
+      if (now === null && old) pairs.push({ old, new: null });
+      else if (now && (!old || old.oid !== now.oid || old.mode !== now.mode)) pairs.push({ old, new: { path: entry.path, ...now } });
     }
     for (const [p, old] of before) if (!tracked.has(p)) pairs.push({ old, new: null });
     return pairs;
   }
 
-  /** `git diff --staged`: HEAD's tree (or the empty tree) against the index. */
-  private async staged(s: Session): Promise<FilePair[]> {
-    const before = await this.headFiles(s);
-    const index = readIndex(path.join(this.layout.gitdir, 'index'));
-    const pairs: FilePair[] = [];
-    const tracked = new Set(index.unmerged);
-    for (const entry of index.entries) {
-      tracked.add(entry.path);
-      // `git add -N` records the path, not content: nothing is staged yet.
-      if (entry.intentToAdd) continue;
-      const old = before.get(entry.path) ?? null;
-      if (!old || old.oid !== entry.oid || old.mode !== entry.mode) {
-        pairs.push({ old, new: { path: entry.path, oid: entry.oid, mode: entry.mode } });
-      }
-    }
-    for (const [p, old] of before) if (!tracked.has(p)) pairs.push({ old, new: null });
-    return pairs;
+  private readIndex(): GitIndex {
+    return readIndex(path.join(this.layout.gitdir, 'index'));
+  }
+
+  /** `git diff HEAD`: against the tracked working files. */
+  private uncommitted(s: Session): Promise<FilePair[]> {
+    const index = this.readIndex();
+    const worktree = new Worktree(this.layout.workdir, this.layout.config.filemode, index);
+    return this.headAgainst(s, index, (entry) => worktree.read(entry));
+  }
+
+  /** `git diff --staged`: against the index; `git add -N` records a path, not content, so it is not staged. */
+  private staged(s: Session): Promise<FilePair[]> {
+    return this.headAgainst(s, this.readIndex(), (entry) => (entry.intentToAdd ? undefined : { oid: entry.oid, mode: entry.mode }));
   }
 
   /** `git diff HEAD~1..HEAD`; a root commit is compared with the empty tree. */
