@@ -117,7 +117,7 @@ const MODEL_SHAPES: Record<Protocol, (entry: CatalogEntry) => unknown> = {
 };
 
 /** The request's family; the model endpoints are never `other`. */
-function familyOf(ctx: Parameters<Middleware>[0]): Protocol {
+function requestFamily(ctx: Parameters<Middleware>[0]): Protocol {
   return (ctx.state as ProxyState).family as Protocol;
 }
 
@@ -137,7 +137,7 @@ function listBody(family: Protocol, entries: CatalogEntry[]): unknown {
  */
 export function modelList(catalog: ModelCatalog): Middleware {
   return async (ctx) => {
-    ctx.body = listBody(familyOf(ctx), await catalog.list());
+    ctx.body = listBody(requestFamily(ctx), await catalog.list());
   };
 }
 
@@ -147,6 +147,6 @@ export function modelInfo(catalog: ModelCatalog): Middleware {
     const id = String((ctx as { params?: Record<string, string> }).params?.['model'] ?? '').replace(/^models\//, '');
     const entry = (await catalog.list()).find((e) => e.id === id);
     if (!entry) throw proxyErrors.modelNotFound(id);
-    ctx.body = MODEL_SHAPES[familyOf(ctx)](entry);
+    ctx.body = MODEL_SHAPES[requestFamily(ctx)](entry);
   };
 }
