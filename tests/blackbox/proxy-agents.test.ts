@@ -8,9 +8,9 @@
  * working directory; once the command's output is back upstream, the model
  * answers. Every agent runs behind a network trap: nothing may leave the machine.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { installAgents, runAgent, startNetworkTrap, type Agent, type AgentRun, type AgentSession, type NetworkTrap } from '../support/agents.ts';
 import { HOST_FROM_CONTAINER, startProxyContainer, type ProxyContainer } from '../support/proxy-container.ts';
 import { MODELS } from '../support/sdk-matrix.ts';
@@ -96,25 +96,32 @@ function expectSession(agent: Agent, protocol: Upstream, result: AgentRun, sent:
   expect(results.some((r) => r.pairedWith === pair && r.texts.some((t) => PRINTED_MARKER.test(t))), JSON.stringify(results)).toBe(true);
 }
 
+/** Runs a session whose HOME goes away with the test. */
+async function runSession(agent: Agent, session: AgentSession): Promise<AgentRun> {
+  const result = await runAgent(agent, session);
+  onTestFinished(() => rmSync(result.home, { recursive: true, force: true }));
+  return result;
+}
+
 describe('gatehouse proxy (container): coding agents', () => {
   const session = (protocol: Upstream, env?: AgentSession['env']): AgentSession => ({ baseUrl: proxy.base, key: API_KEY, model: MODELS[protocol], trap, env });
 
   it.each([...SAME_PROTOCOL, ...TRANSLATED])('%s runs a tool-call session against a %s upstream', async (agent, protocol) => {
     const before = upstream.requests.length;
-    const result = await runAgent(agent, session(protocol));
+    const result = await runSession(agent, session(protocol));
     expectSession(agent, protocol, result, upstream.requests.slice(before));
     expect(trap.attempts).toEqual([]);
   }, 200_000);
 
   it('Claude Code authenticates with ANTHROPIC_AUTH_TOKEN (Bearer) as well', async () => {
     const before = upstream.requests.length;
-    const result = await runAgent('claude-code', session('gemini', { ANTHROPIC_API_KEY: undefined, ANTHROPIC_AUTH_TOKEN: API_KEY }));
+    const result = await runSession('claude-code', session('gemini', { ANTHROPIC_API_KEY: undefined, ANTHROPIC_AUTH_TOKEN: API_KEY }));
     expectSession('claude-code', 'gemini', result, upstream.requests.slice(before));
     expect(trap.attempts).toEqual([]);
   }, 200_000);
 
   it('the trap sees what an agent tries to reach: Claude Code without CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC', async () => {
-    const result = await runAgent('claude-code', session('anthropic', { CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: undefined }));
+    const result = await runSession('claude-code', session('anthropic', { CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: undefined }));
     expect(result.answer).toBe(AGENT_ANSWER);
     expect(trap.attempts).toContain('CONNECT api.anthropic.com:443');
   }, 200_000);

@@ -85,6 +85,8 @@ export interface AgentSession {
 }
 
 export interface AgentRun {
+  /** The throwaway HOME holding everything of this run (remove it when done). */
+  home: string;
   /** The agent's working directory (where its tools ran). */
   work: string;
   /** The final answer, read from the agent's machine-readable output. */
@@ -212,5 +214,5 @@ export async function runAgent(agent: Agent, session: AgentSession): Promise<Age
   } catch {
     answer = undefined;
   }
-  return { work, answer, stdout, stderr };
+  return { home, work, answer, stdout, stderr };
 }
