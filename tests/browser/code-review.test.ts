@@ -1,8 +1,6 @@
-import { execFileSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, decisionOf, launchBrowser, newPage, screenshot, startReview, tempDir, type Browser } from '../support/browser.ts';
+import { browserSuite, decisionOf, newPage, screenshot, startReview } from '../support/browser.ts';
 import { TempRepo } from '../support/git-repo.ts';
 
 const BEFORE = `export class RateLimiter {
@@ -41,29 +39,21 @@ const AFTER = `export class RateLimiter {
 }
 `;
 
-let browser: Browser;
-let home: string;
+const suite = browserSuite();
 let repo: TempRepo;
 
-beforeAll(async () => {
-  execFileSync('npm', ['run', 'build:web'], { cwd: ROOT, stdio: 'pipe' });
-  browser = await launchBrowser();
-  home = tempDir('gatehouse-home-');
+beforeAll(() => {
   repo = TempRepo.init();
   repo.write('src/lib/limiter.ts', BEFORE).write('app.py', 'def main():\n    print("hi")\n').write('README.md', '# Readme\n').commitAll('init');
   repo.write('src/lib/limiter.ts', AFTER).write('app.py', 'import sys\n\ndef main():\n    print("hello", sys.argv)\n').write('docs/new.md', 'new file\n');
   repo.git('add', 'docs/new.md');
 });
 
-afterAll(async () => {
-  await browser?.close();
-  rmSync(home, { recursive: true, force: true });
-  repo?.cleanup();
-});
+afterAll(() => repo?.cleanup());
 
 async function codeReview() {
-  const review = await startReview(['code-review', '--repo', repo.dir], { home });
-  const { page, errors } = await newPage(browser);
+  const review = await startReview(['code-review', '--repo', repo.dir], { home: suite.home });
+  const { page, errors } = await newPage(suite.browser);
   await page.goto(review.url);
   await page.locator('.file-head').first().waitFor();
   return { review, page, errors };

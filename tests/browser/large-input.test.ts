@@ -1,25 +1,12 @@
 // Large input stays usable: a 5,000-line plan and a 50,000-line diff render,
 // keep a bounded DOM where it matters, and take annotations at their far end.
-import { execFileSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, decisionOf, launchBrowser, newPage, screenshot, selectText, startReview, tempDir, type Browser } from '../support/browser.ts';
+import { describe, expect, it } from 'vitest';
+import { browserSuite, decisionOf, newPage, screenshot, selectText, startReview, tempDir } from '../support/browser.ts';
 import { TempRepo } from '../support/git-repo.ts';
 
-let browser: Browser;
-let home: string;
-
-beforeAll(async () => {
-  execFileSync('npm', ['run', 'build:web'], { cwd: ROOT, stdio: 'pipe' });
-  browser = await launchBrowser();
-  home = tempDir('gatehouse-home-');
-});
-
-afterAll(async () => {
-  await browser?.close();
-  rmSync(home, { recursive: true, force: true });
-});
+const suite = browserSuite();
 
 function largePlan(): string {
   const lines = ['# Large plan'];
@@ -35,9 +22,9 @@ describe('large input', () => {
     const project = tempDir('gatehouse-project-');
     const plan = largePlan();
     writeFileSync(path.join(project, 'plan.md'), plan);
-    const review = await startReview(['plan', 'plan.md'], { home, cwd: project });
+    const review = await startReview(['plan', 'plan.md'], { home: suite.home, cwd: project });
     try {
-      const { page, errors } = await newPage(browser);
+      const { page, errors } = await newPage(suite.browser);
       await page.goto(review.url);
       // Rendering happens in slices; the page says when it is done.
       await page.locator('.plan-doc:not([aria-busy])').waitFor();
@@ -68,9 +55,9 @@ describe('large input', () => {
     for (let f = 0; f < files; f++) repo.write(`src/m${String(f).padStart(2, '0')}.ts`, body(f, 'old'));
     repo.commitAll('base');
     for (let f = 0; f < files; f++) repo.write(`src/m${String(f).padStart(2, '0')}.ts`, body(f, 'new'));
-    const review = await startReview(['code-review', '--repo', repo.dir], { home });
+    const review = await startReview(['code-review', '--repo', repo.dir], { home: suite.home });
     try {
-      const { page, errors } = await newPage(browser);
+      const { page, errors } = await newPage(suite.browser);
       await page.goto(review.url);
       await page.locator('.dl').first().waitFor();
       expect(await page.locator('.files .side-title').textContent()).toContain(`${files} files`);

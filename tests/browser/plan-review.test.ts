@@ -1,10 +1,9 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, decisionOf, inPage, launchBrowser, naturalWidth, newPage, pasteFile, screenshot, selectText, startReview, tempDir, type Browser } from '../support/browser.ts';
+import { browserSuite, decisionOf, inPage, naturalWidth, newPage, pasteFile, screenshot, selectText, startReview, tempDir } from '../support/browser.ts';
 
 const PLAN = `# Add rate limiting to the gateway
 
@@ -43,28 +42,22 @@ const PNG = Buffer.from(
   'base64',
 );
 
-let browser: Browser;
-let home: string;
+const suite = browserSuite();
 let project: string;
 
-beforeAll(async () => {
-  execFileSync('npm', ['run', 'build:web'], { cwd: ROOT, stdio: 'pipe' });
-  browser = await launchBrowser();
-  home = tempDir('gatehouse-home-');
+beforeAll(() => {
   project = tempDir('gatehouse-project-');
   writeFileSync(path.join(project, 'plan.md'), PLAN);
   writeFileSync(path.join(project, 'diagram.png'), PNG);
 });
 
-afterAll(async () => {
-  await browser?.close();
-  rmSync(home, { recursive: true, force: true });
+afterAll(() => {
   rmSync(project, { recursive: true, force: true });
 });
 
 async function planReview(args: string[] = [], env: Record<string, string> = {}) {
-  const review = await startReview(['plan', 'plan.md', ...args], { home, cwd: project, env });
-  const { page, errors } = await newPage(browser);
+  const review = await startReview(['plan', 'plan.md', ...args], { home: suite.home, cwd: project, env });
+  const { page, errors } = await newPage(suite.browser);
   await page.goto(review.url);
   await page.locator('.plan-doc h1').waitFor();
   return { review, page, errors };
@@ -189,10 +182,10 @@ describe('plan review in the browser', () => {
   });
 
   it('as the Claude Code hook, starts an approval outside plan mode and hands the chosen mode back', async () => {
-    await browser.context.clearCookies();
+    await suite.browser.context.clearCookies();
     const event = { hook_event_name: 'PermissionRequest', tool_name: 'ExitPlanMode', tool_input: { plan: PLAN }, permission_mode: 'plan', cwd: project };
-    const review = await startReview(['hook', 'claude-code'], { home, cwd: project, stdin: JSON.stringify(event) });
-    const { page, errors } = await newPage(browser);
+    const review = await startReview(['hook', 'claude-code'], { home: suite.home, cwd: project, stdin: JSON.stringify(event) });
+    const { page, errors } = await newPage(suite.browser);
     await page.goto(review.url);
     const mode = page.getByRole('combobox', { name: 'Permission mode after approval' });
     await expect.poll(() => mode.inputValue()).toBe('default');
@@ -211,7 +204,7 @@ describe('plan review in the browser', () => {
     expect(await next.page.getByRole('combobox', { name: 'Permission mode after approval' }).inputValue()).toBe('bypassPermissions');
     next.review.stop();
     await next.review.exited;
-    await browser.context.clearCookies();
+    await suite.browser.context.clearCookies();
     expect(errors.concat(next.errors)).toEqual([]);
   });
 
@@ -280,7 +273,7 @@ describe('plan review in the browser', () => {
     // Making the link sent nothing anywhere.
     expect(requests).toEqual([]);
 
-    const other = await browser.context.newPage();
+    const other = await suite.browser.context.newPage();
     await other.goto(link);
     await other.locator('.plan-doc h1').waitFor();
     expect(await other.getByRole('heading', { level: 1, name: 'Shared plan' }).count()).toBe(1);
@@ -362,10 +355,10 @@ describe('plan review in the browser', () => {
   });
 
   it('saves an approved plan to a notevault vault picked from the list, and hands notememo its URL', async () => {
-    const vault = path.join(home, 'vaults', 'work');
+    const vault = path.join(suite.home, 'vaults', 'work');
     mkdirSync(vault, { recursive: true });
-    mkdirSync(path.join(home, '.config', 'notevault'), { recursive: true });
-    writeFileSync(path.join(home, '.config', 'notevault', 'notevault.json'), JSON.stringify({ vaults: { w: { path: vault } } }));
+    mkdirSync(path.join(suite.home, '.config', 'notevault'), { recursive: true });
+    writeFileSync(path.join(suite.home, '.config', 'notevault', 'notevault.json'), JSON.stringify({ vaults: { w: { path: vault } } }));
     const { review, page, errors } = await planReview();
     await page.getByRole('button', { name: 'Settings' }).click();
     const settings = page.getByRole('dialog', { name: 'Settings' });
@@ -385,7 +378,7 @@ describe('plan review in the browser', () => {
     await screenshot(page, 'plan-done-notes');
     await review.exited;
     // Leave the next tests' cookies as they were.
-    await browser.context.clearCookies();
+    await suite.browser.context.clearCookies();
     expect(errors).toEqual([]);
   });
 
@@ -403,8 +396,8 @@ describe('plan review in the browser', () => {
       '<object data="javascript:window.__pwned=10"></object>',
     ].join('\n\n');
     writeFileSync(path.join(project, 'hostile.md'), hostile);
-    const review = await startReview(['plan', 'hostile.md'], { home, cwd: project });
-    const { page, errors } = await newPage(browser);
+    const review = await startReview(['plan', 'hostile.md'], { home: suite.home, cwd: project });
+    const { page, errors } = await newPage(suite.browser);
     const dialogs: string[] = [];
     page.on('dialog', (d) => {
       dialogs.push(d.message());

@@ -1,10 +1,11 @@
 // Browser tests drive Debian's Chromium through playwright-core against the
 // real review server, started as the CLI a user runs.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
 
 export const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const SCREENS = path.join(ROOT, 'test-results', 'screens');
@@ -167,4 +168,29 @@ export function inPage<T>(page: Page, expression: string): Promise<T> {
 
 export function tempDir(prefix: string): string {
   return mkdtempSync(path.join(tmpdir(), prefix));
+}
+
+export interface BrowserSuite {
+  browser: Browser;
+  /** HOME of the servers the suite starts: plan files and notes land here, not in the real home. */
+  home: string;
+}
+
+/**
+ * The hooks every local-server browser suite needs: the UI built from web/
+ * (the server serves dist/web/index.html), one Chromium, a throwaway HOME.
+ * The fields are set once beforeAll has run.
+ */
+export function browserSuite(): BrowserSuite {
+  const suite = {} as BrowserSuite;
+  beforeAll(async () => {
+    execFileSync('npm', ['run', 'build:web'], { cwd: ROOT, stdio: 'pipe' });
+    suite.browser = await launchBrowser();
+    suite.home = tempDir('gatehouse-home-');
+  });
+  afterAll(async () => {
+    await suite.browser?.close();
+    if (suite.home !== undefined) rmSync(suite.home, { recursive: true, force: true });
+  });
+  return suite;
 }
