@@ -49,21 +49,25 @@ export function viewRows(
     const key = anchorKey(a.filePath, a.side, a.lineEnd);
     byEnd.set(key, [...(byEnd.get(key) ?? []), a.id]);
   }
+  const base = diffRows(files, layout, collapsed);
+  const formHere = formOpen && selection !== undefined && selection.dragging !== true;
+  // Nothing to weave in (the usual first render of a large diff): the rows as they are.
+  if (byEnd.size === 0 && !formHere) return base;
   const rows: ViewRow[] = [];
-  for (const row of diffRows(files, layout, collapsed)) {
+  for (const row of base) {
     rows.push(row);
     const file = files[row.file];
     if (file === undefined) continue;
     const ids: string[] = [];
-    let formHere = false;
+    let formAfter = false;
     for (const [side, line] of rowLines(row)) {
       const no = side === 'old' ? line.oldNo : line.newNo;
       if (no === undefined) continue;
       ids.push(...(byEnd.get(anchorKey(file.path, side, no)) ?? []));
-      if (formOpen && selection !== undefined && selection.dragging !== true && selection.file === row.file && selection.side === side && selection.end === no) formHere = true;
+      if (formHere && selection.file === row.file && selection.side === side && selection.end === no) formAfter = true;
     }
     if (ids.length > 0) rows.push({ type: 'notes', file: row.file, ids: [...new Set(ids)] });
-    if (formHere) rows.push({ type: 'form', file: row.file });
+    if (formAfter) rows.push({ type: 'form', file: row.file });
   }
   return rows;
 }

@@ -39,11 +39,18 @@ export function VirtualList(props: VirtualListProps): JSX.Element {
   const [viewport, setViewport] = useState({ top: 0, height: 800 });
   const overscan = props.overscan ?? 600;
 
+  // Heights by index, rebuilt only when the rows change (the only pass that looks up keys);
+  // a measurement patches one entry and the prefix sums are redone over plain numbers.
+  const heights = useMemo(() => {
+    const out = new Float64Array(count);
+    for (let i = 0; i < count; i++) out[i] = measured.current.get(rowKey(i)) ?? estimate(i);
+    return out;
+  }, [count, rowKey, estimate]);
   const offsets = useMemo(() => {
     const out = new Float64Array(count + 1);
-    for (let i = 0; i < count; i++) out[i + 1] = (out[i] ?? 0) + (measured.current.get(rowKey(i)) ?? estimate(i));
+    for (let i = 0; i < count; i++) out[i + 1] = (out[i] ?? 0) + (heights[i] ?? 0);
     return out;
-  }, [count, rowKey, estimate, version]);
+  }, [heights, version]);
 
   const first = count === 0 ? 0 : findRow(offsets, Math.max(0, viewport.top - overscan));
   const last = count === 0 ? -1 : findRow(offsets, viewport.top + viewport.height + overscan);
@@ -70,11 +77,12 @@ export function VirtualList(props: VirtualListProps): JSX.Element {
   useLayoutEffect(() => {
     let changed = false;
     for (const child of inner.current?.children ?? []) {
-      const key = (child as HTMLElement).dataset['key'];
-      if (key === undefined) continue;
+      const { key, index } = (child as HTMLElement).dataset;
+      if (key === undefined || index === undefined) continue;
       const h = (child as HTMLElement).offsetHeight;
       if (h > 0 && measured.current.get(key) !== h) {
         measured.current.set(key, h);
+        heights[Number(index)] = h;
         changed = true;
       }
     }
