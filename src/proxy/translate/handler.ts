@@ -13,6 +13,7 @@ import { openaiChat } from './openai-chat.ts';
 import { openaiResponses, responseId } from './openai-responses.ts';
 import { reasoningStore, responseStore } from './responses-store.ts';
 import { upstreamError } from './upstream-error.ts';
+import { parseJsonData } from './wire.ts';
 
 const UPSTREAMS: Record<Protocol, UpstreamAdapter> = { openai: openaiChat, anthropic, gemini };
 
@@ -119,14 +120,9 @@ async function readAll(route: Route, response: Dispatcher.ResponseData): Promise
 }
 
 function parseUpstreamJson(text: string): JsonObject {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new TranslateError('the body is not JSON');
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TranslateError('the body is not a JSON object');
-  return value as JsonObject;
+  const value = parseJsonData(text);
+  if (!value) throw new TranslateError('the body is not a JSON object');
+  return value;
 }
 
 /**
@@ -181,7 +177,21 @@ function streamTranslated(
     'x-accel-buffering': 'no',
   });
   body.setEncoding('utf8');
-  body.on('data', (chunk: string) => {
+  /** A fault in translation ends this stream with the client's error event; it must never reach the process. */
+  const guarded = (step: () => void): void => {
+    try {
+      step();
+    } catch {
+      body.destroy();
+      try {
+        if (finished) res.end();
+        else finish([{ type: 'error', status: 502, message: 'Upstream stream could not be translated' }]);
+      } catch {
+        res.destroy();
+      }
+    }
+  };
+  body.on('data', (chunk: string) => guarded(() => {
     if (finished) return;
     write(encode(decoder.push(chunk)));
     // An upstream error event ends the answer; the rest of its body is not read.
@@ -189,8 +199,8 @@ function streamTranslated(
       finish([]);
       body.destroy();
     }
-  });
-  body.once('end', () => finish(decoder.end()));
+  }));
+  body.once('end', () => guarded(() => finish(decoder.end())));
   body.once('error', (error: Error) => {
     if (route.signal.aborted) {
       res.destroy();

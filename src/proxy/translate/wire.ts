@@ -62,14 +62,18 @@ export function argsText(value: unknown): string {
   return JSON.stringify(value ?? {});
 }
 
-/** Parses tool-call argument text into the object Anthropic and Gemini want. */
+/**
+ * Parses tool-call argument text into the object Anthropic and Gemini want.
+ * Models sometimes write invalid JSON; such a call goes on with no arguments
+ * (the tool's own validation then tells the model) rather than failing the turn.
+ */
 export function argsObject(text: string): JsonObject {
   if (text.trim() === '') return {};
   try {
     const parsed: unknown = JSON.parse(text);
     return isObject(parsed) ? parsed : { value: parsed };
   } catch {
-    throw new TranslateError('Tool call arguments are not valid JSON');
+    return {};
   }
 }
 

@@ -204,3 +204,13 @@ describe('encoding a response for each client', () => {
     expect(body).toEqual(fixtureJson(`responses/${name}.json`));
   });
 });
+
+describe('tool arguments a model wrote as invalid JSON', () => {
+  it('go on as an empty object rather than failing the turn', () => {
+    const res: ModelResponse = { id: 'r', model: 'm', parts: [{ type: 'tool_call', id: 'c', name: 'f', arguments: '{"a":' }], stopReason: 'tool_use', usage: { input: 1, output: 1 } };
+    const conv: Conversation = { model: 'm', system: undefined, messages: [], stream: false };
+    expect(anthropic.encodeResponse(res, conv).content).toEqual([{ type: 'tool_use', id: 'c', name: 'f', input: {} }]);
+    const gem = gemini.encodeResponse(res, conv) as { candidates: { content: { parts: unknown[] } }[] };
+    expect(gem.candidates[0]?.content.parts).toEqual([{ functionCall: { id: 'c', name: 'f', args: {} } }]);
+  });
+});
