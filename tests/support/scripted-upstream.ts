@@ -7,7 +7,8 @@
  * - otherwise → the text answer.
  * A last user message containing `FAIL <status>` gets that error in the
  * protocol's shape (429 with retry-after); `FAIL MIDSTREAM` gets one event,
- * then the protocol's error event.
+ * then the protocol's error event; `FAIL HANG` gets one event and then
+ * nothing, until the caller hangs up.
  *
  * Coding agents (requests offering a shell tool: Claude Code's `Bash`,
  * Codex's `shell`/`shell_command`/`exec_command`, OpenCode's `bash`) get a
@@ -36,6 +37,8 @@ export interface RecordedRequest {
   path: string;
   headers: IncomingMessage['headers'];
   body: Record<string, unknown>;
+  /** Resolves when the connection of this request closed (the proxy hung up or the answer ended). */
+  closed: Promise<void>;
 }
 
 export interface ScriptedUpstream {
@@ -69,7 +72,7 @@ function hasTools(body: Record<string, unknown>): boolean {
 }
 
 function failure(body: Record<string, unknown>): string | undefined {
-  return /FAIL (\d{3}|MIDSTREAM)/.exec(JSON.stringify(body.messages ?? body.contents ?? ''))?.[1];
+  return /FAIL (\d{3}|MIDSTREAM|HANG)/.exec(JSON.stringify(body.messages ?? body.contents ?? ''))?.[1];
 }
 
 function errorBody(protocol: UpstreamProtocol, status: number, message: string): unknown {
@@ -169,10 +172,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, requests: Recor
     return;
   }
   const body = await readJson(req);
-  requests.push({ protocol, path: url, headers: req.headers, body });
+  requests.push({ protocol, path: url, headers: req.headers, body, closed: new Promise((resolve) => res.once('close', () => resolve())) });
   const stream = protocol === 'gemini' ? url.includes(':streamGenerateContent') : body.stream === true;
   const fail = failure(body);
-  if (fail !== undefined && fail !== 'MIDSTREAM') {
+  if (fail !== undefined && fail !== 'MIDSTREAM' && fail !== 'HANG') {
     const status = Number(fail);
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (status === 429) headers['retry-after'] = '7';
@@ -192,6 +195,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, requests: Recor
     return;
   }
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  if (fail === 'HANG') {
+    writeFrames(res, fixture(protocol, `${name}.sse`), 2);
+    return;
+  }
   if (fail === 'MIDSTREAM') {
     writeFrames(res, fixture(protocol, `${name}.sse`), 2);
     res.end(MIDSTREAM_ERROR[protocol]);

@@ -135,3 +135,19 @@ describe('token counting against another protocol\'s upstream', () => {
     expect(res.status).toBe(400);
   });
 });
+
+describe('a client that hangs up', () => {
+  it('aborts the translated upstream stream', async () => {
+    const before = proxy.upstream.requests.length;
+    const controller = new AbortController();
+    const { path, body } = request('anthropic', 'gpt-x', 'FAIL HANG', true);
+    const res = await fetch(proxy.url + path, { method: 'POST', signal: controller.signal, headers: { 'content-type': 'application/json', 'x-api-key': API_KEY }, body: JSON.stringify(body) });
+    const reader = res.body?.getReader();
+    const first = await reader?.read();
+    expect(new TextDecoder().decode(first?.value)).toContain('event: message_start');
+    controller.abort();
+    const sent = proxy.upstream.requests[before];
+    expect(sent?.body).toMatchObject({ stream: true });
+    await sent?.closed;
+  });
+});
