@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { readdirSync, symlinkSync, utimesSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DiffType } from '../../../../src/config/review.ts';
@@ -427,6 +428,30 @@ describe('diff engine vs git diff', () => {
     const theirs = execFileSync('git', ['diff', '--staged'], { cwd: r.dir, env: { ...GIT_ENV, GIT_CONFIG_GLOBAL: `${home.dir}/.gitconfig` }, encoding: 'latin1' });
     expect(ours.latin1Patch).toBe(theirs);
     expect(theirs).toContain('deleted file mode');
+  });
+
+  it('lengthens an abbreviation that another object shares, loose or packed', async () => {
+    // Two contents whose blob ids share 7 hex digits (a birthday search over a few thousand tries).
+    const seen = new Map<string, string>();
+    let pair: [string, string] | undefined;
+    for (let i = 0; !pair; i++) {
+      const text = `collision candidate ${i}\n`;
+      const prefix = createHash('sha1').update(`blob ${text.length}\0${text}`).digest('hex').slice(0, 7);
+      const earlier = seen.get(prefix);
+      if (earlier) pair = [earlier, text];
+      else seen.set(prefix, text);
+    }
+    const r = init();
+    r.write('f.txt', pair[0]).commitAll();
+    r.write('f.txt', pair[1]);
+    r.git('add', 'f.txt');
+    const engine = GitRepository.open(r.dir);
+    const loose = await expectGitDiff(r, engine, 'staged', GIT_ARGS.staged);
+    expect(loose).toMatch(/^index [0-9a-f]{8,}\.\.[0-9a-f]{8,} 100644$/m);
+    r.commitAll();
+    r.git('gc', '-q');
+    expect(readdirSync(`${r.dir}/.git/objects/pack`).some((n) => n.endsWith('.pack'))).toBe(true);
+    await expectGitDiff(r, engine, 'last-commit', GIT_ARGS['last-commit']);
   });
 
   it('fails clearly outside a repository', () => {
