@@ -145,7 +145,9 @@ export function encodeRequest(conv: Conversation): JsonObject {
   const rf = conv.responseFormat;
   let system = conv.system;
   if (rf?.type === 'json_object') system = [system, 'Respond with a single JSON object and nothing else.'].filter(Boolean).join('\n\n');
-  const budget = conv.reasoning?.enabled && !unsignedToolTurn(conv) ? Math.max(1024, conv.reasoning.budgetTokens ?? budgetOf(conv.reasoning.effort)) : undefined;
+  // Anthropic also refuses thinking together with a forced tool choice.
+  const forced = conv.tools?.length && conv.toolChoice !== undefined && conv.toolChoice !== 'auto' && conv.toolChoice !== 'none';
+  const budget = conv.reasoning?.enabled && !forced && !unsignedToolTurn(conv) ? Math.max(1024, conv.reasoning.budgetTokens ?? budgetOf(conv.reasoning.effort)) : undefined;
   const maxTokens = Math.max(conv.maxTokens ?? DEFAULT_MAX_TOKENS, budget === undefined ? 1 : budget + 1024);
   // A tool choice without tools is refused by every vendor: it goes only with tools.
   const tc = conv.tools?.length ? conv.toolChoice : undefined;

@@ -214,3 +214,12 @@ describe('tool arguments a model wrote as invalid JSON', () => {
     expect(gem.candidates[0]?.content.parts).toEqual([{ functionCall: { id: 'c', name: 'f', args: {} } }]);
   });
 });
+
+describe('thinking with a forced tool choice towards Anthropic', () => {
+  it('is turned off, as Anthropic refuses the two together', () => {
+    const conv = openaiChat.decodeRequest({ model: 'm', reasoning_effort: 'low', messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: 'required' }, {});
+    expect(anthropic.encodeRequest(conv)).toMatchObject({ tool_choice: { type: 'any' } });
+    expect(anthropic.encodeRequest(conv).thinking).toBeUndefined();
+    expect(anthropic.encodeRequest({ ...conv, toolChoice: 'auto' }).thinking).toEqual({ type: 'enabled', budget_tokens: 2048 });
+  });
+});
