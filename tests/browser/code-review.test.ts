@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserSuite, decisionOf, newPage, screenshot, startReview } from '../support/browser.ts';
+import { browserSuite, decisionOf, newPage, screenshot, startReview, unlabelledControls } from '../support/browser.ts';
 import { TempRepo } from '../support/git-repo.ts';
 
 const BEFORE = `export class RateLimiter {
@@ -83,6 +83,7 @@ describe('code review in the browser', () => {
     const form = page.getByRole('form', { name: 'Comment on lines' });
     await form.getByRole('textbox', { name: 'Comment' }).fill('Refill before the lookup is stored?');
     await screenshot(page, 'code-comment-form');
+    expect(await unlabelledControls(page)).toEqual([]);
     await form.getByRole('textbox', { name: 'Comment' }).press('Control+Enter');
     await expect.poll(() => page.getByTestId('code-note').count()).toBe(1);
 

@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserSuite, decisionOf, inPage, naturalWidth, newPage, pasteFile, screenshot, selectText, startReview, tempDir } from '../support/browser.ts';
+import { browserSuite, decisionOf, inPage, naturalWidth, newPage, pasteFile, screenshot, selectText, startReview, tempDir, unlabelledControls } from '../support/browser.ts';
 
 const PLAN = `# Add rate limiting to the gateway
 
@@ -84,6 +84,12 @@ describe('plan review in the browser', () => {
     await expect.poll(() => naturalWidth(img)).toBe(1);
     expect(await page.title()).toBe('Plan review: Add rate limiting to the gateway');
     await screenshot(page, 'plan-review');
+    expect(await unlabelledControls(page)).toEqual([]);
+    // Keyboard: Tab reaches the controls, and the focused one shows a ring.
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    expect(await inPage(page, 'getComputedStyle(document.activeElement).outlineStyle')).toBe('solid');
+    await screenshot(page, 'plan-keyboard-focus');
     await page.setViewportSize({ width: 820, height: 900 });
     await screenshot(page, 'plan-review-narrow');
     await page.setViewportSize({ width: 1400, height: 900 });
@@ -148,6 +154,7 @@ describe('plan review in the browser', () => {
     await dialog.getByRole('tab', { name: 'Preview' }).click();
     expect(await dialog.locator('.preview blockquote').count()).toBe(3);
     await screenshot(page, 'plan-feedback-preview');
+    expect(await unlabelledControls(page)).toEqual([]);
     await dialog.getByRole('tab', { name: 'Edit' }).click();
     await dialog.locator('textarea').fill(`${text}\nAlso: add metrics.`);
     await dialog.getByTestId('send-feedback').click();
@@ -214,6 +221,7 @@ describe('plan review in the browser', () => {
     const settings = first.page.getByRole('dialog', { name: 'Settings' });
     await settings.getByRole('checkbox', { name: /Save each approved or denied plan/ }).uncheck();
     await screenshot(first.page, 'plan-settings');
+    expect(await unlabelledControls(first.page)).toEqual([]);
     await settings.getByRole('button', { name: 'Done' }).click();
     await first.page.getByRole('button', { name: 'Approve' }).click();
     const one = await first.review.exited;

@@ -161,6 +161,17 @@ export function callInPage<T>(page: Page, source: string, arg: unknown): Promise
   return page.evaluate<T>(`(${source})(${JSON.stringify(arg)})`);
 }
 
+/**
+ * Controls a screen reader would announce without a name: no text, no
+ * aria-label(ledby), no <label>, no title. Returned as short descriptions.
+ */
+export function unlabelledControls(page: Page): Promise<string[]> {
+  return page.evaluate<string[]>(`[...document.querySelectorAll('button, input, select, textarea, [role=radio], [role=tab], a[href]')]
+    .filter((el) => el.getClientRects().length > 0 || el.type === 'file')
+    .filter((el) => !(el.getAttribute('aria-label') || el.getAttribute('aria-labelledby') || el.title || (el.labels && el.labels.length > 0) || (el.tagName !== 'INPUT' && el.tagName !== 'SELECT' && el.tagName !== 'TEXTAREA' && el.textContent.trim())))
+    .map((el) => el.outerHTML.slice(0, 120))`);
+}
+
 /** A page expression's value, typed by the caller. */
 export function inPage<T>(page: Page, expression: string): Promise<T> {
   return page.evaluate<T>(expression);

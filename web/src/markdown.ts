@@ -82,6 +82,8 @@ function sanitizeChunk(html: string, seen: Map<string, number>): RenderedPlan {
     if (keep.length === 0) el.removeAttribute('class');
     else el.className = keep.join(' ');
   }
+  // A task box is read-only; it is named by its item so a screen reader says what is (not) done.
+  for (const box of fragment.querySelectorAll('input[type=checkbox]')) box.setAttribute('aria-label', box.parentElement?.textContent.trim() || 'task');
   const toc: TocEntry[] = [];
   for (const heading of fragment.querySelectorAll('h1, h2, h3, h4, h5, h6')) {
     const text = heading.textContent.trim();
