@@ -2,9 +2,8 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { inflateSync } from 'node:zlib';
-import git from 'isomorphic-git';
 import { gitErrors } from './errors.ts';
-import type { ObjectCache, Pack, PackSet } from './pack.ts';
+import { PackSet, type ObjectCache, type Pack } from './pack.ts';
 
 export type ObjectType = 'blob' | 'tree' | 'commit' | 'tag';
 
@@ -20,6 +19,20 @@ export function hashBlob(content: Buffer): string {
   return createHash('sha1').update(`blob ${content.length}\0`).update(content).digest('hex');
 }
 
+function readLoose(dir: string, oid: string): GitObject | undefined {
+  let deflated: Buffer;
+  try {
+    deflated = fs.readFileSync(path.join(dir, oid.slice(0, 2), oid.slice(2)));
+  } catch {
+    return undefined;
+  }
+  const raw = inflateSync(deflated);
+  const space = raw.indexOf(0x20);
+  const nul = raw.indexOf(0, space);
+  if (space < 0 || nul < 0) throw gitErrors.corrupt(`object ${oid}`);
+  return { type: raw.toString('latin1', 0, space) as ObjectType, content: raw.subarray(nul + 1) };
+}
+
 function commonHexPrefix(a: string, b: string): number {
   let i = 0;
   while (i < 40 && a.charCodeAt(i) === b.charCodeAt(i)) i++;
@@ -27,79 +40,89 @@ function commonHexPrefix(a: string, b: string): number {
 }
 
 /**
- * Reads objects of one repository for the length of one request: loose
- * objects and packs with Node's native zlib (several times faster than
- * isomorphic-git's inflate, and packs are never read whole); isomorphic-git
- * is the fallback for an object found in neither (e.g. behind alternates).
+ * One object folder: the repository's own, or one it borrows from through
+ * `objects/info/alternates` (`git clone --shared`/`--reference`). Its packs
+ * are kept across requests.
+ */
+export interface ObjectSource {
+  dir: string;
+  packs: PackSet;
+}
+
+/** The repository's object folder, then those its alternates name (nested ones too, as git allows). */
+export function objectSources(objectsDir: string): ObjectSource[] {
+  const sources: ObjectSource[] = [];
+  const add = (dir: string, depth: number) => {
+    if (depth > 5 || sources.some((s) => s.dir === dir)) return;
+    sources.push({ dir, packs: new PackSet(dir) });
+    let text: string;
+    try {
+      text = fs.readFileSync(path.join(dir, 'info', 'alternates'), 'utf8');
+    } catch {
+      return;
+    }
+    for (const line of text.split('\n')) {
+      const entry = line.trim();
+      if (entry && !entry.startsWith('#')) add(path.resolve(dir, entry), depth + 1);
+    }
+  };
+  add(objectsDir, 0);
+  return sources;
+}
+
+/**
+ * Reads objects for the length of one request, loose and packed, with
+ * Node's native zlib: several times faster than a JavaScript inflate, and
+ * packs are read entry by entry, never whole.
  */
 export class ObjectStore {
-  readonly gitdir: string;
-  private readonly objectsDir: string;
-  private readonly isoCache: object;
-  private readonly packs: Pack[];
-  private readonly packed: ObjectCache;
+  private readonly sources: { dir: string; packs: Pack[]; cache: ObjectCache }[];
   private readonly looseListings = new Map<string, string[]>();
 
-  constructor(gitdir: string, packs: PackSet, isoCache: object) {
-    this.gitdir = gitdir;
-    this.objectsDir = path.join(gitdir, 'objects');
-    this.isoCache = isoCache;
-    this.packs = packs.current();
-    this.packed = packs.cache;
+  constructor(sources: ObjectSource[]) {
+    this.sources = sources.map((s) => ({ dir: s.dir, packs: s.packs.current(), cache: s.packs.cache }));
   }
 
   async read(oid: string): Promise<GitObject> {
-    const found = this.readLocal(oid);
-    if (found) return found;
-    try {
-      const { type, object } = await git.readObject({ fs, gitdir: this.gitdir, oid, format: 'content', cache: this.isoCache });
-      const content = object as Uint8Array;
-      return { type: type as ObjectType, content: Buffer.from(content.buffer, content.byteOffset, content.byteLength) };
-    } catch (error) {
-      throw gitErrors.missingObject(oid, error);
-    }
+    const found = this.find(oid);
+    if (!found) throw gitErrors.missingObject(oid);
+    return found;
   }
 
   async readBlob(oid: string): Promise<Buffer> {
     return (await this.read(oid)).content;
   }
 
-  /** A packed or loose object of this repository (packs first, as git looks: an index search costs no system call). */
-  private readLocal(oid: string): GitObject | undefined {
+  /** Packs first, as git looks (an index search costs no system call), then loose objects. */
+  private find(oid: string): GitObject | undefined {
     const lookup = (base: string) => {
-      const object = this.readLocal(base);
+      const object = this.find(base);
       if (!object) throw gitErrors.missingObject(base);
       return object;
     };
-    for (const pack of this.packs) {
-      const object = pack.read(oid, this.packed, lookup);
+    for (const source of this.sources) {
+      for (const pack of source.packs) {
+        const object = pack.read(oid, source.cache, lookup);
+        if (object) return object;
+      }
+    }
+    for (const source of this.sources) {
+      const object = readLoose(source.dir, oid);
       if (object) return object;
     }
-    return this.readLoose(oid);
-  }
-
-  private readLoose(oid: string): GitObject | undefined {
-    let deflated: Buffer;
-    try {
-      deflated = fs.readFileSync(path.join(this.objectsDir, oid.slice(0, 2), oid.slice(2)));
-    } catch {
-      return undefined;
-    }
-    const raw = inflateSync(deflated);
-    const space = raw.indexOf(0x20);
-    const nul = raw.indexOf(0, space);
-    if (space < 0 || nul < 0) throw gitErrors.corrupt(`object ${oid}`);
-    return { type: raw.toString('latin1', 0, space) as ObjectType, content: raw.subarray(nul + 1) };
+    return undefined;
   }
 
   private looseNames(prefix: string): string[] {
     let names = this.looseListings.get(prefix);
     if (!names) {
-      try {
-        names = fs.readdirSync(path.join(this.objectsDir, prefix));
-      } catch {
-        names = [];
-      }
+      names = this.sources.flatMap((source) => {
+        try {
+          return fs.readdirSync(path.join(source.dir, prefix));
+        } catch {
+          return [];
+        }
+      });
       this.looseListings.set(prefix, names);
     }
     return names;
@@ -111,7 +134,7 @@ export class ObjectStore {
    * no other object shares the prefix.
    */
   abbrev(oid: string): string {
-    const packs = this.packs.map((p) => p.index);
+    const packs = this.sources.flatMap((source) => source.packs.map((p) => p.index));
     const count = packs.reduce((n, p) => n + p.count, 0);
     const msb = count > 0 ? Math.floor(Math.log2(count)) : 0;
     let len = Math.max(7, Math.ceil((msb + 1) / 2));

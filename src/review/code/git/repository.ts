@@ -3,8 +3,7 @@ import type { DiffType } from '../../../config/review.ts';
 import { Attributes } from './attributes.ts';
 import { gitErrors } from './errors.ts';
 import { readIndex, type GitIndex, type IndexEntry } from './index-file.ts';
-import { NULL_OID, ObjectStore } from './objects.ts';
-import { PackSet } from './pack.ts';
+import { NULL_OID, objectSources, ObjectStore, type ObjectSource } from './objects.ts';
 import { formatPatch } from './patch.ts';
 import { defaultBranch, readCommit, readHead, resolveBranch, type Head } from './refs.ts';
 import { detectRenames } from './renames.ts';
@@ -49,12 +48,11 @@ interface Session {
 export class GitRepository {
   readonly layout: RepoLayout;
   private readonly trees = new TreeCache();
-  private readonly packs: PackSet;
-  private readonly isoCache = {};
+  private readonly objects: ObjectSource[];
 
   private constructor(layout: RepoLayout) {
     this.layout = layout;
-    this.packs = new PackSet(path.join(layout.commondir, 'objects'));
+    this.objects = objectSources(path.join(layout.commondir, 'objects'));
   }
 
   static open(dir: string, options: OpenOptions = {}): GitRepository {
@@ -62,7 +60,7 @@ export class GitRepository {
   }
 
   private async session(): Promise<Session> {
-    const store = new ObjectStore(this.layout.commondir, this.packs, this.isoCache);
+    const store = new ObjectStore(this.objects);
     const head = await readHead(this.layout);
     const blobs = new Map<string, Promise<Buffer>>();
     const load = (version: FileVersion): Promise<Buffer> => {

@@ -454,6 +454,19 @@ describe('diff engine vs git diff', () => {
     await expectGitDiff(r, engine, 'last-commit', GIT_ARGS['last-commit']);
   });
 
+  it('reads objects borrowed through alternates (git clone --shared)', async () => {
+    const origin = init();
+    origin.write('a.txt', lines(20)).write('b/c.txt', 'c\n').commitAll('one');
+    origin.write('a.txt', lines(21)).commitAll('two');
+    origin.git('gc', '-q');
+    const shared = new TempRepo(`${origin.dir}-shared`);
+    repos.push(shared);
+    execFileSync('git', ['clone', '-q', '--shared', origin.dir, shared.dir], { env: GIT_ENV });
+    expect(readdirSync(`${shared.dir}/.git/objects`).filter((n) => /^[0-9a-f]{2}$/.test(n))).toEqual([]);
+    shared.write('a.txt', lines(22)).remove('b/c.txt');
+    await expectAllTypes(shared);
+  });
+
   it('fails clearly outside a repository', () => {
     expect(() => GitRepository.open('/nonexistent/dir')).toThrow('Repository directory does not exist: /nonexistent/dir');
     const r = new TempRepo();
