@@ -1,9 +1,10 @@
 // Large input stays usable: a 5,000-line plan and a 50,000-line diff render,
 // keep a bounded DOM where it matters, and take annotations at their far end.
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { browserSuite, decisionOf, newPage, screenshot, selectText, startReview, tempDir } from '../support/browser.ts';
+import { ROOT, browserSuite, decisionOf, newPage, screenshot, selectText, startReview, tempDir } from '../support/browser.ts';
 import { TempRepo } from '../support/git-repo.ts';
 
 const suite = browserSuite();
@@ -16,6 +17,16 @@ function largePlan(): string {
   lines.push('', '## The end', '', 'The very last sentence of the plan.');
   return lines.join('\n') + '\n';
 }
+
+describe('the built document', () => {
+  it('is one self-contained file within the 400 KB gzipped budget', () => {
+    const html = readFileSync(path.join(ROOT, 'dist', 'web', 'index.html'), 'utf8');
+    expect(gzipSync(html).length).toBeLessThanOrEqual(400 * 1024);
+    // Nothing loaded from elsewhere: scripts and styles are inline, the icon a data: URI.
+    expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+rel="?stylesheet/i);
+    expect([...html.matchAll(/<link[^>]+href="([^"]+)"/gi)].map((m) => m[1]).filter((href) => !href?.startsWith('data:'))).toEqual([]);
+  });
+});
 
 describe('large input', () => {
   it('renders a 5,000-line plan in full and anchors an annotation at its end', async () => {

@@ -402,6 +402,8 @@ describe('plan review in the browser', () => {
       '<form action="/api/approve" method="post"><button>Approve</button></form>',
       '<details open ontoggle="window.__pwned=9"><summary>s</summary>x</details>',
       '<object data="javascript:window.__pwned=10"></object>',
+      '![img](javascript:window.__pwned=11) ![svg](data:image/svg+xml,%3Csvg%20onload%3D%22window.__pwned%3D12%22%2F%3E)',
+      '<a href="data:text/html,<script>opener.__pwned=13</script>">data link</a> <math><mtext><img src=x onerror="window.__pwned=14"></mtext></math>',
     ].join('\n\n');
     writeFileSync(path.join(project, 'hostile.md'), hostile);
     const review = await startReview(['plan', 'hostile.md'], { home: suite.home, cwd: project });
@@ -422,7 +424,9 @@ describe('plan review in the browser', () => {
     expect(await article.locator('script, iframe, object, svg, form, button, style').count()).toBe(0);
     expect(await article.locator('[onerror], [onload], [onclick], [ontoggle], [style]').count()).toBe(0);
     const hrefs = await article.locator('a').evaluateAll((as) => as.map((a) => a.getAttribute('href')));
-    expect(hrefs.filter((h) => h !== null && /^javascript:/i.test(h))).toEqual([]);
+    expect(hrefs.filter((h) => h !== null && /^(javascript|data):/i.test(h))).toEqual([]);
+    const srcs = await article.locator('img').evaluateAll((imgs) => imgs.map((i) => i.getAttribute('src')));
+    expect(srcs.filter((src) => src !== null && /^(javascript|data):/i.test(src))).toEqual([]);
     await screenshot(page, 'plan-hostile');
     // The page still works: the real Approve button decides.
     await page.getByRole('button', { name: 'Approve' }).click();
