@@ -5,7 +5,7 @@ import {
   type StreamEncoder, type StreamEvent, type ToolChoice, type ToolDef, type Usage,
 } from './model.ts';
 import {
-  argsObject, argsText, arr, compact, contentText, geminiSchema, isObject, newId, obj, optNum, optStr,
+  argsObject, argsText, arr, compact, contentText, geminiParameters, geminiSchema, isObject, newId, obj, optNum, optStr,
   pushMessage, SseStreamDecoder, stopList, str, toolNames, truncated,
 } from './wire.ts';
 
@@ -231,7 +231,7 @@ export function encodeRequest(conv: Conversation): JsonObject {
     contents: encodeContents(conv.messages),
     systemInstruction: conv.system === undefined ? undefined : { parts: [{ text: conv.system }] },
     tools: conv.tools && conv.tools.length > 0
-      ? [{ functionDeclarations: conv.tools.map((t) => compact({ name: t.name, description: t.description, parameters: geminiSchema(t.parameters) })) }]
+      ? [{ functionDeclarations: conv.tools.map((t) => compact({ name: t.name, description: t.description, parameters: geminiParameters(t.parameters) })) }]
       : undefined,
     toolConfig: tc === undefined ? undefined : {
       functionCallingConfig: typeof tc === 'object' ? { mode: 'ANY', allowedFunctionNames: [tc.name] } : { mode: tc === 'required' ? 'ANY' : tc === 'none' ? 'NONE' : 'AUTO' },

@@ -188,8 +188,10 @@ function cleanGemini(node: JsonObject, defs: JsonObject, depth: number): JsonObj
       out.properties = Object.fromEntries(
         Object.entries(value).map(([k, v]) => [k, isObject(v) ? cleanGemini(v, defs, depth + 1) : {}]),
       );
-    } else if (key === 'items' && isObject(value)) {
-      out.items = cleanGemini(value, defs, depth + 1);
+    } else if (key === 'items' && (isObject(value) || Array.isArray(value))) {
+      // Tuples (an array of item schemas) are not in Gemini's subset: the first item schema stands for all.
+      const item: unknown = Array.isArray(value) ? value[0] : value;
+      out.items = isObject(item) ? cleanGemini(item, defs, depth + 1) : {};
     } else if ((key === 'anyOf' || key === 'oneOf') && Array.isArray(value)) {
       const variants = value.filter(isObject).filter((v) => v.type !== 'null');
       if (variants.length < value.length) out.nullable = true;
@@ -206,11 +208,23 @@ function cleanGemini(node: JsonObject, defs: JsonObject, depth: number): JsonObj
       out[key] = value;
     }
   }
-  if (Array.isArray(out.required) && isObject(out.properties)) {
-    const props = out.properties;
-    out.required = out.required.filter((r) => typeof r === 'string' && r in props);
-  }
+  // Gemini refuses an empty `properties` and `required` names it does not define, and enums on non-strings.
+  if (isObject(out.properties) && Object.keys(out.properties).length === 0) delete out.properties;
+  const props = isObject(out.properties) ? out.properties : {};
+  if (Array.isArray(out.required)) out.required = out.required.filter((r) => typeof r === 'string' && r in props);
+  if (Array.isArray(out.required) && out.required.length === 0) delete out.required;
+  if (out.enum !== undefined && out.type !== undefined && out.type !== 'string') delete out.enum;
   return out;
+}
+
+/**
+ * A tool's `parameters` for Gemini: an object schema with properties, or
+ * nothing (Gemini refuses an object schema without properties).
+ */
+export function geminiParameters(schema: unknown): JsonObject | undefined {
+  const cleaned = geminiSchema(schema);
+  if (!isObject(cleaned.properties)) return undefined;
+  return { ...cleaned, type: 'object' };
 }
 
 /** Anthropic and OpenAI want `type: object` at the top of a tool's input schema. */

@@ -223,3 +223,23 @@ describe('thinking with a forced tool choice towards Anthropic', () => {
     expect(anthropic.encodeRequest({ ...conv, toolChoice: 'auto' }).thinking).toEqual({ type: 'enabled', budget_tokens: 2048 });
   });
 });
+
+describe('tool schemas Gemini would refuse', () => {
+  const parameters = (schema: unknown) => {
+    const conv = openaiChat.decodeRequest({ model: 'm', messages: [], tools: [{ type: 'function', function: { name: 'f', parameters: schema } }] }, {});
+    return (gemini.encodeRequest(conv).tools as { functionDeclarations: { parameters?: unknown }[] }[])[0]?.functionDeclarations[0]?.parameters;
+  };
+
+  it('leaves out the parameters of a tool that takes none', () => {
+    expect(parameters({ type: 'object', properties: {}, required: [] })).toBeUndefined();
+    expect(parameters(undefined)).toBeUndefined();
+  });
+
+  it('drops empty nested properties, enums on non-strings, and reads tuples by their first item', () => {
+    expect(parameters({ type: 'object', properties: {
+      meta: { type: 'object', additionalProperties: { type: 'string' }, required: ['x'] },
+      level: { type: 'integer', enum: [1, 2] },
+      pair: { type: 'array', items: [{ type: 'string' }, { type: 'number' }] },
+    } })).toEqual({ type: 'object', properties: { meta: { type: 'object' }, level: { type: 'integer' }, pair: { type: 'array', items: { type: 'string' } } } });
+  });
+});
