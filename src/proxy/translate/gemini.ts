@@ -160,12 +160,20 @@ export function decodeRequest(body: JsonObject, ctx: { model?: string; stream?: 
   });
 }
 
+const IMAGE_TYPES: Record<string, string> = { png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', webp: 'image/webp', gif: 'image/gif', heic: 'image/heic' };
+
+/** Gemini's fileData needs a MIME type; other wires give image URLs without one. */
+function mimeOfUrl(url: string): string {
+  const ext = /\.([a-z0-9]+)(?:[?#]|$)/i.exec(url)?.[1]?.toLowerCase() ?? '';
+  return IMAGE_TYPES[ext] ?? 'image/jpeg';
+}
+
 function encodePart(p: Part, names: Map<string, string>, signature: string | undefined): JsonObject | undefined {
   switch (p.type) {
     case 'text': return p.text === '' ? undefined : compact({ text: p.text, thoughtSignature: signature });
     case 'image': {
       const s = p.source;
-      return compact({ ...(s.kind === 'base64' ? { inlineData: { mimeType: s.mime, data: s.data } } : { fileData: compact({ mimeType: s.mime, fileUri: s.url }) }), thoughtSignature: signature });
+      return compact({ ...(s.kind === 'base64' ? { inlineData: { mimeType: s.mime, data: s.data } } : { fileData: { mimeType: s.mime ?? mimeOfUrl(s.url), fileUri: s.url } }), thoughtSignature: signature });
     }
     case 'tool_call':
       return compact({ functionCall: { name: p.name, args: argsObject(p.arguments) }, thoughtSignature: p.signature ?? signature });
@@ -284,7 +292,9 @@ export function decodeResponse(body: JsonObject): ModelResponse {
   const parts = decodeParts(content.parts, 'candidates[0].content.parts', new CallIds((n) => callId(id, n)))
     .filter((p): p is ModelResponse['parts'][number] => p.type === 'text' || p.type === 'reasoning' || p.type === 'tool_call');
   const hasCalls = parts.some((p) => p.type === 'tool_call');
-  const finish = String(candidate.finishReason ?? 'STOP');
+  // A prompt Gemini blocked has no candidates, only promptFeedback.blockReason.
+  const blocked = isObject(body.promptFeedback) && typeof body.promptFeedback.blockReason === 'string';
+  const finish = String(candidate.finishReason ?? (blocked ? 'SAFETY' : 'STOP'));
   return {
     id,
     model: typeof body.modelVersion === 'string' ? body.modelVersion : '',

@@ -114,3 +114,10 @@ describe('OpenAI-compatible streams without tool-call indexes', () => {
     ]);
   });
 });
+
+describe('Gemini answers without candidates', () => {
+  it('reads a blocked prompt as a content-filter stop', () => {
+    const res = gemini.decodeResponse({ promptFeedback: { blockReason: 'SAFETY' }, usageMetadata: { promptTokenCount: 3 } });
+    expect(res).toMatchObject({ parts: [], stopReason: 'content_filter', usage: { input: 3, output: 0 } });
+  });
+});
