@@ -25,6 +25,8 @@ beforeAll(() => {
   repo.write('src/old-name.ts', Array.from({ length: 20 }, (_, i) => `line ${i}\n`).join('')).write('gone.txt', 'to be deleted\n');
   repo.write('assets/logo.png', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0]));
   repo.commitAll('base');
+  // The base commit packed, the rest loose: both kinds of object store are read.
+  repo.git('gc', '-q');
   repo.git('checkout', '-q', '-b', 'feature');
   repo.write('src/app.ts', Array.from({ length: 30 }, (_, i) => `export const v${i} = ${i === 12 ? 'twelve' : i};\n`).join(''));
   repo.git('mv', 'src/old-name.ts', 'src/new-name.ts');
