@@ -359,6 +359,7 @@ class GeminiStreamDecoder extends SseStreamDecoder {
       out.push({ type: 'start', id: this.id, model: String(chunk.modelVersion ?? ''), provider: 'gemini' });
     }
     if (isObject(chunk.usageMetadata)) this.usage = decodeUsage(chunk.usageMetadata);
+    if (isObject(chunk.promptFeedback) && typeof chunk.promptFeedback.blockReason === 'string') this.finishReason = 'SAFETY';
     const candidate = Array.isArray(chunk.candidates) && isObject(chunk.candidates[0]) ? chunk.candidates[0] : undefined;
     if (!candidate) return;
     const content = isObject(candidate.content) ? candidate.content : {};

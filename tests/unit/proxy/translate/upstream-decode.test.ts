@@ -119,5 +119,7 @@ describe('Gemini answers without candidates', () => {
   it('reads a blocked prompt as a content-filter stop', () => {
     const res = gemini.decodeResponse({ promptFeedback: { blockReason: 'SAFETY' }, usageMetadata: { promptTokenCount: 3 } });
     expect(res).toMatchObject({ parts: [], stopReason: 'content_filter', usage: { input: 3, output: 0 } });
+    const events = decodeAll(gemini.streamDecoder(), 'data: {"promptFeedback":{"blockReason":"SAFETY"},"usageMetadata":{"promptTokenCount":3}}\r\n\r\n');
+    expect(events.at(-1)).toEqual({ type: 'stop', reason: 'content_filter' });
   });
 });
