@@ -90,6 +90,9 @@ describe('code review in the browser', () => {
     // A suggestion over a range of the old version: click, then shift+click.
     await lineButton(page, 'src/lib/limiter.ts', 'old', 7).click();
     await lineButton(page, 'src/lib/limiter.ts', 'old', 9).click({ modifiers: ['Shift'] });
+    // The selected range is marked on its side only.
+    expect(await page.locator('.dl .ln.sel').allTextContents()).toEqual(['7', '8', '9']);
+    expect(await page.locator('.dl .code.sel').count()).toBe(3);
     await form.getByRole('radio', { name: 'Suggestion' }).click();
     const code = form.getByRole('textbox', { name: 'Suggested code' });
     // Prefilled with the selected old lines.

@@ -59,10 +59,13 @@ export function DiffView(props: DiffViewProps): JSX.Element {
     latest.current.onSelect({ file, side, ...range, ...(dragging ? { dragging } : {}) });
   };
 
+  const isSelected = (file: number, side: Side, no: number | undefined): boolean =>
+    no !== undefined && selection !== undefined && selection.file === file && selection.side === side && no >= selection.start && no <= selection.end;
+
   const gutter = (file: number, side: Side, line: DiffLine | undefined): VNode => {
     const no = line === undefined ? undefined : side === 'old' ? line.oldNo : line.newNo;
     if (no === undefined) return <span class="ln empty" />;
-    const selected = selection !== undefined && selection.file === file && selection.side === side && no >= selection.start && no <= selection.end;
+    const selected = isSelected(file, side, no);
     return (
       <button
         type="button"
@@ -98,11 +101,11 @@ export function DiffView(props: DiffViewProps): JSX.Element {
     );
   };
 
-  const code = (line: DiffLine | undefined, lang: string, side: Side | 'both'): VNode => {
+  const code = (line: DiffLine | undefined, lang: string, side: Side | 'both', selected: boolean): VNode => {
     if (line === undefined) return <span class="code filler" />;
     const kind = side === 'both' ? line.kind : line.kind === 'context' ? 'context' : side === 'old' ? 'del' : 'add';
     return (
-      <span class={`code ${kind}`}>
+      <span class={`code ${kind}${selected ? ' sel' : ''}`}>
         <span class="mark" aria-hidden="true">
           {kind === 'add' ? '+' : kind === 'del' ? '-' : ' '}
         </span>
@@ -111,63 +114,61 @@ export function DiffView(props: DiffViewProps): JSX.Element {
     );
   };
 
-  const renderRow = useCallback(
-    (i: number): VNode => {
-      const p = latest.current;
-      const row = p.rows[i];
-      if (row === undefined) return <div />;
-      const file = p.files[row.file];
-      if (file === undefined) return <div />;
-      const lang = languageOf(file.path);
-      switch (row.type) {
-        case 'file': {
-          const open = !p.collapsed.has(row.file);
-          const notes = [...p.annotations.values()].filter((a) => a.filePath === file.path).length;
-          return (
-            <div class="file-head" id={`file-${row.file}`}>
-              <button type="button" class="icon-btn" aria-expanded={open} aria-label={`${open ? 'Collapse' : 'Expand'} ${file.path}`} onClick={() => p.onToggleFile(row.file)}>
-                {open ? '▾' : '▸'}
-              </button>
-              <span class={`status st-${file.status}`}>{STATUS_LABEL[file.status]}</span>
-              <span class="path" title={file.path}>
-                {file.status === 'renamed' ? `${file.oldPath} → ${file.newPath}` : file.path}
-              </span>
-              {notes > 0 && <span class="count">{notes === 1 ? '1 comment' : `${notes} comments`}</span>}
-              <span class="stat">
-                <span class="plus">+{file.additions}</span> <span class="minus">−{file.deletions}</span>
-              </span>
-            </div>
-          );
-        }
-        case 'hunk':
-          return <div class="hunk-head">{file.hunks[row.hunk]?.header}</div>;
-        case 'empty':
-          return <div class="empty-file muted">{row.reason}</div>;
-        case 'line':
-          return (
-            <div class={`dl unified ${row.line.kind}`}>
-              {gutter(row.file, 'old', row.line.oldNo === undefined ? undefined : row.line)}
-              {gutter(row.file, 'new', row.line.newNo === undefined ? undefined : row.line)}
-              {code(row.line, lang, 'both')}
-            </div>
-          );
-        case 'split':
-          return (
-            <div class="dl split">
-              {gutter(row.file, 'old', row.row.left)}
-              {code(row.row.left, lang, 'old')}
-              {gutter(row.file, 'new', row.row.right)}
-              {code(row.row.right, lang, 'new')}
-            </div>
-          );
-        case 'notes':
-          return <div class="notes">{row.ids.map((id) => p.annotations.get(id)).map((a) => (a === undefined ? null : p.renderNote(a)))}</div>;
-        case 'form':
-          return <div class="form-row">{p.renderForm()}</div>;
+  // Built each render on purpose: rows must see the current selection and annotations.
+  const renderRow = (i: number): VNode => {
+    const p = props;
+    const row = p.rows[i];
+    if (row === undefined) return <div />;
+    const file = p.files[row.file];
+    if (file === undefined) return <div />;
+    const lang = languageOf(file.path);
+    switch (row.type) {
+      case 'file': {
+        const open = !p.collapsed.has(row.file);
+        const notes = [...p.annotations.values()].filter((a) => a.filePath === file.path).length;
+        return (
+          <div class="file-head" id={`file-${row.file}`}>
+            <button type="button" class="icon-btn" aria-expanded={open} aria-label={`${open ? 'Collapse' : 'Expand'} ${file.path}`} onClick={() => p.onToggleFile(row.file)}>
+              {open ? '▾' : '▸'}
+            </button>
+            <span class={`status st-${file.status}`}>{STATUS_LABEL[file.status]}</span>
+            <span class="path" title={file.path}>
+              {file.status === 'renamed' ? `${file.oldPath} → ${file.newPath}` : file.path}
+            </span>
+            {notes > 0 && <span class="count">{notes === 1 ? '1 comment' : `${notes} comments`}</span>}
+            <span class="stat">
+              <span class="plus">+{file.additions}</span> <span class="minus">−{file.deletions}</span>
+            </span>
+          </div>
+        );
       }
-    },
-    [],
-  );
+      case 'hunk':
+        return <div class="hunk-head">{file.hunks[row.hunk]?.header}</div>;
+      case 'empty':
+        return <div class="empty-file muted">{row.reason}</div>;
+      case 'line':
+        return (
+          <div class={`dl unified ${row.line.kind}`}>
+            {gutter(row.file, 'old', row.line.oldNo === undefined ? undefined : row.line)}
+            {gutter(row.file, 'new', row.line.newNo === undefined ? undefined : row.line)}
+            {code(row.line, lang, 'both', isSelected(row.file, 'old', row.line.oldNo) || isSelected(row.file, 'new', row.line.newNo))}
+          </div>
+        );
+      case 'split':
+        return (
+          <div class="dl split">
+            {gutter(row.file, 'old', row.row.left)}
+            {code(row.row.left, lang, 'old', isSelected(row.file, 'old', row.row.left?.oldNo))}
+            {gutter(row.file, 'new', row.row.right)}
+            {code(row.row.right, lang, 'new', isSelected(row.file, 'new', row.row.right?.newNo))}
+          </div>
+        );
+      case 'notes':
+        return <div class="notes">{row.ids.map((id) => p.annotations.get(id)).map((a) => (a === undefined ? null : p.renderNote(a)))}</div>;
+      case 'form':
+        return <div class="form-row">{p.renderForm()}</div>;
+    }
+  };
 
   // Keys built once per row list: the list asks for every row's key when it lays out 50,000 rows.
   const keys = useMemo(() => rows.map((r) => viewRowKey(r, layout)), [rows, layout]);
