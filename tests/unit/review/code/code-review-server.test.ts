@@ -5,6 +5,7 @@ import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCodeReview } from '../../../../src/review/code/command.ts';
 import { DIFF_SWITCHES, expectedGitContext, GIT_ARGS, TempRepo } from '../../../support/git-repo.ts';
+import { PNG } from '../../../support/images.ts';
 import { capture } from '../../../support/review.ts';
 
 const cleanups: (() => void)[] = [];
@@ -81,6 +82,18 @@ describe('code review server', () => {
       const later = (await (await fetch(`${url}api/diff`)).json()) as { rawPatch: string; gitRef: string; diffType: string };
       expect([later.rawPatch, later.gitRef, later.diffType]).toEqual([expected, gitRef, canonical]);
     }
+  });
+
+  it('serves images from the reviewed work tree (given as a subfolder) and lists no agents for Claude Code', async () => {
+    const r = sampleRepo();
+    r.write('docs/shot.png', PNG);
+    const { url } = await start(`${r.dir}/src`);
+    const image = await fetch(`${url}api/image?path=docs/shot.png`);
+    expect([image.status, image.headers.get('content-type')]).toEqual([200, 'image/png']);
+    expect(Buffer.from(await image.arrayBuffer())).toEqual(PNG);
+    expect(await (await fetch(`${url}api/agents`)).json()).toEqual({ agents: [] });
+    const diff = (await (await fetch(`${url}api/diff`)).json()) as { rawPatch: string };
+    expect(diff.rawPatch).toBe(r.diff('HEAD'));
   });
 
   it('starts on --diff-type', async () => {
