@@ -64,6 +64,14 @@ export interface Review {
   stop: () => void;
 }
 
+/** Review servers still waiting for a decision; a failed test leaves its server behind. */
+const running = new Set<ChildProcess>();
+
+/** Stops every review server a test started and did not see exit. */
+export function stopAllReviews(): void {
+  for (const child of running) child.kill('SIGTERM');
+}
+
 /**
  * Runs `node src/cli.ts <args>` in local mode (random port, BROWSER a no-op so
  * nothing opens) and waits for the URL it prints on stderr.
@@ -75,11 +83,15 @@ export async function startReview(args: string[], options: { env?: Record<string
     stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
   child.stdin?.end(options.stdin);
+  running.add(child);
   let stdout = '';
   let stderr = '';
   child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
   const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
-    child.on('exit', (code) => resolve({ code, stdout, stderr })),
+    child.on('exit', (code) => {
+      running.delete(child);
+      resolve({ code, stdout, stderr });
+    }),
   );
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no review URL on stderr after 20 s:\n${stderr}`)), 20_000);
@@ -200,6 +212,7 @@ export function browserSuite(): BrowserSuite {
     suite.home = tempDir('gatehouse-home-');
   });
   afterAll(async () => {
+    stopAllReviews();
     await suite.browser?.close();
     if (suite.home !== undefined) rmSync(suite.home, { recursive: true, force: true });
   });
