@@ -5,12 +5,19 @@ import { Modal } from './common.tsx';
 
 /** "Send feedback" and "Approve"; whichever Ctrl/Cmd+Enter triggers is drawn as the primary one. */
 export function DecisionButtons(props: { count: number; feedbackFirst: boolean; busy: boolean; onFeedback: () => void; onApprove: () => void }): JSX.Element {
+  const shortcut = (primary: boolean) => (primary ? { title: 'Ctrl/⌘+Enter', 'aria-keyshortcuts': 'Control+Enter Meta+Enter' } : {});
   return (
     <>
-      <button type="button" class={props.feedbackFirst ? 'btn danger primary-action' : 'btn danger'} disabled={props.busy} onClick={props.onFeedback}>
+      <button
+        type="button"
+        class={props.feedbackFirst ? 'btn danger primary-action' : 'btn danger'}
+        disabled={props.busy}
+        onClick={props.onFeedback}
+        {...shortcut(props.feedbackFirst)}
+      >
         Send feedback{props.count > 0 ? ` (${props.count})` : ''}
       </button>
-      <button type="button" class={props.feedbackFirst ? 'btn success' : 'btn success primary-action'} disabled={props.busy} onClick={props.onApprove}>
+      <button type="button" class={props.feedbackFirst ? 'btn success' : 'btn success primary-action'} disabled={props.busy} onClick={props.onApprove} {...shortcut(!props.feedbackFirst)}>
         Approve
       </button>
     </>
