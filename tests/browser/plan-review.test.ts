@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserSuite, decisionOf, inPage, naturalWidth, newPage, pasteFile, screenshot, selectText, startReview, tempDir, unlabelledControls } from '../support/browser.ts';
+import { browserSuite, decisionOf, inPage, naturalWidth, newPage, giveFile, screenshot, selectText, startReview, tempDir, unlabelledControls } from '../support/browser.ts';
 
 const PLAN = `# Add rate limiting to the gateway
 
@@ -250,12 +250,17 @@ describe('plan review in the browser', () => {
     await page.locator('.popover textarea').fill('See the screenshot:');
     await page.locator('.popover input[type=file]').setInputFiles(imageFile);
     await expect.poll(() => page.locator('.popover textarea').inputValue()).toMatch(/!\[screenshot\.png\]\(\/tmp\/gatehouse\/[\w-]+\.png\)/);
-    // A pasted image takes the same path.
-    await pasteFile(page, '.popover textarea', 'pasted.png', 'image/png', PNG);
+    // Pasted and dropped images take the same path.
+    await giveFile(page, 'paste', '.popover textarea', 'pasted.png', 'image/png', PNG);
     await expect.poll(() => page.locator('.popover textarea').inputValue()).toMatch(/!\[pasted\.png\]/);
+    await giveFile(page, 'drop', '.popover textarea', 'dropped.png', 'image/png', PNG);
+    await expect.poll(() => page.locator('.popover textarea').inputValue()).toMatch(/!\[dropped\.png\]/);
+    // Anything else is refused with a reason, not uploaded.
+    await giveFile(page, 'drop', '.popover textarea', 'notes.txt', 'text/plain', Buffer.from('hello'));
+    await expect.poll(() => page.locator('.popover .hint').textContent()).toContain('Only PNG, JPEG and WebP');
     await page.locator('.popover textarea').press('Control+Enter');
     const shown = page.getByTestId('annotation').locator('img');
-    await expect.poll(() => shown.count()).toBe(2);
+    await expect.poll(() => shown.count()).toBe(3);
     await expect.poll(() => naturalWidth(shown.first())).toBe(1);
     await screenshot(page, 'plan-image-comment');
     await page.getByRole('button', { name: 'Send feedback (1)' }).click();

@@ -150,16 +150,18 @@ export async function selectText(page: Page, selector: string, text: string): Pr
   if (selected !== text) throw new Error(`selected "${selected}" instead of "${text}"`);
 }
 
-/** Pastes a file into the focused-or-given element as a clipboard paste event. */
-export async function pasteFile(page: Page, selector: string, name: string, type: string, bytes: Buffer): Promise<void> {
+/** Pastes or drops a file onto an element, as the clipboard or a drag from the desktop would. */
+export async function giveFile(page: Page, how: 'paste' | 'drop', selector: string, name: string, type: string, bytes: Buffer): Promise<void> {
   await callInPage(
     page,
-    `({ selector, name, type, b64 }) => {
+    `({ how, selector, name, type, b64 }) => {
       const data = new DataTransfer();
       data.items.add(new File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], name, { type }));
-      document.querySelector(selector).dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+      const init = { bubbles: true, cancelable: true };
+      const event = how === 'paste' ? new ClipboardEvent('paste', { ...init, clipboardData: data }) : new DragEvent('drop', { ...init, dataTransfer: data });
+      document.querySelector(selector).dispatchEvent(event);
     }`,
-    { selector, name, type, b64: bytes.toString('base64') },
+    { how, selector, name, type, b64: bytes.toString('base64') },
   );
 }
 
