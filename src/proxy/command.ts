@@ -8,7 +8,7 @@ import { createProxyApp } from './app.ts';
 import { REDACTED_PATHS } from './request-log.ts';
 
 /** Log lines are written in batches: at most this many bytes or this long after the fact. */
-const LOG_BUFFER_BYTES = 4096;
+const LOG_BUFFER_BYTES = 12 * 1024;
 const LOG_FLUSH_MS = 500;
 
 /**
