@@ -142,6 +142,9 @@ describe('plan review in the browser', () => {
     await expect.poll(() => cards.count()).toBe(4);
     await first.getByRole('button', { name: /^Show in plan/ }).click();
     await expect.poll(() => first.getAttribute('class')).toContain('active');
+    // Clicking a highlighted passage selects its card.
+    await page.locator('.plan-doc li', { hasText: 'Store buckets in Redis for now' }).click({ position: { x: 20, y: 8 } });
+    await expect.poll(() => cards.filter({ hasText: 'Keep buckets in process memory' }).getAttribute('class')).toContain('active');
     await screenshot(page, 'plan-annotations');
 
     await page.getByRole('button', { name: 'Send feedback (4)' }).click();
