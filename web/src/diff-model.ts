@@ -44,6 +44,10 @@ function statusOf(oldPath: string, newPath: string, rename: boolean): FileStatus
 /** Parses a `git diff` patch. Empty or whitespace-only input is an empty diff. */
 export function parseDiff(rawPatch: string): DiffFile[] {
   if (rawPatch.trim() === '') return [];
+  // The parser drops what git prints after a hunk's ranges (the enclosing function):
+  // take the header lines as printed, in order (inside a hunk no line starts with "@@").
+  const headers = rawPatch.match(/^@@ .*$/gm) ?? [];
+  let nextHeader = 0;
   return parsePatch(rawPatch).map((patch) => {
     const oldPath = stripPrefix(patch.oldFileName);
     const newPath = stripPrefix(patch.newFileName);
@@ -67,7 +71,7 @@ export function parseDiff(rawPatch: string): DiffFile[] {
         }
         // "\ No newline at end of file" carries no line of its own.
       }
-      const header = `@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`;
+      const header = headers[nextHeader++] ?? `@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`;
       return { header, lines };
     });
     return {

@@ -65,6 +65,12 @@ describe('parseDiff', () => {
     expect(files[3]?.hunks[0]?.lines.map((l) => l.oldNo)).toEqual([1, 2]);
   });
 
+  it("keeps git's hunk headers as printed, function context included", () => {
+    expect(files.flatMap((f) => f.hunks.map((h) => h.header))).toEqual(['@@ -0,0 +1 @@', '@@ -1,3 +1,4 @@', '@@ -1,2 +0,0 @@']);
+    const withContext = parseDiff('diff --git a/a.ts b/a.ts\n--- a/a.ts\n+++ b/a.ts\n@@ -10,2 +10,2 @@ function take(key) {\n-a\n+b\n x\n');
+    expect(withContext[0]?.hunks[0]?.header).toBe('@@ -10,2 +10,2 @@ function take(key) {');
+  });
+
   it('treats an empty patch as no files', () => {
     expect(parseDiff('')).toEqual([]);
     expect(parseDiff('\n')).toEqual([]);
