@@ -43,11 +43,12 @@ const digest = (value: string): Buffer => createHash('sha256').update(value).dig
  */
 export function authenticate(mode: EffectiveAuthMode, apiKey: string): Middleware {
   const expected = digest(apiKey);
-  return async (ctx: Context, next: Next) => {
+  // Not async: one promise fewer per request (koa-compose turns the throw into a rejection).
+  return (ctx: Context, next: Next) => {
     if (ctx.method !== 'OPTIONS' && needsKey(mode, ctx.path)) {
       const ok = presentedKeys(ctx).some((key) => timingSafeEqual(digest(key), expected));
       if (!ok) throw proxyErrors.unauthorized();
     }
-    await next();
+    return next();
   };
 }
