@@ -98,7 +98,7 @@ describe('plan review in the browser', () => {
     await expect.poll(() => theme.getAttribute('title')).toBe('Theme: light');
     await theme.click();
     await expect.poll(() => theme.getAttribute('title')).toBe('Theme: dark');
-    expect(await inPage(page, 'document.documentElement.dataset.theme')).toBe('dark');
+    await expect.poll(() => inPage(page, 'document.documentElement.dataset.theme')).toBe('dark');
     await screenshot(page, 'plan-review-dark');
     await theme.click();
     review.stop();

@@ -1,7 +1,7 @@
 // Entry: find out which review this server holds (or whether the URL carries
 // a shared plan) and show the matching screen.
 import { render, type JSX } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useState } from 'preact/hooks';
 import type { PlanAnnotation } from './annotations.ts';
 import { loadReview, type DiffResponse } from './api.ts';
 import { decodeShare, isShareFragment } from './share.ts';
@@ -30,7 +30,8 @@ async function load(): Promise<Screen> {
 function App(): JSX.Element {
   const [settings, updateSettings] = useSettings();
   const [screen, setScreen] = useState<Screen>({ kind: 'loading' });
-  useEffect(() => applyTheme(settings.theme), [settings.theme]);
+  // Before paint: a theme switch never shows a frame in the old colors.
+  useLayoutEffect(() => applyTheme(settings.theme), [settings.theme]);
   useEffect(() => {
     // The tab's title says what waits there: handy with several reviews open.
     if (screen.kind === 'plan') document.title = `${screen.shared ? 'Shared plan' : 'Plan review'}: ${/^#\s+(.+)$/m.exec(screen.data.plan)?.[1]?.trim() ?? 'plan'}`;
