@@ -34,7 +34,7 @@ export function Editor(props: EditorProps): JSX.Element {
   const id = useId();
   const ref = useRef<HTMLTextAreaElement>(null);
   const [status, setStatus] = useState('');
-  useEffect(() => {
+  useLayoutEffect(() => {
     if (props.autoFocus === true) ref.current?.focus();
   }, []);
 
@@ -129,7 +129,7 @@ export function Editor(props: EditorProps): JSX.Element {
 export function Modal(props: { title: string; onClose: () => void; children: ComponentChildren; wide?: boolean }): JSX.Element {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
-  useEffect(() => {
+  useLayoutEffect(() => {
     const dialog = ref.current;
     if (dialog !== null && !dialog.open) dialog.showModal();
   }, []);
@@ -162,7 +162,7 @@ export function Modal(props: { title: string; onClose: () => void; children: Com
 export function useSubmitKey(handler: (() => void) | undefined): void {
   const latest = useRef(handler);
   latest.current = handler;
-  useEffect(() => {
+  useLayoutEffect(() => {
     const onKey = (e: KeyboardEvent): void => {
       if (e.key !== 'Enter' || !(e.ctrlKey || e.metaKey) || latest.current === undefined || e.defaultPrevented) return;
       e.preventDefault();

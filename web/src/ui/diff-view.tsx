@@ -2,7 +2,7 @@
 // buttons that select a line or a range (click, shift+click or drag) on the
 // side they belong to, annotations and the comment form inline.
 import type { JSX, VNode } from 'preact';
-import { useCallback, useEffect, useMemo, useRef } from 'preact/hooks';
+import { useCallback, useLayoutEffect, useMemo, useRef } from 'preact/hooks';
 import type { CodeAnnotation } from '../annotations.ts';
 import type { DiffFile, DiffLayout, DiffLine, Side } from '../diff-model.ts';
 import { viewRowKey, type LineSelection, type ViewRow } from '../diff-rows.ts';
@@ -36,7 +36,7 @@ export function DiffView(props: DiffViewProps): JSX.Element {
   const latest = useRef(props);
   latest.current = props;
 
-  useEffect(() => {
+  useLayoutEffect(() => {
     const end = (): void => {
       const sel = latest.current.selection;
       if (drag.current !== undefined && sel !== undefined) latest.current.onSelect({ file: sel.file, side: sel.side, start: sel.start, end: sel.end });

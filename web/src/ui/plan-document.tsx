@@ -125,7 +125,7 @@ export function PlanDocument(props: Props): JSX.Element {
   // Keyboard selection (caret browsing, F7) happens wherever focus is: listen on the document.
   const latest = useRef({ readSelection, onSelect: props.onSelect });
   latest.current = { readSelection, onSelect: props.onSelect };
-  useEffect(() => {
+  useLayoutEffect(() => {
     const onKeyUp = (e: KeyboardEvent): void => {
       if (e.shiftKey || e.key === 'Shift') latest.current.readSelection();
     };
