@@ -17,7 +17,12 @@ import { closeUpstreams, createUpstream } from './upstreams.ts';
 
 export interface ProxyApp {
   app: Koa;
-  /** Ends upstream pools and MCP processes. */
+  /**
+   * Ends MCP sessions: stdio processes stop and answer their pending calls,
+   * remote relays end. Runs while the server drains, so those answers still go out.
+   */
+  endMcpSessions(): Promise<void>;
+  /** Ends the upstream pools, once in-flight requests are done. */
   close(): Promise<void>;
 }
 
@@ -84,8 +89,7 @@ export function createProxyApp(config: ProxyConfig, { env, log }: { env: NodeJS.
 
   return {
     app,
-    async close() {
-      await Promise.allSettled([mcp.close(), closeUpstreams(upstreams)]);
-    },
+    endMcpSessions: () => mcp.close(),
+    close: () => closeUpstreams(upstreams),
   };
 }

@@ -37,7 +37,7 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
     log.flush();
     return 0;
   } finally {
-    await close(server);
+    await Promise.allSettled([close(server), proxy.endMcpSessions()]);
     clearInterval(flushTimer);
     await proxy.close();
     await flushed();

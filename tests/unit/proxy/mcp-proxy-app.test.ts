@@ -56,6 +56,7 @@ describe('MCP gateway mounted in the proxy', () => {
   afterAll(async () => {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
+    await proxy.endMcpSessions();
     await proxy.close();
     await remote.close();
   });
