@@ -22,7 +22,7 @@ const DEFAULT_UPSTREAM_TIMEOUT_MS = 600_000;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const UPSTREAM_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-const UPSTREAM_KEYS = new Set(['name', 'protocol', 'base_url', 'api_key', 'api_key_env', 'models', 'headers', 'timeout_ms']);
+const UPSTREAM_KEYS = new Set(['name', 'protocol', 'base_url', 'api_key', 'api_key_env', 'models', 'headers', 'timeout_ms', 'responses_api']);
 /** Headers the proxy sets itself on the way upstream. */
 const RESERVED_HEADERS = new Set(['host', 'content-length', 'connection', 'transfer-encoding', 'authorization', 'x-api-key', 'x-goog-api-key']);
 
@@ -38,6 +38,13 @@ export interface UpstreamConfig {
   /** Extra headers sent on every request to this upstream. */
   headers: Record<string, string>;
   timeoutMs: number;
+  /**
+   * Whether an OpenAI upstream serves `/responses`: true passes Responses
+   * requests through, false translates them to chat completions (servers
+   * that only speak `/chat/completions`). Always true for other protocols,
+   * which never get Responses requests as they are.
+   */
+  responsesApi: boolean;
 }
 
 export interface ProxyConfig {
@@ -135,7 +142,11 @@ function resolveUpstream(key: string, raw: unknown, env: NodeJS.ProcessEnv): Ups
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) fail(`${key}.timeout_ms`, 'must be a positive duration such as 30s, 2m or 120000');
   }
 
-  return { name, protocol: protocol as Protocol, baseUrl: baseUrl.replace(/\/+$/, ''), apiKey, models: models as string[], headers, timeoutMs };
+  const responsesApi = raw['responses_api'] === undefined ? true : raw['responses_api'];
+  if (typeof responsesApi !== 'boolean') fail(`${key}.responses_api`, 'must be true or false');
+  if (raw['responses_api'] !== undefined && protocol !== 'openai') fail(`${key}.responses_api`, 'applies to protocol openai only (other upstreams always get Responses requests translated)');
+
+  return { name, protocol: protocol as Protocol, baseUrl: baseUrl.replace(/\/+$/, ''), apiKey, models: models as string[], headers, timeoutMs, responsesApi };
 }
 
 /** Validates `proxy.upstreams` item by item against `env` (the command's env, never process.env). */

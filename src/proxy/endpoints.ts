@@ -4,7 +4,7 @@ import { parseJsonObject, readBody } from './body.ts';
 import { proxyErrors } from './errors.ts';
 import { boundaryOf, multipartStream, readMultipartHead, withModel } from './multipart.ts';
 import { clientGone, forward } from './passthrough.ts';
-import type { Endpoint, ModelRouter, Route } from './routing.ts';
+import { passesThrough, type Endpoint, type ModelRouter, type Route } from './routing.ts';
 import { handleTranslated } from './translate/handler.ts';
 import { estimateCountRequest } from './translate/tokens.ts';
 
@@ -59,8 +59,8 @@ async function dispatch(ctx: Context, router: ModelRouter, request: ModelRequest
   state.model = request.model;
   state.stream = request.stream;
   const resolution = router.resolve(request.model);
-  const sameProtocol = resolution?.upstream.config.protocol === request.family;
-  if (COUNT_ENDPOINTS.has(request.endpoint) && !sameProtocol) return countLocally(ctx, request.family, request.body, request.model);
+  const passThrough = resolution !== undefined && passesThrough(request.family, request.endpoint, resolution.upstream.config);
+  if (COUNT_ENDPOINTS.has(request.endpoint) && !passThrough) return countLocally(ctx, request.family, request.body, request.model);
   if (!resolution) throw proxyErrors.modelNotFound(request.model);
   state.upstream = resolution.upstream.config.name;
   const route: Route = {
@@ -74,7 +74,7 @@ async function dispatch(ctx: Context, router: ModelRouter, request: ModelRequest
     raw: request.raw,
     signal: clientGone(ctx),
   };
-  if (!sameProtocol) return handleTranslated(ctx, route);
+  if (!passThrough) return handleTranslated(ctx, route);
   await forward(ctx, {
     upstream: route.upstream,
     path: request.path(route.upstreamModel),

@@ -1,4 +1,4 @@
-import type { Protocol } from '../config/proxy.ts';
+import type { Protocol, UpstreamConfig } from '../config/proxy.ts';
 import type { Upstream } from './upstreams.ts';
 
 /**
@@ -20,8 +20,8 @@ export type Endpoint =
 
 /**
  * A routed model request: what the client asked for in its protocol and
- * where it goes. Handed to the translation handler when `upstream.config.protocol`
- * differs from `family`.
+ * where it goes. Handed to the translation handler unless it passes through
+ * (see `passesThrough`).
  */
 export interface Route {
   /** The client's protocol (the family of the path it called). */
@@ -40,6 +40,15 @@ export interface Route {
   raw: Buffer;
   /** Aborted when the client disconnects: pass it to sendUpstream. */
   signal: AbortSignal;
+}
+
+/**
+ * Whether a request goes to its upstream as it is: the upstream speaks the
+ * client's protocol and serves the endpoint. An OpenAI upstream with
+ * `responses_api: false` gets Responses requests translated to chat completions.
+ */
+export function passesThrough(family: Protocol, endpoint: Endpoint, upstream: UpstreamConfig): boolean {
+  return upstream.protocol === family && (endpoint !== 'responses' || upstream.responsesApi);
 }
 
 /** `*` any run of characters, `?` exactly one; everything else literal. */

@@ -50,7 +50,12 @@ describe('loadProxyConfig', () => {
     const c = load({ PROXY_CONFIG: yaml });
     expect(c.port).toBe(9200);
     expect(c.modelAliases).toEqual({ fast: 'gpt-4o-mini' });
-    expect(c.upstreams).toEqual([{ name: 'oa', protocol: 'openai', baseUrl: 'https://api.openai.com/v1', apiKey: 'sk-test', models: ['gpt-*'], headers: {}, timeoutMs: 30_000 }]);
+    expect(c.upstreams).toEqual([{ name: 'oa', protocol: 'openai', baseUrl: 'https://api.openai.com/v1', apiKey: 'sk-test', models: ['gpt-*'], headers: {}, timeoutMs: 30_000, responsesApi: true }]);
+  });
+
+  it('responses_api: true unless an OpenAI upstream says false', () => {
+    const c = withProxy({ upstreams: [upstream(), upstream({ name: 'vllm', responses_api: false }), upstream({ name: 'oa2', responses_api: true })] });
+    expect(c.upstreams.map((u) => u.responsesApi)).toEqual([true, false, true]);
   });
 
   it('api_key_env reads the command\'s env', () => {
@@ -81,6 +86,9 @@ describe('loadProxyConfig', () => {
     [{ upstreams: [upstream({ headers: { 'bad header': 'x' } })] }, /proxy\.upstreams\[0\]\.headers\.bad header: is not a valid header name/],
     [{ upstreams: [upstream({ timeout_ms: 'soon' })] }, /proxy\.upstreams\[0\]\.timeout_ms/],
     [{ upstreams: [upstream({ retries: 3 })] }, /proxy\.upstreams\[0\]\.retries: is not an upstream setting/],
+    [{ upstreams: [upstream({ responses_api: 'no' })] }, /proxy\.upstreams\[0\]\.responses_api: must be true or false/],
+    [{ upstreams: [upstream({ responses_api: null })] }, /proxy\.upstreams\[0\]\.responses_api: must be true or false/],
+    [{ upstreams: [upstream({ protocol: 'anthropic', base_url: 'https://api.anthropic.com', responses_api: false })] }, /proxy\.upstreams\[0\]\.responses_api: applies to protocol openai only/],
     [{ model_aliases: { fast: 3 } }, /proxy\.model_aliases\.fast: must be a non-empty string/],
     [{ mcp: { servers: { 'bad name!': { url: 'https://x' } } } }, /proxy\.mcp\.servers\.bad name!/],
   ])('%j is a startup error naming the key', (proxy, message) => {

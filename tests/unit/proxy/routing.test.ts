@@ -1,11 +1,15 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { UpstreamConfig } from '../../../src/config/proxy.ts';
-import { globToRegExp, isGlob, ModelRouter } from '../../../src/proxy/routing.ts';
+import { globToRegExp, isGlob, ModelRouter, passesThrough, type Endpoint } from '../../../src/proxy/routing.ts';
 import type { Upstream } from '../../../src/proxy/upstreams.ts';
 
+function upstreamConfig(name: string, models: string[], protocol: UpstreamConfig['protocol'] = 'openai', responsesApi = true): UpstreamConfig {
+  return { name, protocol, baseUrl: 'http://127.0.0.1:1', apiKey: undefined, models, headers: {}, timeoutMs: 1000, responsesApi };
+}
+
 function upstream(name: string, models: string[], protocol: UpstreamConfig['protocol'] = 'openai'): Upstream {
-  const config: UpstreamConfig = { name, protocol, baseUrl: 'http://127.0.0.1:1', apiKey: undefined, models, headers: {}, timeoutMs: 1000 };
+  const config = upstreamConfig(name, models, protocol);
   return { config, basePath: '', pool: undefined as never };
 }
 
@@ -72,5 +76,23 @@ describe('ModelRouter', () => {
 
   it('an alias named like an Object.prototype member is not inherited', () => {
     expect(new ModelRouter([oa], {}).mapped('constructor')).toBe('constructor');
+  });
+});
+
+describe('passesThrough', () => {
+  const openai = upstreamConfig('oa', ['*']);
+  const chatOnly = upstreamConfig('vllm', ['*'], 'openai', false);
+  const anthropic = upstreamConfig('an', ['*'], 'anthropic');
+
+  it.each<[string, UpstreamConfig, 'openai' | 'anthropic', Endpoint, boolean]>([
+    ['Responses to an OpenAI upstream', openai, 'openai', 'responses', true],
+    ['Responses to an upstream without the Responses API', chatOnly, 'openai', 'responses', false],
+    ['chat completions to an upstream without the Responses API', chatOnly, 'openai', 'chat.completions', true],
+    ['images to an upstream without the Responses API', chatOnly, 'openai', 'images.generations', true],
+    ['Responses to an Anthropic upstream', anthropic, 'openai', 'responses', false],
+    ['Anthropic messages to an Anthropic upstream', anthropic, 'anthropic', 'messages', true],
+    ['Anthropic messages to an OpenAI upstream', openai, 'anthropic', 'messages', false],
+  ])('%s → %s', (_, config, family, endpoint, expected) => {
+    expect(passesThrough(family, endpoint, config)).toBe(expected);
   });
 });

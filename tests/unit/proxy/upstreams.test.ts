@@ -4,7 +4,7 @@ import { HttpError } from '../../../src/http/errors.ts';
 import { forwardableQuery } from '../../../src/proxy/passthrough.ts';
 import { createUpstream, forwardableHeaders, upstreamFailure } from '../../../src/proxy/upstreams.ts';
 
-const config: UpstreamConfig = { name: 'oa', protocol: 'openai', baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-up', models: ['*'], headers: {}, timeoutMs: 1234 };
+const config: UpstreamConfig = { name: 'oa', protocol: 'openai', baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-up', models: ['*'], headers: {}, timeoutMs: 1234, responsesApi: true };
 
 describe('forwardableHeaders', () => {
   it('drops every client credential and the hop-by-hop headers, keeps the rest', () => {
