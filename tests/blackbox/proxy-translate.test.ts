@@ -3,10 +3,11 @@
  * upstream of every other protocol (plain, streamed, two-turn tool calls),
  * and the error paths a client sees.
  */
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HOST_FROM_CONTAINER, startProxyContainer, type ProxyContainer } from '../support/proxy-container.ts';
-import { describeSdkMatrix } from '../support/sdk-matrix.ts';
-import { startScriptedUpstream, type ScriptedUpstream } from '../support/scripted-upstream.ts';
+import { CHAT_ONLY_MODEL, describeSdkMatrix } from '../support/sdk-matrix.ts';
+import { CHAT_ONLY_PREFIX, startScriptedUpstream, type ScriptedUpstream } from '../support/scripted-upstream.ts';
 import { API_KEY, translationConfig } from '../support/translating-proxy.ts';
 
 let upstream: ScriptedUpstream;
@@ -45,6 +46,24 @@ describe('gatehouse proxy (container): translation', () => {
     const res = await post('/v1/responses', { model: 'claude-test', input: 'hi', previous_response_id: 'resp_nope' });
     expect(res.status).toBe(404);
     expect(await res.json()).toMatchObject({ error: { code: 'previous_response_not_found', type: 'invalid_request_error' } });
+  });
+
+  it('continues a stored response (previous_response_id) on an upstream without the Responses API, reasoning effort included', async () => {
+    const client = new OpenAI({ baseURL: `${proxy.base}/v1`, apiKey: API_KEY, maxRetries: 0 });
+    const before = upstream.requests.length;
+    const r1 = await client.responses.create({ model: CHAT_ONLY_MODEL, instructions: 'Answer briefly.', input: 'My name is Ada.', reasoning: { effort: 'high' } });
+    const r2 = await client.responses.create({ model: CHAT_ONLY_MODEL, previous_response_id: r1.id, input: 'What is my name?' });
+    expect([r1.output_text, r2.output_text]).toEqual(['It is sunny in Paris.', 'It is sunny in Paris.']);
+    expect(r2.previous_response_id).toBe(r1.id);
+    const [turn1, turn2] = upstream.requests.slice(before);
+    expect(turn1).toMatchObject({ path: `${CHAT_ONLY_PREFIX}/v1/chat/completions`, body: { model: CHAT_ONLY_MODEL, reasoning_effort: 'high' } });
+    expect(turn2?.path).toBe(`${CHAT_ONLY_PREFIX}/v1/chat/completions`);
+    expect(turn2?.body.messages).toEqual([
+      { role: 'system', content: 'Answer briefly.' },
+      { role: 'user', content: 'My name is Ada.' },
+      { role: 'assistant', content: 'It is sunny in Paris.' },
+      { role: 'user', content: 'What is my name?' },
+    ]);
   });
 
   it('never forwards the client key, and sends the upstream its own', async () => {

@@ -19,6 +19,11 @@
  * above are what pins the upstream wire formats). For such sessions it also
  * serves the Responses API (`/v1/responses`), which an OpenAI upstream gets
  * from Codex as it is (same protocol: no translation).
+ *
+ * Under CHAT_ONLY_PREFIX it is an OpenAI-compatible server without the
+ * Responses API (vLLM, LM Studio, most gateways): the same answers, but
+ * `/v1/responses` is a 404, so a Responses request only gets an answer there
+ * translated to chat completions.
  */
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -164,15 +169,19 @@ function writeFrames(res: ServerResponse, text: string, count = Infinity): void 
   for (const frame of frames.slice(0, count)) res.write(frame);
 }
 
+/** The path prefix of the OpenAI server without a Responses API (its base_url is `<origin>/chat-only/v1`). */
+export const CHAT_ONLY_PREFIX = '/chat-only';
+
 async function handle(req: IncomingMessage, res: ServerResponse, requests: RecordedRequest[]): Promise<void> {
-  const url = req.url ?? '';
+  const chatOnly = req.url?.startsWith(`${CHAT_ONLY_PREFIX}/`) === true;
+  const url = (chatOnly ? req.url?.slice(CHAT_ONLY_PREFIX.length) : req.url) ?? '';
   const protocol = protocolOf(url);
-  if (!protocol || req.method !== 'POST') {
+  if (!protocol || req.method !== 'POST' || (chatOnly && (protocol !== 'openai' || isResponses(url)))) {
     res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'not found' } }));
     return;
   }
   const body = await readJson(req);
-  requests.push({ protocol, path: url, headers: req.headers, body, closed: new Promise((resolve) => res.once('close', () => resolve())) });
+  requests.push({ protocol, path: req.url ?? '', headers: req.headers, body, closed: new Promise((resolve) => res.once('close', () => resolve())) });
   const stream = protocol === 'gemini' ? url.includes(':streamGenerateContent') : body.stream === true;
   const fail = failure(body);
   if (fail !== undefined && fail !== 'MIDSTREAM' && fail !== 'HANG') {

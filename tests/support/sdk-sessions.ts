@@ -23,7 +23,7 @@ export interface Sessions {
 }
 
 const SYSTEM = 'Answer briefly.';
-const QUESTION = 'What is the weather in Paris?';
+export const QUESTION = 'What is the weather in Paris?';
 const TOOL_OUTPUT = 'sunny, 24 degrees';
 const WEATHER_SCHEMA = {
   type: 'object' as const,

@@ -2,6 +2,8 @@
  * An in-process proxy routing `gpt-*` to an OpenAI upstream, `claude-*` to an
  * Anthropic one and `gemini-*` to a Gemini one, all served by one scripted
  * upstream: any client protocol can reach any other upstream protocol.
+ * `chat-only-*` goes to an OpenAI upstream without the Responses API
+ * (`responses_api: false`), where Responses requests are translated.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
@@ -11,7 +13,7 @@ import path from 'node:path';
 import { loadProxyConfig } from '../../src/config/proxy.ts';
 import { createLogger } from '../../src/log.ts';
 import { createProxyApp } from '../../src/proxy/app.ts';
-import { startScriptedUpstream, type ScriptedUpstream } from './scripted-upstream.ts';
+import { CHAT_ONLY_PREFIX, startScriptedUpstream, type ScriptedUpstream } from './scripted-upstream.ts';
 
 export const API_KEY = 'test-proxy-key';
 
@@ -26,6 +28,7 @@ export function translationConfig(origin: string, lan = false): Record<string, u
         { name: 'openai-up', protocol: 'openai', base_url: `${origin}/v1`, api_key: 'up-openai', models: ['gpt-*'] },
         { name: 'anthropic-up', protocol: 'anthropic', base_url: origin, api_key: 'up-anthropic', models: ['claude-*'] },
         { name: 'gemini-up', protocol: 'gemini', base_url: origin, api_key: 'up-gemini', models: ['gemini-*'] },
+        { name: 'chat-only-up', protocol: 'openai', base_url: `${origin}${CHAT_ONLY_PREFIX}/v1`, api_key: 'up-chat-only', models: ['chat-only-*'], responses_api: false },
       ],
     },
   };
