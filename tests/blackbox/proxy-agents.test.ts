@@ -3,7 +3,9 @@
  * tests/agents) and run headless on the host: Claude Code (Anthropic
  * messages), Codex CLI (Responses API) and OpenCode (OpenAI chat, custom
  * provider base URL), each against a scripted upstream of its own protocol
- * (passed through) and of the two others (translated). Each session has the
+ * (passed through) and of the two others (translated), and Codex against an
+ * OpenAI upstream without the Responses API (`responses_api: false`:
+ * translated to chat completions). Each session has the
  * model call the agent's shell tool, which writes a file in the agent's
  * working directory; once the command's output is back upstream, the model
  * answers. Every agent runs behind a network trap: nothing may leave the machine.
@@ -13,9 +15,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { installAgents, runAgent, startNetworkTrap, type Agent, type AgentRun, type AgentSession, type NetworkTrap } from '../support/agents.ts';
 import { HOST_FROM_CONTAINER, startProxyContainer, type ProxyContainer } from '../support/proxy-container.ts';
-import { MODELS } from '../support/sdk-matrix.ts';
+import { CHAT_ONLY_MODEL, MODELS } from '../support/sdk-matrix.ts';
 import {
-  AGENT_ANSWER, AGENT_CALL_ID, AGENT_MARKER, AGENT_PROOF_FILE, startScriptedUpstream, type RecordedRequest, type ScriptedUpstream,
+  AGENT_ANSWER, AGENT_CALL_ID, AGENT_MARKER, AGENT_PROOF_FILE, CHAT_ONLY_PREFIX, startScriptedUpstream, type RecordedRequest, type ScriptedUpstream,
 } from '../support/scripted-upstream.ts';
 import { API_KEY, translationConfig } from '../support/translating-proxy.ts';
 
@@ -82,14 +84,15 @@ const TRANSLATED: [Agent, Upstream][] = [
 ];
 
 /** What every session must show: the tool ran, the answer arrived, and the upstream saw its own protocol only. */
-function expectSession(agent: Agent, protocol: Upstream, result: AgentRun, sent: RecordedRequest[]): void {
+function expectSession(agent: Agent, protocol: Upstream, result: AgentRun, sent: RecordedRequest[], model: string = MODELS[protocol]): void {
   // The tool ran in the agent's working directory, and the model's last word reached the agent's output.
   expect(readFileSync(path.join(result.work, AGENT_PROOF_FILE), 'utf8')).toBe(`${AGENT_MARKER}\n`);
   expect(result.answer, result.stdout + result.stderr).toBe(AGENT_ANSWER);
 
   expect(sent.length).toBeGreaterThanOrEqual(2);
   expect(sent.map((r) => r.protocol)).toEqual(sent.map(() => protocol));
-  if (agent === 'codex' && protocol === 'openai') expect(sent.every((r) => r.path.startsWith('/v1/responses'))).toBe(true);
+  if (model === CHAT_ONLY_MODEL) expect(sent.map((r) => r.path)).toEqual(sent.map(() => `${CHAT_ONLY_PREFIX}/v1/chat/completions`));
+  else if (agent === 'codex' && protocol === 'openai') expect(sent.every((r) => r.path.startsWith('/v1/responses'))).toBe(true);
   // The command's output went back upstream as a tool result in the upstream's protocol, paired with the call.
   const results = sent.flatMap(toolResults);
   const pair = protocol === 'gemini' ? SHELL_TOOL[agent] : AGENT_CALL_ID;
@@ -110,6 +113,13 @@ describe('gatehouse proxy (container): coding agents', () => {
     const before = upstream.requests.length;
     const result = await runSession(agent, session(protocol));
     expectSession(agent, protocol, result, upstream.requests.slice(before));
+    expect(trap.attempts).toEqual([]);
+  }, 200_000);
+
+  it('codex runs a tool-call session against an OpenAI upstream without the Responses API (responses_api: false)', async () => {
+    const before = upstream.requests.length;
+    const result = await runSession('codex', { ...session('openai'), model: CHAT_ONLY_MODEL });
+    expectSession('codex', 'openai', result, upstream.requests.slice(before), CHAT_ONLY_MODEL);
     expect(trap.attempts).toEqual([]);
   }, 200_000);
 

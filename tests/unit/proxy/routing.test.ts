@@ -84,15 +84,15 @@ describe('passesThrough', () => {
   const chatOnly = upstreamConfig('vllm', ['*'], 'openai', false);
   const anthropic = upstreamConfig('an', ['*'], 'anthropic');
 
-  it.each<[string, UpstreamConfig, 'openai' | 'anthropic', Endpoint, boolean]>([
-    ['Responses to an OpenAI upstream', openai, 'openai', 'responses', true],
-    ['Responses to an upstream without the Responses API', chatOnly, 'openai', 'responses', false],
-    ['chat completions to an upstream without the Responses API', chatOnly, 'openai', 'chat.completions', true],
-    ['images to an upstream without the Responses API', chatOnly, 'openai', 'images.generations', true],
-    ['Responses to an Anthropic upstream', anthropic, 'openai', 'responses', false],
-    ['Anthropic messages to an Anthropic upstream', anthropic, 'anthropic', 'messages', true],
-    ['Anthropic messages to an OpenAI upstream', openai, 'anthropic', 'messages', false],
-  ])('%s → %s', (_, config, family, endpoint, expected) => {
+  it.each<[string, boolean, UpstreamConfig, 'openai' | 'anthropic', Endpoint]>([
+    ['Responses to an OpenAI upstream', true, openai, 'openai', 'responses'],
+    ['Responses to an upstream without the Responses API', false, chatOnly, 'openai', 'responses'],
+    ['chat completions to an upstream without the Responses API', true, chatOnly, 'openai', 'chat.completions'],
+    ['images to an upstream without the Responses API', true, chatOnly, 'openai', 'images.generations'],
+    ['Responses to an Anthropic upstream', false, anthropic, 'openai', 'responses'],
+    ['Anthropic messages to an Anthropic upstream', true, anthropic, 'anthropic', 'messages'],
+    ['Anthropic messages to an OpenAI upstream', false, openai, 'anthropic', 'messages'],
+  ])('%s → passes through: %s', (_, expected, config, family, endpoint) => {
     expect(passesThrough(family, endpoint, config)).toBe(expected);
   });
 });
