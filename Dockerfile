@@ -31,6 +31,8 @@ RUN chmod 0755 dist/src/cli.js \
  && ln -s /app/dist/src/cli.js /usr/local/bin/gatehouse \
  && mkdir -p /data/plans /tmp/gatehouse /work \
  && chown node:node /data/plans /tmp/gatehouse /work
+# Reviews run in the mounted project (`-v "$PWD:/work"`), so relative paths mean what the user expects.
+WORKDIR /work
 USER node
 VOLUME ["/data/plans"]
 EXPOSE 19432 8045

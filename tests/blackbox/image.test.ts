@@ -2,14 +2,15 @@ import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { IMAGE } from '../support/image.ts';
 
-function inspect(): { Config: { User: string; Entrypoint: string[]; Env: string[]; ExposedPorts: Record<string, unknown>; Healthcheck?: { Test: string[] }; Labels: Record<string, string> } } {
+function inspect(): { Config: { User: string; WorkingDir: string; Entrypoint: string[]; Env: string[]; ExposedPorts: Record<string, unknown>; Healthcheck?: { Test: string[] }; Labels: Record<string, string> } } {
   return JSON.parse(execFileSync('docker', ['image', 'inspect', IMAGE], { encoding: 'utf8' }))[0];
 }
 
 describe('the image', () => {
-  it('runs gatehouse as a non-root user in remote mode with a healthcheck', () => {
+  it('runs gatehouse as a non-root user in remote mode, in /work, with a healthcheck', () => {
     const { Config } = inspect();
     expect(Config.User).toBe('node');
+    expect(Config.WorkingDir).toBe('/work');
     expect(Config.Entrypoint).toEqual(['gatehouse']);
     expect(Config.Env).toContain('SERVICE_REMOTE=1');
     expect(Object.keys(Config.ExposedPorts)).toEqual(expect.arrayContaining(['19432/tcp', '8045/tcp']));
