@@ -45,10 +45,24 @@ export function stopList(value: unknown, what: string): string[] | undefined {
   return arr(value, what).map((s, i) => str(s, `${what}[${i}]`));
 }
 
-/** Drops undefined fields so encoded JSON carries only what was set. */
+/**
+ * Drops undefined fields so encoded JSON carries only what was set. Copies
+ * instead of deleting: a deleted key turns the object into a slow dictionary
+ * (for every later property read and JSON.stringify), and Object.entries
+ * allocates a pair per field.
+ */
 export function compact<T extends object>(o: T): T {
-  for (const [k, v] of Object.entries(o)) if (v === undefined) Reflect.deleteProperty(o, k);
-  return o;
+  let defined = true;
+  for (const k in o) {
+    if (o[k] === undefined) {
+      defined = false;
+      break;
+    }
+  }
+  if (defined) return o;
+  const out: Partial<T> = {};
+  for (const k in o) if (o[k] !== undefined) out[k] = o[k];
+  return out as T;
 }
 
 /** Random id with a protocol prefix (`msg_`, `chatcmpl-`, `call_`, `resp_`…). */
