@@ -112,12 +112,16 @@ export class SseParser {
   push(chunk: string): { event: string | undefined; data: string }[] {
     const buffer = this.buffer === '' ? chunk : this.buffer + chunk;
     const out: { event: string | undefined; data: string }[] = [];
-    const crlf = buffer.includes('\r');
     let start = 0;
+    // Frames end with a blank line: \n\n, or \r\n\r\n as Gemini writes them. Each
+    // separator is searched for again only once its last match was consumed: a
+    // search for the kind the stream never uses would otherwise scan the whole
+    // rest of the chunk for every frame in it.
+    let lf = buffer.indexOf('\n\n');
+    let cr = buffer.indexOf('\r\n\r\n');
     for (;;) {
-      // Frames end with a blank line: \n\n, or \r\n\r\n as Gemini writes them.
-      const lf = buffer.indexOf('\n\n', start);
-      const cr = crlf ? buffer.indexOf('\r\n\r\n', start) : -1;
+      if (lf >= 0 && lf < start) lf = buffer.indexOf('\n\n', start);
+      if (cr >= 0 && cr < start) cr = buffer.indexOf('\r\n\r\n', start);
       const end = cr >= 0 && (lf < 0 || cr < lf) ? cr : lf;
       if (end < 0) break;
       const parsed = parseFrame(buffer.slice(start, end));
