@@ -65,9 +65,19 @@ export function compact<T extends object>(o: T): T {
   return out as T;
 }
 
+const ID_BYTES = 12;
+/** Random bytes drawn in bulk: one randomBytes call per id cost more than the rest of a stream's setup. */
+const entropy = { pool: Buffer.alloc(0), used: 0 };
+
 /** Random id with a protocol prefix (`msg_`, `chatcmpl-`, `call_`, `resp_`…). */
 export function newId(prefix: string): string {
-  return prefix + randomBytes(12).toString('hex');
+  if (entropy.used + ID_BYTES > entropy.pool.length) {
+    entropy.pool = randomBytes(ID_BYTES * 256);
+    entropy.used = 0;
+  }
+  const id = entropy.pool.toString('hex', entropy.used, entropy.used + ID_BYTES);
+  entropy.used += ID_BYTES;
+  return prefix + id;
 }
 
 /** Tool-call arguments as JSON text; objects are serialised, invalid text kept as an empty object. */
