@@ -32,6 +32,22 @@ function browserCors(): Middleware {
   return (ctx, next) => (ctx.get('origin') ? handle(ctx, next) : next());
 }
 
+type Method = 'GET' | 'POST';
+
+/**
+ * The routes without parameters by exact method and path, ahead of the
+ * router: model requests, nearly all of the traffic, skip matching every
+ * route's pattern. Any other spelling (a trailing slash, other case) still
+ * reaches the same handler through the router, where they are registered too.
+ */
+function exactRoutes(routes: readonly [Method, string, Middleware][]): Middleware {
+  const table = new Map(routes.map(([method, path, handler]) => [`${method} ${path}`, handler]));
+  return (ctx, next) => {
+    const handler = table.get(`${ctx.method} ${ctx.path}`);
+    return handler ? handler(ctx, next) : next();
+  };
+}
+
 const noRoute: Middleware = async (ctx) => {
   throw proxyErrors.routeNotFound(ctx.method, ctx.path);
 };
@@ -47,29 +63,37 @@ export function createProxyApp(config: ProxyConfig, { env, log }: { env: NodeJS.
   const deps = { router: models, maxBodyBytes: config.maxBodyBytes };
   const mcp = mcpRoutes(config.mcpServers, { env, log, maxBodyBytes: config.maxBodyBytes });
 
-  const router = new Router()
+  // Routes without parameters, also looked up by exact path (see exactRoutes).
+  const fixed: [Method, string, Middleware][] = [
     // Internal and auxiliary
-    .get('/healthz', healthz())
-    .post('/v1/api/event_logging', telemetrySink())
-    .post('/v1/api/event_logging/batch', telemetrySink())
-    .post('/internal/warmup', warmup(models))
-    .post('/v1/models/detect', detectModel(models))
+    ['GET', '/healthz', healthz()],
+    ['POST', '/v1/api/event_logging', telemetrySink()],
+    ['POST', '/v1/api/event_logging/batch', telemetrySink()],
+    ['POST', '/internal/warmup', warmup(models)],
+    ['POST', '/v1/models/detect', detectModel(models)],
     // Model lists: the shape follows the request's family
-    .get('/v1/models', modelList(catalog))
-    .get('/v1/models/claude', modelList(catalog))
-    .get('/v1/models/:model', modelInfo(catalog))
-    .get('/v1beta/models', modelList(catalog))
-    .get('/v1beta/models/:model', modelInfo(catalog))
+    ['GET', '/v1/models', modelList(catalog)],
+    ['GET', '/v1/models/claude', modelList(catalog)],
+    ['GET', '/v1beta/models', modelList(catalog)],
     // OpenAI
-    .post('/v1/chat/completions', jsonModelEndpoint(deps, 'openai', 'chat.completions'))
-    .post('/v1/completions', jsonModelEndpoint(deps, 'openai', 'completions'))
-    .post('/v1/responses', jsonModelEndpoint(deps, 'openai', 'responses'))
-    .post('/v1/images/generations', jsonModelEndpoint(deps, 'openai', 'images.generations'))
-    .post('/v1/images/edits', multipartModelEndpoint(deps, 'images.edits'))
-    .post('/v1/audio/transcriptions', multipartModelEndpoint(deps, 'audio.transcriptions'))
+    ['POST', '/v1/chat/completions', jsonModelEndpoint(deps, 'openai', 'chat.completions')],
+    ['POST', '/v1/completions', jsonModelEndpoint(deps, 'openai', 'completions')],
+    ['POST', '/v1/responses', jsonModelEndpoint(deps, 'openai', 'responses')],
+    ['POST', '/v1/images/generations', jsonModelEndpoint(deps, 'openai', 'images.generations')],
+    ['POST', '/v1/images/edits', multipartModelEndpoint(deps, 'images.edits')],
+    ['POST', '/v1/audio/transcriptions', multipartModelEndpoint(deps, 'audio.transcriptions')],
     // Anthropic
-    .post('/v1/messages', jsonModelEndpoint(deps, 'anthropic', 'messages'))
-    .post('/v1/messages/count_tokens', jsonModelEndpoint(deps, 'anthropic', 'messages.count_tokens'))
+    ['POST', '/v1/messages', jsonModelEndpoint(deps, 'anthropic', 'messages')],
+    ['POST', '/v1/messages/count_tokens', jsonModelEndpoint(deps, 'anthropic', 'messages.count_tokens')],
+  ];
+  const router = new Router();
+  for (const [method, path, handler] of fixed) {
+    if (method === 'GET') router.get(path, handler);
+    else router.post(path, handler);
+  }
+  router
+    .get('/v1/models/:model', modelInfo(catalog))
+    .get('/v1beta/models/:model', modelInfo(catalog))
     // Gemini (and @google/genai's default `v1` API version)
     .post('/v1beta/models/:model', geminiModelEndpoint(deps))
     .post('/v1beta/models/:model/countTokens', geminiModelEndpoint(deps, 'countTokens'))
@@ -82,6 +106,7 @@ export function createProxyApp(config: ProxyConfig, { env, log }: { env: NodeJS.
     .use(browserCors())
     .use(authenticate(config.effectiveAuthMode, config.apiKey))
     .use(mcp)
+    .use(exactRoutes(fixed))
     .use(router.routes())
     .use(noRoute);
   // Errors after the headers went out: mostly clients that hung up mid-stream.

@@ -56,10 +56,8 @@ export function mcpRoutes(servers: McpServers, { env, log, maxBodyBytes = 50 * 1
     await handler(ctx);
   };
 
-  const middleware = (async (ctx: Context, next: Next) => {
-    if (!PATH.test(ctx.path)) return next();
-    await errors(ctx, () => route(ctx));
-  }) as McpGateway;
+  // Not async: every other request passes straight on, without a promise of its own.
+  const middleware = ((ctx: Context, next: Next) => (PATH.test(ctx.path) ? errors(ctx, () => route(ctx)) : next())) as McpGateway;
   middleware.close = async () => {
     await Promise.all(bridges.map((bridge) => bridge.close()));
     // Open SSE relays would hold close() forever; the server's own grace period has passed by now.
