@@ -1,6 +1,6 @@
 import type { Context, Middleware, Next } from 'koa';
 import type { Logger } from 'pino';
-import { HttpError, toHttpError } from './errors.ts';
+import { toHttpError, type HttpError } from './errors.ts';
 
 /** How a family writes an HttpError into a response body. */
 export type ErrorRenderer = (error: HttpError, ctx: Context) => unknown;
@@ -48,4 +48,3 @@ export function spaFallback(document: () => string): Middleware {
   };
 }
 
-export { HttpError };

@@ -4,8 +4,6 @@
  * Plain data only, so adapters stay pure functions over it.
  */
 
-/** Wire protocols an adapter speaks. `openai-responses` is a client family only. */
-export type WireProtocol = 'openai-chat' | 'openai-responses' | 'anthropic' | 'gemini';
 /** Who produced a reasoning block: its signature is only valid for that provider. */
 export type Provider = 'openai' | 'anthropic' | 'gemini';
 
