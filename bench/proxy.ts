@@ -234,6 +234,9 @@ async function load(port: number, pathname: string, body: string, concurrency: n
   return { rps: latencies.length / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99), errors, cpu };
 }
 
+/** A signed difference: `+0.12` or `-0.02`, never `+-0.02`. */
+const signed = (x: number, digits: number) => `${x >= 0 ? '+' : ''}${x.toFixed(digits)}`;
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
 function medianResult(results: Result[]): Result {
@@ -275,7 +278,7 @@ async function main(): Promise<void> {
         const g = medianResult(runs.gatehouse);
         if (passThrough) {
           const p = medianResult(runs.passThrough);
-          paired.push(`| ${scenario.name}, ${concurrency} client${concurrency > 1 ? 's' : ''} | ${p.rps.toFixed(0)} req/s, p50 ${p.p50.toFixed(2)} ms | ${g.rps.toFixed(0)} req/s, p50 ${g.p50.toFixed(2)} ms | ${((g.rps / p.rps) * 100).toFixed(0)}% | +${(g.p50 - p.p50).toFixed(2)} ms | +${(g.cpu - p.cpu).toFixed(3)} ms/req |`);
+          paired.push(`| ${scenario.name}, ${concurrency} client${concurrency > 1 ? 's' : ''} | ${p.rps.toFixed(0)} req/s, p50 ${p.p50.toFixed(2)} ms | ${g.rps.toFixed(0)} req/s, p50 ${g.p50.toFixed(2)} ms | ${((g.rps / p.rps) * 100).toFixed(0)}% | ${signed(g.p50 - p.p50, 2)} ms | ${signed(g.cpu - p.cpu, 3)} ms/req |`);
         }
         const fmt = (r: Result) =>
           `${r.rps.toFixed(0)} req/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms${Number.isNaN(r.cpu) ? '' : `, CPU ${r.cpu.toFixed(3)} ms/req`}${r.errors ? `, ${r.errors} errors` : ''}`;
@@ -284,9 +287,11 @@ async function main(): Promise<void> {
           fmt(d),
           fmt(f),
           fmt(g),
-          `${((g.rps / f.rps) * 100).toFixed(0)}% of floor req/s; p50 +${(g.p50 - f.p50).toFixed(2)} ms over floor, +${(g.p50 - d.p50).toFixed(2)} ms over direct`,
+          `${((g.rps / f.rps) * 100).toFixed(0)}% of floor req/s; p50 ${signed(g.p50 - f.p50, 2)} ms over floor, ${signed(g.p50 - d.p50, 2)} ms over direct`,
         ]);
-        console.log(rows.at(-1)?.join('\n  '));
+        const [name, ...cells] = rows.at(-1) ?? [];
+        const labels = ['direct   ', 'floor    ', 'gatehouse', 'ratio    '];
+        console.log([name, ...cells.map((cell, i) => `  ${labels[i]} ${cell}`)].join('\n'));
       }
     }
     console.log('\n| scenario | direct | floor | gatehouse | gatehouse vs floor |\n|---|---|---|---|---|');
