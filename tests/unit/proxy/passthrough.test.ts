@@ -3,7 +3,7 @@
  * an undici Pool and relayed by a node:http server, as the proxy does.
  */
 import { once } from 'node:events';
-import { createServer, request, type Server, type ServerResponse } from 'node:http';
+import { createServer, request, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Context } from 'koa';
 import { Pool, type Dispatcher } from 'undici';
@@ -42,15 +42,24 @@ async function relay(upstreamPort: number, relayed: (body: Dispatcher.ResponseDa
   return (server.address() as AddressInfo).port;
 }
 
-/** A client GET: the body it read, and whether its response was cut short. */
-function get(port: number): Promise<{ status: number; body: string; cut: boolean }> {
+interface Received {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** The response ended before its body was complete. */
+  cut: boolean;
+}
+
+/** A client GET: what it received, and whether its response was cut short. */
+function get(port: number): Promise<Received> {
   return new Promise((resolve, reject) => {
     request({ port, host: '127.0.0.1', path: '/', agent: false }, (res) => {
       let body = '';
+      const received = (cut: boolean) => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, cut });
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, cut: false }));
-      res.on('error', () => resolve({ status: res.statusCode ?? 0, body, cut: true }));
+      res.on('end', () => received(false));
+      res.on('error', () => received(true));
     }).on('error', reject).end();
   });
 }
@@ -63,14 +72,8 @@ describe('relayResponse', () => {
     });
     const bodies: Dispatcher.ResponseData['body'][] = [];
     const port = await relay(upstream, (body) => bodies.push(body));
-    const answer = await new Promise<{ status: number; headers: Record<string, unknown>; body: string }>((resolve, reject) => {
-      request({ port, host: '127.0.0.1', path: '/', agent: false }, (res) => {
-        let body = '';
-        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-      }).on('error', reject).end();
-    });
-    expect(answer.status).toBe(201);
+    const answer = await get(port);
+    expect(answer).toMatchObject({ status: 201, cut: false });
     expect(answer.headers['x-request-id']).toBe('r1');
     expect(answer.headers['keep-alive']).not.toBe('timeout=5');
     expect(answer.body).toBe('{"ok":true}');
