@@ -61,10 +61,11 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       req.off('close', onClose);
     };
     const onClose = () => onError(new Error('client disconnected before the body arrived'));
+    // `on`, not `once`: cleanup removes them all, and `once` wraps each listener per request.
     req.on('data', onData);
-    req.once('end', onEnd);
-    req.once('error', onError);
-    req.once('close', onClose);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
   });
 }
 

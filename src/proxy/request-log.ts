@@ -30,7 +30,7 @@ export function requestLog(log: Logger): Middleware {
     const started = performance.now();
     const state = ctx.state as ProxyState;
     state.family = familyOfRequest(ctx);
-    ctx.res.once('close', () => {
+    ctx.res.on('close', () => {
       const line = {
         method: ctx.method,
         path: ctx.path,
@@ -41,7 +41,8 @@ export function requestLog(log: Logger): Middleware {
         status: ctx.res.headersSent ? ctx.res.statusCode : 499,
         ms: Math.round((performance.now() - started) * 100) / 100,
         stream: state.stream ?? false,
-        ...(ctx.res.writableFinished ? {} : { aborted: true }),
+        // pino leaves out undefined values.
+        aborted: ctx.res.writableFinished ? undefined : true,
       };
       if (QUIET.test(ctx.path)) log.debug(line, 'request');
       else log.info(line, 'request');
