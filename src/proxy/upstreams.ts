@@ -98,26 +98,49 @@ export function upstreamFailure(upstream: Upstream, error: unknown): HttpError {
   return new HttpError(failure.status, failure.message, { kind: failure.kind, cause: error });
 }
 
+/** undici's options for a request to an upstream: credentials swapped, the upstream's timeouts. */
+function dispatchOptions(upstream: Upstream, request: UpstreamRequest): Dispatcher.RequestOptions {
+  return {
+    method: request.method,
+    path: upstream.basePath + request.path + (request.query ? `?${request.query}` : ''),
+    headers: upstreamHeaders(upstream, request.headers ?? {}),
+    body: request.body ?? null,
+    signal: request.signal,
+    headersTimeout: upstream.config.timeoutMs,
+    bodyTimeout: upstream.config.timeoutMs,
+  };
+}
+
 /**
- * Sends one request to an upstream with its credentials injected and the
- * client's stripped; resolves with undici's response once its headers arrive.
- * Throws the proxy's 502/504 (see upstreamFailure) unless the signal was
- * aborted, in which case the abort error is rethrown as is (nobody is waiting).
+ * Runs one undici call, mapping its failure to the proxy's 502/504 (see
+ * upstreamFailure) unless the signal was aborted, in which case the abort
+ * error is rethrown as is (nobody is waiting).
  */
-export async function sendUpstream(upstream: Upstream, request: UpstreamRequest): Promise<Dispatcher.ResponseData> {
-  const path = upstream.basePath + request.path + (request.query ? `?${request.query}` : '');
+async function callUpstream<T>(upstream: Upstream, request: UpstreamRequest, call: (options: Dispatcher.RequestOptions) => Promise<T>): Promise<T> {
   try {
-    return await upstream.pool.request({
-      method: request.method,
-      path,
-      headers: upstreamHeaders(upstream, request.headers ?? {}),
-      body: request.body ?? null,
-      signal: request.signal,
-      headersTimeout: upstream.config.timeoutMs,
-      bodyTimeout: upstream.config.timeoutMs,
-    });
+    return await call(dispatchOptions(upstream, request));
   } catch (error) {
     if (request.signal?.aborted) throw error;
     throw upstreamFailure(upstream, error);
   }
+}
+
+/**
+ * Sends one request to an upstream with its credentials injected and the
+ * client's stripped; resolves with undici's response once its headers arrive.
+ */
+export function sendUpstream(upstream: Upstream, request: UpstreamRequest): Promise<Dispatcher.ResponseData> {
+  return callUpstream(upstream, request, (options) => upstream.pool.request(options));
+}
+
+/**
+ * The same request, with the response written into the writable that `into`
+ * returns for its status and headers, chunk by chunk as it arrives (undici's
+ * stream(): no body stream of its own, backpressure both ways). Resolves once
+ * the body is complete. After `into`, undici owns the writable: an upstream
+ * failing mid-body destroys it, and the writable closing early aborts the
+ * upstream call; either way this rejects.
+ */
+export async function streamUpstream(upstream: Upstream, request: UpstreamRequest, into: Dispatcher.StreamFactory): Promise<void> {
+  await callUpstream(upstream, request, (options) => upstream.pool.stream(options, into));
 }

@@ -1,45 +1,43 @@
 /**
- * relayResponse between real sockets: an upstream (node:http) answered through
- * an undici Pool and relayed by a node:http server, as the proxy does.
+ * forward() between real sockets: an upstream (node:http), a Koa app that
+ * forwards to it as the proxy's endpoints do, and node:http clients.
  */
 import { once } from 'node:events';
-import { createServer, request, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Context } from 'koa';
-import { Pool, type Dispatcher } from 'undici';
+import Koa from 'koa';
 import { afterEach, describe, expect, it } from 'vitest';
-import { relayResponse } from '../../../src/proxy/passthrough.ts';
+import { clientGone, forward } from '../../../src/proxy/passthrough.ts';
+import { closeUpstreams, createUpstream, type Upstream } from '../../../src/proxy/upstreams.ts';
 
 const servers: Server[] = [];
-const pools: Pool[] = [];
+const upstreams: Upstream[] = [];
 
 afterEach(async () => {
-  await Promise.all(pools.splice(0).map((pool) => pool.destroy()));
+  await closeUpstreams(upstreams.splice(0));
   for (const server of servers.splice(0)) server.closeAllConnections();
   await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
 });
 
-async function serve(handler: (res: ServerResponse) => void): Promise<number> {
-  const server = createServer((_req, res) => handler(res));
+async function listen(server: Server): Promise<number> {
   servers.push(server);
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return (server.address() as AddressInfo).port;
 }
 
-/** A relay in front of `upstreamPort`; `relayed` gets each upstream response it relays. */
-async function relay(upstreamPort: number, relayed: (body: Dispatcher.ResponseData['body']) => void): Promise<number> {
-  const pool = new Pool(`http://127.0.0.1:${upstreamPort}`);
-  pools.push(pool);
-  const server = createServer(async (_req, res) => {
-    const response = await pool.request({ method: 'GET', path: '/' });
-    relayed(response.body);
-    relayResponse({ res, respond: true } as unknown as Context, response);
+const serve = (handler: (req: IncomingMessage, res: ServerResponse) => void) => listen(createServer(handler));
+
+/** A Koa app forwarding every request's body to `upstreamPort`, as the endpoints do. */
+async function proxyTo(upstreamPort: number): Promise<number> {
+  const upstream = createUpstream({
+    name: 'up', protocol: 'openai', baseUrl: `http://127.0.0.1:${upstreamPort}/v1`, apiKey: 'sk-up', models: ['*'], headers: {}, timeoutMs: 5_000, responsesApi: true,
   });
-  servers.push(server);
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return (server.address() as AddressInfo).port;
+  upstreams.push(upstream);
+  const app = new Koa().use((ctx) => forward(ctx, { upstream, path: '/chat/completions', body: Buffer.from('{}'), signal: clientGone(ctx) }));
+  // A cut response's socket error reaches Koa's 'error' event (the proxy logs it at debug).
+  app.silent = true;
+  return listen(createServer(app.callback()));
 }
 
 interface Received {
@@ -50,46 +48,88 @@ interface Received {
   cut: boolean;
 }
 
-/** A client GET: what it received, and whether its response was cut short. */
-function get(port: number): Promise<Received> {
+/**
+ * A client POST: what it received, and whether its response was cut short.
+ * `onData` sees each chunk as it arrives, with the response to destroy.
+ */
+function post(port: number, { agent = false as Agent | false, onData = (_chunk: string, _res: IncomingMessage) => undefined } = {}): Promise<Received> {
   return new Promise((resolve, reject) => {
-    request({ port, host: '127.0.0.1', path: '/', agent: false }, (res) => {
+    request({ port, host: '127.0.0.1', method: 'POST', path: '/', agent }, (res) => {
       let body = '';
       const received = (cut: boolean) => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, cut });
       res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
+      res.on('data', (chunk: string) => {
+        body += chunk;
+        onData(chunk, res);
+      });
       res.on('end', () => received(false));
       res.on('error', () => received(true));
-    }).on('error', reject).end();
+      res.on('close', () => received(!res.complete));
+    }).on('error', reject).end('{}');
   });
 }
 
-describe('relayResponse', () => {
-  it('relays status, headers and body, minus hop-by-hop headers, and lets go of the body once it ended', async () => {
-    const upstream = await serve((res) => {
+describe('forward', () => {
+  it('relays status, headers and body, minus hop-by-hop headers, with the upstream\'s credential', async () => {
+    let authorization: string | undefined;
+    const upstream = await serve((req, res) => {
+      authorization = req.headers.authorization;
       res.writeHead(201, { 'content-type': 'application/json', 'x-request-id': 'r1', 'keep-alive': 'timeout=5' });
       res.end('{"ok":true}');
     });
-    const bodies: Dispatcher.ResponseData['body'][] = [];
-    const port = await relay(upstream, (body) => bodies.push(body));
-    const answer = await get(port);
-    expect(answer).toMatchObject({ status: 201, cut: false });
+    const answer = await post(await proxyTo(upstream));
+    expect(answer).toMatchObject({ status: 201, body: '{"ok":true}', cut: false });
     expect(answer.headers['x-request-id']).toBe('r1');
     expect(answer.headers['keep-alive']).not.toBe('timeout=5');
-    expect(answer.body).toBe('{"ok":true}');
-    expect(bodies[0]?.listenerCount('error')).toBe(0);
+    expect(authorization).toBe('Bearer sk-up');
+  });
+
+  it('leaves the client\'s keep-alive connection open for its next request', async () => {
+    const upstream = await serve((_req, res) => res.end('{"ok":true}'));
+    const port = await proxyTo(upstream);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const sockets = new Set<unknown>();
+    agent.on('free', (socket) => sockets.add(socket));
+    try {
+      for (let i = 0; i < 3; i++) expect(await post(port, { agent })).toMatchObject({ status: 200, body: '{"ok":true}', cut: false });
+      expect(sockets.size).toBe(1);
+    } finally {
+      agent.destroy();
+    }
   });
 
   it('cuts the client\'s response when the upstream fails mid-body, and keeps serving', async () => {
-    const upstream = await serve((res) => {
+    const upstream = await serve((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: one\n\n');
       setTimeout(() => res.destroy(), 20);
     });
-    const port = await relay(upstream, () => undefined);
-    const first = await get(port);
-    expect(first).toMatchObject({ status: 200, body: 'data: one\n\n', cut: true });
-    // The relay is still up: a second request gets the same treatment, not a refused connection.
-    expect(await get(port)).toMatchObject({ status: 200, cut: true });
+    const port = await proxyTo(upstream);
+    expect(await post(port)).toMatchObject({ status: 200, body: 'data: one\n\n', cut: true });
+    // Still up: a second request gets the same treatment, not a refused connection.
+    expect(await post(port)).toMatchObject({ status: 200, cut: true });
+  });
+
+  it('aborts the upstream call when the client leaves mid-stream', async () => {
+    let upstreamClosed: Promise<boolean> = Promise.resolve(false);
+    const upstream = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const timer = setInterval(() => res.write('data: tick\n\n'), 10);
+      upstreamClosed = once(res, 'close').then(() => {
+        clearInterval(timer);
+        return !res.writableFinished;
+      });
+    });
+    const answer = await post(await proxyTo(upstream), { onData: (_chunk, res) => res.destroy() });
+    expect(answer.cut).toBe(true);
+    // The upstream's response closed before it finished: the proxy hung up on it.
+    expect(await upstreamClosed).toBe(true);
+  });
+
+  it('answers 502 when the upstream cannot be reached', async () => {
+    const gone = await serve(() => undefined);
+    const server = servers.pop();
+    await new Promise((resolve) => server?.close(resolve));
+    expect(await post(await proxyTo(gone))).toMatchObject({ status: 502, cut: false });
   });
 });
