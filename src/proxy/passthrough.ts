@@ -1,23 +1,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { Context } from 'koa';
+import type { ClientGone } from './client-gone.ts';
 import { forwardableHeaders, streamUpstream, type Upstream, type UpstreamRequest } from './upstreams.ts';
 
 /** Response headers that describe the upstream connection, not the answer. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'proxy-connection', 'te', 'trailer', 'upgrade']);
-
-/**
- * An AbortSignal that fires when the client goes away before its response is
- * complete, so the upstream call (and its token spend) stops with it.
- */
-export function clientGone(ctx: Context): AbortSignal {
-  const controller = new AbortController();
-  // A response closes once: `on` spares the wrapper `once` builds per request.
-  ctx.res.on('close', () => {
-    if (!ctx.res.writableFinished) controller.abort(new Error('client disconnected'));
-  });
-  return controller.signal;
-}
 
 /** The client's query string without the `key` parameter (a proxy credential). */
 export function forwardableQuery(querystring: string): string {
@@ -42,7 +30,7 @@ export interface ForwardRequest {
   /** Below base_url: see UpstreamRequest.path. */
   path: string;
   body: Buffer | Readable;
-  signal: AbortSignal;
+  signal: ClientGone;
   /** Header overrides, e.g. an adjusted content-length. */
   headers?: Record<string, string>;
 }
@@ -74,7 +62,7 @@ export async function forward(ctx: Context, { upstream, path, body, signal, head
     // Under way, the response has been cut (an upstream failing mid-body must
     // not leave the client hanging) or its client left: nothing more to send.
     if (ctx.res.headersSent) return;
-    if (signal.aborted) return clientClosed(ctx);
+    if (signal.left) return clientClosed(ctx);
     throw error;
   }
 }

@@ -1,4 +1,5 @@
 import type { Protocol, UpstreamConfig } from '../config/proxy.ts';
+import type { ClientGone } from './client-gone.ts';
 import type { Upstream } from './upstreams.ts';
 
 /**
@@ -39,7 +40,7 @@ export interface Route {
   /** The raw request body as received. */
   raw: Buffer;
   /** Aborted when the client disconnects: pass it to sendUpstream. */
-  signal: AbortSignal;
+  signal: ClientGone;
 }
 
 /**

@@ -4,6 +4,7 @@ import { Pool, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/proxy.ts';
 import { HttpError } from '../http/errors.ts';
 import { proxyErrors } from './errors.ts';
+import { ClientGone } from './client-gone.ts';
 
 /** An upstream with its connection pool. */
 export interface Upstream {
@@ -79,8 +80,8 @@ export interface UpstreamRequest {
   /** Request headers; client credentials in it are dropped, the upstream's are added. */
   headers?: Record<string, string | string[]>;
   body?: Buffer | string | Readable | null;
-  /** Aborts the upstream call (the client went away). */
-  signal?: AbortSignal;
+  /** Aborts the upstream call: the client went away, or a time limit passed. */
+  signal?: AbortSignal | ClientGone;
 }
 
 /**
@@ -120,10 +121,12 @@ async function callUpstream<T>(upstream: Upstream, request: UpstreamRequest, cal
   try {
     return await call(dispatchOptions(upstream, request));
   } catch (error) {
-    if (request.signal?.aborted) throw error;
+    if (request.signal && signalled(request.signal)) throw error;
     throw upstreamFailure(upstream, error);
   }
 }
+
+const signalled = (signal: AbortSignal | ClientGone): boolean => (signal instanceof ClientGone ? signal.left : signal.aborted);
 
 /**
  * Sends one request to an upstream with its credentials injected and the

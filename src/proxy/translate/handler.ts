@@ -202,7 +202,7 @@ function streamTranslated(
   }));
   body.once('end', () => guarded(() => finish(decoder.end())));
   body.once('error', (error: Error) => {
-    if (route.signal.aborted) {
+    if (route.signal.left) {
       res.destroy();
       return;
     }

@@ -7,7 +7,8 @@ import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMe
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { afterEach, describe, expect, it } from 'vitest';
-import { clientGone, forward } from '../../../src/proxy/passthrough.ts';
+import { clientGone } from '../../../src/proxy/client-gone.ts';
+import { forward } from '../../../src/proxy/passthrough.ts';
 import { closeUpstreams, createUpstream, type Upstream } from '../../../src/proxy/upstreams.ts';
 
 const servers: Server[] = [];
@@ -120,10 +121,26 @@ describe('forward', () => {
         return !res.writableFinished;
       });
     });
-    const answer = await post(await proxyTo(upstream), { onData: (_chunk, res) => res.destroy() });
+    const answer = await post(await proxyTo(upstream), { onData: (_chunk, res) => void res.destroy() });
     expect(answer.cut).toBe(true);
     // The upstream's response closed before it finished: the proxy hung up on it.
     expect(await upstreamClosed).toBe(true);
+  });
+
+  it('aborts the upstream call when the client leaves before the upstream answered', async () => {
+    const arrived = Promise.withResolvers<undefined>();
+    let upstreamClosed: Promise<unknown> = new Promise(() => undefined);
+    const upstream = await serve((_req, res) => {
+      // Never answers: only the proxy hanging up ends this request.
+      upstreamClosed = once(res, 'close').then(() => 'closed');
+      arrived.resolve(undefined);
+    });
+    const client = request({ port: await proxyTo(upstream), host: '127.0.0.1', method: 'POST', path: '/', agent: false });
+    client.on('error', () => undefined).end('{}');
+    await arrived.promise;
+    client.destroy();
+    const stillOpen = new Promise((resolve) => setTimeout(() => resolve('still open'), 5_000).unref());
+    expect(await Promise.race([upstreamClosed, stillOpen])).toBe('closed');
   });
 
   it('answers 502 when the upstream cannot be reached', async () => {
