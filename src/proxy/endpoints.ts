@@ -63,25 +63,22 @@ async function dispatch(ctx: Context, router: ModelRouter, request: ModelRequest
   const passThrough = resolution !== undefined && passesThrough(request.family, request.endpoint, resolution.upstream.config);
   if (COUNT_ENDPOINTS.has(request.endpoint) && !passThrough) return countLocally(ctx, request.family, request.body, request.model);
   if (!resolution) throw proxyErrors.modelNotFound(request.model);
-  state.upstream = resolution.upstream.config.name;
+  const { upstream, mappedModel } = resolution;
+  state.upstream = upstream.config.name;
+  const signal = clientGone(ctx);
+  if (passThrough) return forward(ctx, { upstream, path: request.path(mappedModel), body: request.bytes(mappedModel), signal });
   const route: Route = {
     family: request.family,
     endpoint: request.endpoint,
-    upstream: resolution.upstream,
+    upstream,
     clientModel: request.model,
-    upstreamModel: resolution.mappedModel,
+    upstreamModel: mappedModel,
     stream: request.stream,
     body: request.body,
     raw: request.raw,
-    signal: clientGone(ctx),
+    signal,
   };
-  if (!passThrough) return handleTranslated(ctx, route);
-  await forward(ctx, {
-    upstream: route.upstream,
-    path: request.path(route.upstreamModel),
-    body: request.bytes(route.upstreamModel),
-    signal: route.signal,
-  });
+  return handleTranslated(ctx, route);
 }
 
 /** An OpenAI or Anthropic JSON endpoint: the model is the body's `model`. */
@@ -91,7 +88,7 @@ export function jsonModelEndpoint({ router, maxBodyBytes }: EndpointDeps, family
     const body = parseJsonObject(raw);
     const model = requireModel(body['model']);
     const path = upstreamPath(family, ctx.path);
-    await dispatch(ctx, router, {
+    return dispatch(ctx, router, {
       family,
       endpoint,
       model,
@@ -121,7 +118,7 @@ export function geminiModelEndpoint({ router, maxBodyBytes }: EndpointDeps, fixe
     const model = requireModel(match[1]?.replace(/^models\//, ''));
     const raw = await readBody(ctx.req, maxBodyBytes);
     const body = parseJsonObject(raw);
-    await dispatch(ctx, router, {
+    return dispatch(ctx, router, {
       family: 'gemini',
       endpoint: method,
       model,

@@ -144,6 +144,6 @@ export function sendUpstream(upstream: Upstream, request: UpstreamRequest): Prom
  * failing mid-body destroys it, and the writable closing early aborts the
  * upstream call; either way this rejects.
  */
-export async function streamUpstream(upstream: Upstream, request: UpstreamRequest, into: Dispatcher.StreamFactory): Promise<void> {
-  await callUpstream(upstream, request, (options) => upstream.pool.stream(options, into));
+export function streamUpstream(upstream: Upstream, request: UpstreamRequest, into: Dispatcher.StreamFactory): Promise<unknown> {
+  return callUpstream(upstream, request, (options) => upstream.pool.stream(options, into));
 }
