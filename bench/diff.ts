@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { GIT_ENV } from '../tests/support/git-repo.ts';
+import { median } from './stats.ts';
 
 const FILES = Number(process.env['BENCH_FILES'] ?? 5_000);
 const FOLDERS = 50;
@@ -92,11 +93,6 @@ async function timeIt(fn: () => Promise<unknown>): Promise<number> {
   return Number(process.hrtime.bigint() - start) / 1e6;
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-};
 
 async function main(): Promise<void> {
   console.log(`bench:diff — ${FILES} files in ${FOLDERS} folders, ${MODIFIED} modified, ${DELETED} deleted + ${ADDED} new staged${PACKED ? ', objects packed' : ''}`);

@@ -8,12 +8,12 @@
  * (this process, undici) sends the same load directly, through the floor and
  * through gatehouse, interleaved round by round (the proxies taking turns to
  * go first), and prints req/s, p50/p99 and gatehouse's ratios to the floor.
- * Medians over the rounds.
+ * Medians over the rounds; the req/s ratios are paired round by round.
  *
  * Scenarios are a list: a translated path is one more entry with its own
  * client path/body and the model that routes to another protocol.
  *
- * Env: BENCH_ROUNDS (4), BENCH_SECONDS per run (2), BENCH_MAX_REQUESTS per run (20000),
+ * Env: BENCH_ROUNDS (6), BENCH_SECONDS per run (2), BENCH_MAX_REQUESTS per run (20000),
  * BENCH_CONCURRENCY (1,64), BENCH_ONLY (a scenario name part), BENCH_GATEHOUSE_NODE_ARGS
  * (e.g. `--cpu-prof` to profile the proxy process).
  */
@@ -25,9 +25,10 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Pool } from 'undici';
+import { median } from './stats.ts';
 
 const API_KEY = 'bench-key';
-const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 4);
+const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 6);
 const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 2);
 const MAX_REQUESTS = Number(process.env['BENCH_MAX_REQUESTS'] ?? 20_000);
 const CONCURRENCY = (process.env['BENCH_CONCURRENCY'] ?? '1,64').split(',').map(Number);
@@ -238,7 +239,17 @@ async function load(port: number, pathname: string, body: string, concurrency: n
 /** A signed difference: `+0.12` or `-0.02`, never `+-0.02`. */
 const signed = (x: number, digits: number) => `${x >= 0 ? '+' : ''}${x.toFixed(digits)}`;
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+
+/**
+ * `ours` against `base` in req/s, round by round: the runs of one round are
+ * seconds apart, so a machine that speeds up or slows down between rounds
+ * moves both. The median ratio, with the lowest and highest.
+ */
+function pairedRatio(ours: Result[], base: Result[]): string {
+  const ratios = ours.map((r, i) => (r.rps / (base[i]?.rps ?? NaN)) * 100);
+  const sorted = [...ratios].sort((a, b) => a - b);
+  return `${median(ratios).toFixed(0)}% (rounds ${sorted[0]?.toFixed(0)}–${sorted.at(-1)?.toFixed(0)}%)`;
+}
 
 function medianResult(results: Result[]): Result {
   return {
@@ -288,7 +299,7 @@ async function main(): Promise<void> {
         const g = medianResult(runs.gatehouse);
         if (passThrough) {
           const p = medianResult(runs.passThrough);
-          paired.push(`| ${scenario.name}, ${concurrency} client${concurrency > 1 ? 's' : ''} | ${p.rps.toFixed(0)} req/s, p50 ${p.p50.toFixed(2)} ms | ${g.rps.toFixed(0)} req/s, p50 ${g.p50.toFixed(2)} ms | ${((g.rps / p.rps) * 100).toFixed(0)}% | ${signed(g.p50 - p.p50, 2)} ms | ${signed(g.cpu - p.cpu, 3)} ms/req |`);
+          paired.push(`| ${scenario.name}, ${concurrency} client${concurrency > 1 ? 's' : ''} | ${p.rps.toFixed(0)} req/s, p50 ${p.p50.toFixed(2)} ms | ${g.rps.toFixed(0)} req/s, p50 ${g.p50.toFixed(2)} ms | ${pairedRatio(runs.gatehouse, runs.passThrough)} | ${signed(g.p50 - p.p50, 2)} ms | ${signed(g.cpu - p.cpu, 3)} ms/req |`);
         }
         const fmt = (r: Result) =>
           `${r.rps.toFixed(0)} req/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms${Number.isNaN(r.cpu) ? '' : `, CPU ${r.cpu.toFixed(3)} ms/req`}${r.errors ? `, ${r.errors} errors` : ''}`;
@@ -297,7 +308,7 @@ async function main(): Promise<void> {
           fmt(d),
           fmt(f),
           fmt(g),
-          `${((g.rps / f.rps) * 100).toFixed(0)}% of floor req/s; p50 ${signed(g.p50 - f.p50, 2)} ms over floor, ${signed(g.p50 - d.p50, 2)} ms over direct`,
+          `${pairedRatio(runs.gatehouse, runs.floor)} of floor req/s; p50 ${signed(g.p50 - f.p50, 2)} ms over floor, ${signed(g.p50 - d.p50, 2)} ms over direct`,
         ]);
         const [name, ...cells] = rows.at(-1) ?? [];
         const labels = ['direct   ', 'floor    ', 'gatehouse', 'ratio    '];

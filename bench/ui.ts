@@ -16,6 +16,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium, type Page } from 'playwright-core';
 import { CHROMIUM_ARGS } from '../tests/support/browser.ts';
+import { median } from './stats.ts';
 
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 7);
 const TARGET_MS = 1_000;
@@ -103,11 +104,6 @@ async function measure(page: Page, url: string, selector: string): Promise<numbe
   await page.goto(url);
   await page.waitForFunction('window.__firstRender !== undefined', undefined, { timeout: 60_000, polling: 50 });
   return page.evaluate<number>('window.__firstRender');
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? NaN;
 }
 
 async function main(): Promise<void> {
