@@ -54,8 +54,9 @@ export async function forward(ctx: Context, { upstream, path, body, signal, head
   };
   try {
     await streamUpstream(upstream, request, ({ statusCode, headers: upstreamHeaders }) => {
-      ctx.respond = false;
       ctx.res.writeHead(statusCode, relayedHeaders(upstreamHeaders));
+      // Only now: had writeHead refused a header, the error answer would still go out.
+      ctx.respond = false;
       return ctx.res;
     });
   } catch (error) {
