@@ -16,7 +16,7 @@ export function forwardableQuery(querystring: string): string {
 }
 
 /** The upstream's response headers as the client gets them: without hop-by-hop headers. */
-export function relayedHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
+function relayedHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
   const relayed: Record<string, string | string[]> = {};
   for (const name in headers) {
     const value = headers[name];
@@ -69,6 +69,6 @@ export async function forward(ctx: Context, { upstream, path, body, signal, head
 }
 
 /** The client hung up before the upstream answered: nothing to send and no error to log. */
-export function clientClosed(ctx: Context): void {
+function clientClosed(ctx: Context): void {
   ctx.respond = false;
 }
