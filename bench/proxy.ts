@@ -239,7 +239,6 @@ async function load(port: number, pathname: string, body: string, concurrency: n
 /** A signed difference: `+0.12` or `-0.02`, never `+-0.02`. */
 const signed = (x: number, digits: number) => `${x >= 0 ? '+' : ''}${x.toFixed(digits)}`;
 
-
 /**
  * `ours` against `base` in req/s, round by round: the runs of one round are
  * seconds apart, so a machine that speeds up or slows down between rounds
