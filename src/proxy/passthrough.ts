@@ -2,10 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { Context } from 'koa';
 import type { ClientGone } from './client-gone.ts';
-import { forwardableHeaders, streamUpstream, type Upstream, type UpstreamRequest } from './upstreams.ts';
-
-/** Response headers that describe the upstream connection, not the answer. */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'proxy-connection', 'te', 'trailer', 'upgrade']);
+import { forwardableHeaders, HOP_BY_HOP, streamUpstream, type Upstream, type UpstreamRequest } from './upstreams.ts';
 
 /** The client's query string without the `key` parameter (a proxy credential). */
 export function forwardableQuery(querystring: string): string {

@@ -20,8 +20,11 @@ export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 /** Credentials clients use towards the proxy: never forwarded upstream. */
 const CLIENT_CREDENTIAL_HEADERS = ['authorization', 'x-api-key', 'x-goog-api-key'] as const;
 
-/** Hop-by-hop headers (RFC 9110 §7.6.1) and those undici computes itself. */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length', 'expect']);
+/** Hop-by-hop headers (RFC 9110 §7.6.1): they describe one connection, in either direction. */
+export const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+/** What a client's request header set loses on its way up: hop-by-hop, proxy credentials, and what undici computes itself. */
+const NOT_FORWARDED = new Set([...HOP_BY_HOP, 'proxy-authorization', 'proxy-authenticate', 'host', 'content-length', 'expect']);
 
 export function createUpstream(config: UpstreamConfig): Upstream {
   const url = new URL(config.baseUrl);
@@ -44,7 +47,7 @@ export function forwardableHeaders(headers: IncomingHttpHeaders): Record<string,
   const out: Record<string, string | string[]> = {};
   for (const name in headers) {
     const value = headers[name];
-    if (value === undefined || HOP_BY_HOP.has(name)) continue;
+    if (value === undefined || NOT_FORWARDED.has(name)) continue;
     if ((CLIENT_CREDENTIAL_HEADERS as readonly string[]).includes(name)) continue;
     out[name] = value;
   }
