@@ -1,6 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import convict from 'convict';
+import { DIFF_TYPES, type DiffType } from '../git/diff-type.ts';
 import { ConfigError, validated } from './errors.ts';
 import { logLevelSchema, registerFormats } from './formats.ts';
 
@@ -12,8 +13,6 @@ export type PermissionMode = (typeof PERMISSION_MODES)[number];
 export const ORIGINS = ['claude-code', 'opencode'] as const;
 export type Origin = (typeof ORIGINS)[number];
 
-export const DIFF_TYPES = ['uncommitted', 'staged', 'last-commit', 'vs main'] as const;
-export type DiffType = (typeof DIFF_TYPES)[number];
 
 /** The fixed port of remote (container) mode. */
 export const REMOTE_PORT = 19432;

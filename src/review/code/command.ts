@@ -3,7 +3,7 @@ import { loadReviewConfig } from '../../config/review.ts';
 import { createLogger } from '../../log.ts';
 import { parseReviewArgs } from '../args.ts';
 import { runReview, type DecisionCodec } from '../instance.ts';
-import { GitRepository } from './git/repository.ts';
+import { GitRepository } from '../../git/repository.ts';
 import { codeReviewRoutes, type CodeDecision } from './routes.ts';
 
 const USAGE = `Usage: gatehouse code-review [--repo DIR] [--diff-type uncommitted|staged|last-commit|branch]

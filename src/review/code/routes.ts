@@ -1,11 +1,12 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
-import { DIFF_TYPES, type DiffType, type ReviewConfig } from '../../config/review.ts';
+import type { ReviewConfig } from '../../config/review.ts';
+import { DIFF_TYPES, type DiffType } from '../../git/diff-type.ts';
 import { reviewErrors } from '../errors.ts';
 import type { DecisionGate } from '../instance.ts';
 import { readBody, type FieldReader } from '../validate.ts';
-import type { DiffResult, GitContext, GitRepository } from './git/repository.ts';
+import type { DiffResult, GitContext, GitRepository } from '../../git/repository.ts';
 
 export const ANNOTATION_TYPES = ['comment', 'suggestion', 'concern'] as const;
 export const ANNOTATION_SIDES = ['old', 'new'] as const;

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { DiffType } from '../../../config/review.ts';
+import type { DiffType } from './diff-type.ts';
 import { Attributes } from './attributes.ts';
 import { gitErrors } from './errors.ts';
 import { readIndex, type GitIndex, type IndexEntry } from './index-file.ts';

@@ -2,9 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readdirSync, symlinkSync, utimesSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { DiffType } from '../../../../src/config/review.ts';
-import { GitRepository } from '../../../../src/review/code/git/repository.ts';
-import { expectedGitContext, GIT_ARGS, GIT_ENV, TempRepo } from '../../../support/git-repo.ts';
+import type { DiffType } from '../../../src/git/diff-type.ts';
+import { GitRepository } from '../../../src/git/repository.ts';
+import { expectedGitContext, GIT_ARGS, GIT_ENV, TempRepo } from '../../support/git-repo.ts';
 
 const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { GitRepository } from '../../../../src/review/code/git/repository.ts';
-import { TempRepo } from '../../../support/git-repo.ts';
+import { GitRepository } from '../../../src/git/repository.ts';
+import { TempRepo } from '../../support/git-repo.ts';
 
 /**
  * Random moves, edits, deletions and additions over files with distinct

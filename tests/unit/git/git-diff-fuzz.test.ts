@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { GitRepository } from '../../../../src/review/code/git/repository.ts';
-import { TempRepo } from '../../../support/git-repo.ts';
+import { GitRepository } from '../../../src/git/repository.ts';
+import { TempRepo } from '../../support/git-repo.ts';
 
 /**
  * Random edits over a tiny vocabulary of code-like lines: the worst case for
