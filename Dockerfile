@@ -7,7 +7,9 @@ RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY web ./web
 COPY src ./src
-RUN npm run build
+# The image runs the same files as the npm package: `npm pack` builds them (prepack) and keeps only the runtime set.
+RUN npm pack --silent --pack-destination /tmp \
+ && mkdir /package && tar -xzf /tmp/gatehouse-*.tgz -C /package --strip-components=1
 
 FROM node:24-bookworm-slim AS prod-deps
 WORKDIR /app
@@ -24,8 +26,7 @@ ENV NODE_ENV=production \
     GATEHOUSE_PLAN_DIR=/data/plans
 WORKDIR /app
 COPY --from=prod-deps /app/node_modules ./node_modules
-COPY --from=build /app/dist ./dist
-COPY package.json ./
+COPY --from=build /package ./
 COPY config ./config
 RUN chmod 0755 dist/src/cli.js \
  && ln -s /app/dist/src/cli.js /usr/local/bin/gatehouse \

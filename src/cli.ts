@@ -2,6 +2,7 @@
 import type { Command, CommandContext } from './command.ts';
 import { SIGNAL_EXIT_CODES } from './command.ts';
 import { ConfigError } from './config/errors.ts';
+import { packageVersion } from './package-root.ts';
 
 const USAGE = `Usage:
   gatehouse plan [FILE|-] [--origin claude-code|opencode] [--timeout 30m] [--decision-file PATH] [--port N]
@@ -9,6 +10,7 @@ const USAGE = `Usage:
   gatehouse code-review [--repo DIR] [--diff-type uncommitted|staged|last-commit|branch] [--timeout 30m] [--decision-file PATH]
   gatehouse proxy [--config FILE]
   gatehouse healthcheck [review|proxy]
+  gatehouse --version
 `;
 
 /** Subcommands load lazily: the proxy never pays for isomorphic-git, nor a review for undici. */
@@ -25,6 +27,10 @@ async function main(): Promise<number> {
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     process.stderr.write(USAGE);
     return name === undefined ? 1 : 0;
+  }
+  if (name === '--version' || name === '-v') {
+    process.stdout.write(`${packageVersion()}\n`);
+    return 0;
   }
   const load = COMMANDS[name];
   if (!load) {

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 let root: string | undefined;
@@ -14,4 +14,11 @@ export function packageRoot(): string {
   }
   root = dir;
   return root;
+}
+
+/** The installed package's version: package.json is the one place it is written. */
+export function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version?: unknown };
+  if (typeof manifest.version !== 'string') throw new Error('gatehouse package.json has no version');
+  return manifest.version;
 }
