@@ -2,22 +2,13 @@ import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
+import { exitPlanModeEvent } from '../support/hook-event.ts';
 import { IMAGE } from '../support/image.ts';
 
 const run = promisify(execFile);
 
-/** The PermissionRequest event Claude Code writes to a hook's stdin when the agent calls ExitPlanMode. */
 const PLAN = '# Refactor Auth\n\n1. Extract the session store\n2. Add tests\n';
-const EVENT = {
-  session_id: '8f1d2c3b-aaaa-bbbb-cccc-1234567890ab',
-  transcript_path: '/home/node/.claude/projects/-work/8f1d2c3b.jsonl',
-  cwd: '/work',
-  permission_mode: 'plan',
-  hook_event_name: 'PermissionRequest',
-  tool_name: 'ExitPlanMode',
-  tool_input: { plan: PLAN },
-  permission_suggestions: [{ type: 'setMode', mode: 'acceptEdits', destination: 'session' }],
-};
+const EVENT = exitPlanModeEvent(PLAN, '/work');
 
 const names: string[] = [];
 afterEach(async () => {

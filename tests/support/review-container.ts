@@ -12,6 +12,10 @@ export interface ContainerFile {
 }
 
 export interface ReviewContainerOptions {
+  /** The image to run; the black-box suites' gatehouse image unless set. */
+  image?: string;
+  /** The container's working directory, /work (the mounted project) unless set. */
+  workdir?: string;
   /** The gatehouse arguments, e.g. `['plan', '/work/PLAN.md']`. */
   command: string[];
   env?: Record<string, string>;
@@ -40,7 +44,7 @@ export interface ReviewContainer {
 /** Starts a gatehouse review container with 19432 mapped; the caller stops it. */
 export async function startReviewContainer(options: ReviewContainerOptions): Promise<ReviewContainer> {
   // /work is the project, as docker-compose.yml's working_dir has it.
-  let builder = new GenericContainer(IMAGE).withWorkingDir('/work').withExposedPorts(19432).withEnvironment(options.env ?? {});
+  let builder = new GenericContainer(options.image ?? IMAGE).withWorkingDir(options.workdir ?? '/work').withExposedPorts(19432).withEnvironment(options.env ?? {});
   builder = options.shell ? builder.withEntrypoint(['sh', '-c']).withCommand([options.shell]) : builder.withCommand(options.command);
   if (options.files?.length) builder = builder.withCopyContentToContainer(options.files.map((f) => ({ content: f.content, target: f.target, mode: f.mode ?? 0o644 })));
   if (options.extraHosts) builder = builder.withExtraHosts(options.extraHosts);
