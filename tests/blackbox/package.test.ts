@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import YAML from 'yaml';
 import { exitPlanModeEvent } from '../support/hook-event.ts';
 import { IMAGE } from '../support/image.ts';
 import { buildProjectImage, EXAMPLE, packRepository, ROOT, WORKSPACE, type DevcontainerJson } from '../support/package.ts';
@@ -134,5 +135,31 @@ describe('installed with npm install -g in a fresh node:24-bookworm-slim, as the
       '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow",' +
         '"updatedPermissions":[{"type":"setMode","mode":"acceptEdits","destination":"session"}]}}}\n',
     );
+  });
+
+  it.each([
+    ['approve', { planSave: { enabled: false } }, 0, 'exit-code=0\n', 'Plan approved.\n'],
+    ['deny', { feedback: 'Keep the old cache', planSave: { enabled: false } }, 1, 'exit-code=2\n', 'Plan denied:\nKeep the old cache\n'],
+  ])("docs/ci.md's review step, run as Actions runs it: %s", async (verb, body, stepExit, output, summary) => {
+    const recipe = /```yaml\n([\s\S]*?)```/.exec(await readFile(path.join(ROOT, 'docs', 'ci.md'), 'utf8'))?.[1] ?? '';
+    const job = (YAML.parse(recipe) as { jobs: Record<string, { steps: { id?: string; env?: Record<string, string>; run?: string }[] }> }).jobs['plan-review'];
+    const step = job?.steps.find((s) => s.id === 'review');
+    const c = await startReviewContainer({
+      image: FRESH,
+      workdir: WORKSPACE,
+      command: [],
+      env: step?.env ?? {},
+      // Actions' `shell: bash`, with its output and summary files.
+      shell: 'GITHUB_OUTPUT=/tmp/output GITHUB_STEP_SUMMARY=/tmp/summary bash --noprofile --norc -eo pipefail /tmp/step.sh',
+      files: [
+        { content: step?.run ?? '', target: '/tmp/step.sh' },
+        { content: PLAN, target: `${WORKSPACE}/PLAN.md` },
+      ],
+    });
+    started.push(c);
+    expect((await post(`${c.url}api/${verb}`, body)).status).toBe(200);
+    expect((await c.finish()).exitCode).toBe(stepExit);
+    expect(await c.readFile('/tmp/output')).toBe(output);
+    expect(await c.readFile('/tmp/summary')).toBe(summary);
   });
 });
