@@ -9,7 +9,9 @@
  * `gatehouse plan`, timing from the start to the end of the install (the
  * command ends with `gatehouse --version`) and to the first 200 of
  * `GET /api/plan` on the published port. Side by side, in the same container
- * once installed, the baseline: `gatehouse plan` alone to its first 200.
+ * once installed, the baseline: `gatehouse plan` alone to its first 200; then
+ * an uninstall and the same install again from the warm npm cache (the local
+ * part of the install, without the registry).
  * The ratio is paired round by round. Also prints the tarball's size and the
  * installed size with dependencies. BENCH_ROUNDS changes the rounds (3).
  */
@@ -59,7 +61,7 @@ async function main(): Promise<void> {
   try {
     const tarball = await packRepository(path.join(tmp, 'pack'));
     const { postCreateCommand } = await buildProjectImage(TAG, tarball, path.join(tmp, 'context'), false);
-    const rows = { installed: [] as number[], served: [] as number[], baseline: [] as number[], ratio: [] as number[] };
+    const rows = { installed: [] as number[], served: [] as number[], cached: [] as number[], baseline: [] as number[], ratio: [] as number[] };
     let installedSize = '';
     for (let round = 0; round < ROUNDS; round++) {
       const name = `gatehouse-bench-install-${process.pid}-${round}`;
@@ -72,12 +74,17 @@ async function main(): Promise<void> {
         await decide(base, fresh.exited);
         const again = await timedReview(name, base, 'gatehouse plan PLAN.md');
         await decide(base, again.exited);
-        if (fresh.installed === null) throw new Error('the install printed no version');
+        await run('docker', ['exec', name, 'npm', 'uninstall', '-g', 'gatehouse']);
+        const cached = await timedReview(name, base, `export npm_config_prefer_offline=true; ${postCreateCommand} && gatehouse plan PLAN.md`);
+        await decide(base, cached.exited);
+        if (fresh.installed === null || cached.installed === null) throw new Error('the install printed no version');
         rows.installed.push(fresh.installed);
+        rows.cached.push(cached.served);
         rows.served.push(fresh.served);
         rows.baseline.push(again.served);
         rows.ratio.push(fresh.served / again.served);
-        console.error(`round ${round + 1}: installed ${(fresh.installed / 1000).toFixed(1)} s, served ${(fresh.served / 1000).toFixed(1)} s, baseline ${(again.served / 1000).toFixed(2)} s`);
+        const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+        console.error(`round ${round + 1}: installed ${s(fresh.installed)}, served ${s(fresh.served)}, warm cache ${s(cached.served)}, baseline ${s(again.served)}`);
         if (round === 0) {
           const script = 'cd "$(npm root -g)/gatehouse" && du -sk . | cut -f1 && npm ls --all --omit=dev --parseable 2>/dev/null | sort -u | wc -l';
           const [kb, entries] = (await run('docker', ['exec', name, 'sh', '-c', script])).stdout.trim().split('\n');
@@ -93,6 +100,7 @@ async function main(): Promise<void> {
     console.log('|---|---|---|');
     console.log(`| npm install -g (empty cache, registry) | ${seconds(rows.installed)} | ${range(rows.installed)} |`);
     console.log(`| npm install -g → review served | ${seconds(rows.served)} | ${range(rows.served)} |`);
+    console.log(`| npm install -g → review served, warm npm cache (reinstall) | ${seconds(rows.cached)} | ${range(rows.cached)} |`);
     console.log(`| baseline: gatehouse plan → review served, installed | ${seconds(rows.baseline)} | ${range(rows.baseline)} |`);
     const ratios = [...rows.ratio].sort((a, b) => a - b);
     console.log(`| ratio, paired by round | ${median(rows.ratio).toFixed(1)}× | ${ratios[0]?.toFixed(1)}–${ratios.at(-1)?.toFixed(1)}× |`);
