@@ -25,7 +25,7 @@ let registered = false;
 
 /**
  * Formats shared by every gatehouse schema. Env vars arrive as strings; these
- * coerce them the way decisions.md spells out, and reject anything else so the
+ * coerce them as docs/review-server.md and docs/proxy.md spell out, and reject anything else so the
  * startup error names the key.
  */
 export function registerFormats(): void {

@@ -2,16 +2,14 @@ import os from 'node:os';
 import path from 'node:path';
 import convict from 'convict';
 import { DIFF_TYPES, type DiffType } from '../git/diff-type.ts';
+import { ORIGINS, PERMISSION_MODES, type Origin, type PermissionMode } from '../review/contract.ts';
 import { ConfigError, validated } from './errors.ts';
 import { logLevelSchema, registerFormats } from './formats.ts';
 
 registerFormats();
 
-export const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'bypassPermissions'] as const;
-export type PermissionMode = (typeof PERMISSION_MODES)[number];
-
-export const ORIGINS = ['claude-code', 'opencode'] as const;
-export type Origin = (typeof ORIGINS)[number];
+// The API's own vocabulary (src/review/contract.ts), re-exported for the server's modules.
+export { ORIGINS, PERMISSION_MODES, type Origin, type PermissionMode };
 
 
 /** The fixed port of remote (container) mode. */

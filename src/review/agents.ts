@@ -1,13 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
-import type { Origin } from '../config/review.ts';
+import type { Agent, AgentsResponse, Origin } from './contract.ts';
 import { AGENTS_FETCH_FAILED } from './errors.ts';
-
-export interface Agent {
-  id: string;
-  name: string;
-  description: string;
-}
 
 export interface AgentsOptions {
   origin: Origin;
@@ -39,7 +33,7 @@ export function switchableAgents(list: unknown): Agent[] {
 export function listAgents({ origin, opencodeServerUrl, log, timeoutMs = 5_000 }: AgentsOptions): Middleware {
   return async (ctx: Context) => {
     if (origin !== 'opencode') {
-      ctx.body = { agents: [] };
+      ctx.body = { agents: [] } satisfies AgentsResponse;
       return;
     }
     try {
@@ -51,10 +45,10 @@ export function listAgents({ origin, opencodeServerUrl, log, timeoutMs = 5_000 }
         await response.body?.cancel();
         throw new Error(`OpenCode answered ${response.status}`);
       }
-      ctx.body = { agents: switchableAgents(await response.json()) };
+      ctx.body = { agents: switchableAgents(await response.json()) } satisfies AgentsResponse;
     } catch (error) {
       log.warn({ err: error, url: `${opencodeServerUrl}/agent` }, 'could not fetch the OpenCode agents');
-      ctx.body = { agents: [], error: AGENTS_FETCH_FAILED };
+      ctx.body = { agents: [], error: AGENTS_FETCH_FAILED } satisfies AgentsResponse;
     }
   };
 }

@@ -27,7 +27,7 @@ export interface ReviewAppOptions {
 
 /**
  * POSTs are refused when their `Origin` is present and is not the `Host`
- * they were sent to: no authentication (the spec says so), but no decision
+ * they were sent to: no authentication (docs/api.md), but no decision
  * taken by some other site's page in the reviewer's browser either.
  */
 export function sameOriginPosts(): Middleware {

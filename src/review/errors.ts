@@ -2,8 +2,8 @@ import { HttpError } from '../http/errors.ts';
 
 /**
  * Every error answer of the review servers (plan and code), in one place.
- * Rendered as `{"error": "<message>"}` by renderPlainError. Messages the spec
- * fixes are kept to the letter; the others name the field or the limit.
+ * Rendered as `{"error": "<message>"}` by renderPlainError; docs/api.md lists
+ * them per endpoint. The others name the field or the limit.
  */
 export const reviewErrors = {
   // GET /api/image
@@ -42,7 +42,7 @@ export const reviewErrors = {
     new HttpError(500, `Could not save the ${what}: ${(cause as NodeJS.ErrnoException)?.code ?? 'write failed'}; nothing was decided, try again`, { cause }),
 } as const;
 
-/** The body of a failed agent list: status 200, as decisions.md says. */
+/** The body of a failed agent list: status 200 (docs/api.md, `GET /api/agents`). */
 export const AGENTS_FETCH_FAILED = 'Failed to fetch agents';
 
 function formatBytes(bytes: number): string {

@@ -7,6 +7,7 @@ import { koaBody } from 'koa-body';
 import type { Logger } from 'pino';
 import type { File } from 'formidable';
 import { HttpError } from '../http/errors.ts';
+import type { UploadResponse } from './contract.ts';
 import { reviewErrors } from './errors.ts';
 import { isInside } from './paths.ts';
 
@@ -161,7 +162,7 @@ export function uploadImage(options: ImageOptions): Middleware[] {
       const stored = path.join(options.uploadDir, `${randomUUID()}.${type.ext}`);
       await rename(file.filepath, stored);
       options.log.info({ path: stored, bytes: file.size }, 'image uploaded');
-      ctx.body = { path: stored };
+      ctx.body = { path: stored } satisfies UploadResponse;
     } catch (error) {
       await unlink(file.filepath).catch(() => undefined);
       if (error instanceof HttpError) throw error;

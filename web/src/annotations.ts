@@ -1,7 +1,7 @@
 // Annotations as plain data. Plan annotations anchor to character offsets in
 // the rendered plan's text (with the quoted passage kept, so feedback and share
-// links never depend on the DOM); code annotations are the spec's shape.
-import type { Side } from './diff-model.ts';
+// links never depend on the DOM); code annotations are the API's own type.
+import type { Annotation, AnnotationType } from '../../src/review/contract.ts';
 
 export type PlanAnnotationKind = 'comment' | 'delete' | 'replace' | 'global';
 
@@ -17,19 +17,10 @@ export interface PlanAnnotation {
   text: string;
 }
 
-export type CodeAnnotationType = 'comment' | 'suggestion' | 'concern';
+export type CodeAnnotationType = AnnotationType;
 
 /** Exactly the annotation of `POST /api/feedback`. */
-export interface CodeAnnotation {
-  id: string;
-  type: CodeAnnotationType;
-  filePath: string;
-  lineStart: number;
-  lineEnd: number;
-  side: Side;
-  text?: string;
-  suggestedCode?: string;
-}
+export type CodeAnnotation = Annotation;
 
 let counter = 0;
 

@@ -1,67 +1,22 @@
-// The review server's API (spec: review-server.md), typed, in one place.
-import type { CodeAnnotation } from './annotations.ts';
+// The review server's API as the page calls it. The bodies are typed once, in
+// src/review/contract.ts (docs/api.md describes them); paths are relative to the
+// page, so a review served under a prefix (`/r/<id>/`) calls its own endpoints.
+import type {
+  AgentsResponse,
+  ApproveRequest,
+  DecisionResponse,
+  DenyRequest,
+  DiffResponse,
+  DiffSwitchRequest,
+  DiffSwitchResponse,
+  FeedbackRequest,
+  FeedbackResponse,
+  PlanResponse,
+  UploadResponse,
+  VaultsResponse,
+} from '../../src/review/contract.ts';
 
-export type Origin = 'claude-code' | 'opencode';
-
-export interface PlanResponse {
-  plan: string;
-  origin: Origin;
-  permissionMode?: string;
-  sharingEnabled: boolean;
-}
-
-export interface DiffOption {
-  id: string;
-  label: string;
-}
-
-export interface DiffResponse {
-  rawPatch: string;
-  gitRef: string;
-  origin: Origin;
-  diffType: string;
-  gitContext: { currentBranch: string; defaultBranch: string; diffOptions: DiffOption[] };
-  sharingEnabled: boolean;
-}
-
-export interface Agent {
-  id: string;
-  name: string;
-  description: string;
-}
-
-export interface PlanSave {
-  enabled: boolean;
-  customPath?: string;
-}
-
-export interface ApproveRequest {
-  notevault?: { vaultPath: string; folder?: string; tags?: string[]; plan: string };
-  notememo?: { plan: string };
-  feedback?: string;
-  agentSwitch?: string;
-  permissionMode?: string;
-  planSave?: PlanSave;
-}
-
-export interface DenyRequest {
-  feedback?: string;
-  planSave?: PlanSave;
-}
-
-export interface DecisionResponse {
-  ok: boolean;
-  savedPath?: string;
-  /** Where the notevault note went (gatehouse's addition to the spec's response). */
-  notevaultPath?: string;
-  notememoUrl?: string;
-}
-
-export interface FeedbackRequest {
-  feedback?: string;
-  annotations?: CodeAnnotation[];
-  agentSwitch?: string;
-}
+export type { Agent, ApproveRequest, DecisionResponse, DiffResponse, DiffSwitchRequest, Origin, PlanResponse } from '../../src/review/contract.ts';
 
 /** An API error carrying the server's `{"error"}` message. */
 export class ApiError extends Error {
@@ -104,7 +59,7 @@ export type Review = { kind: 'plan'; data: PlanResponse } | { kind: 'code'; data
  * page (the SPA fallback), so the server that is not this one answers HTML.
  */
 export async function loadReview(): Promise<Review> {
-  const [plan, diff] = await Promise.allSettled([get<PlanResponse>('/api/plan'), get<DiffResponse>('/api/diff')]);
+  const [plan, diff] = await Promise.allSettled([get<PlanResponse>('api/plan'), get<DiffResponse>('api/diff')]);
   if (plan.status === 'fulfilled') return { kind: 'plan', data: plan.value };
   if (diff.status === 'fulfilled') return { kind: 'code', data: diff.value };
   const reason: unknown = diff.reason instanceof ApiError && diff.reason.status !== 200 ? diff.reason : plan.reason;
@@ -112,20 +67,20 @@ export async function loadReview(): Promise<Review> {
 }
 
 export const api = {
-  approve: (body: ApproveRequest) => post<DecisionResponse>('/api/approve', body),
-  deny: (body: DenyRequest) => post<DecisionResponse>('/api/deny', body),
-  feedback: (body: FeedbackRequest) => post<{ ok: boolean }>('/api/feedback', body),
-  switchDiff: (diffType: string) => post<{ rawPatch: string; gitRef: string; diffType: string }>('/api/diff/switch', { diffType }),
-  agents: () => get<{ agents: Agent[]; error?: string }>('/api/agents'),
-  vaults: () => get<{ vaults: string[] }>('/api/notevault/vaults'),
+  approve: (body: ApproveRequest) => post<DecisionResponse>('api/approve', body),
+  deny: (body: DenyRequest) => post<DecisionResponse>('api/deny', body),
+  feedback: (body: FeedbackRequest) => post<FeedbackResponse>('api/feedback', body),
+  switchDiff: (diffType: DiffSwitchRequest['diffType']) => post<DiffSwitchResponse>('api/diff/switch', { diffType } satisfies DiffSwitchRequest),
+  agents: () => get<AgentsResponse>('api/agents'),
+  vaults: () => get<VaultsResponse>('api/notevault/vaults'),
   async upload(file: Blob, name: string): Promise<string> {
     const form = new FormData();
     form.append('file', file, name);
-    return (await readJson<{ path: string }>(await request('/api/upload', { method: 'POST', body: form }))).path;
+    return (await readJson<UploadResponse>(await request('api/upload', { method: 'POST', body: form }))).path;
   },
 };
 
 /** The URL through which the page shows a local image file. */
 export function imageUrl(path: string): string {
-  return `/api/image?path=${encodeURIComponent(path)}`;
+  return `api/image?path=${encodeURIComponent(path)}`;
 }

@@ -1,8 +1,9 @@
 // The code review's diff as data: files, hunks and numbered lines parsed from
 // git's unified diff, and the flat row lists the virtualized view renders.
 import { parsePatch } from 'diff';
+import type { LineSide } from '../../src/review/contract.ts';
 
-export type Side = 'old' | 'new';
+export type Side = LineSide;
 export type LineKind = 'context' | 'add' | 'del';
 export type FileStatus = 'added' | 'deleted' | 'modified' | 'renamed';
 

@@ -1,6 +1,7 @@
 // Reviewer settings kept in cookies: the server's port changes from run to
 // run, and cookies (unlike localStorage) are scoped to the host, not the port.
 // Pure: reads and writes go through the cookie string passed in.
+import { PERMISSION_MODES, type PermissionMode } from '../../src/review/contract.ts';
 
 export interface Settings {
   theme: 'auto' | 'light' | 'dark';
@@ -16,8 +17,7 @@ export interface Settings {
   permissionMode: '' | PermissionMode;
 }
 
-export const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'bypassPermissions'] as const;
-export type PermissionMode = (typeof PERMISSION_MODES)[number];
+export { PERMISSION_MODES, type PermissionMode };
 
 export const defaultSettings: Settings = {
   theme: 'auto',

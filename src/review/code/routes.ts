@@ -3,24 +3,18 @@ import type { Context } from 'koa';
 import type { Logger } from 'pino';
 import type { ReviewConfig } from '../../config/review.ts';
 import { DIFF_TYPES, type DiffType } from '../../git/diff-type.ts';
+import {
+  ANNOTATION_TYPES,
+  LINE_SIDES,
+  type Annotation,
+  type DiffResponse,
+  type DiffSwitchResponse,
+  type FeedbackResponse,
+} from '../contract.ts';
 import { reviewErrors } from '../errors.ts';
 import type { DecisionGate } from '../instance.ts';
 import { readBody, type FieldReader } from '../validate.ts';
 import type { DiffResult, GitContext, GitRepository } from '../../git/repository.ts';
-
-export const ANNOTATION_TYPES = ['comment', 'suggestion', 'concern'] as const;
-export const ANNOTATION_SIDES = ['old', 'new'] as const;
-
-export interface Annotation {
-  id: string;
-  type: (typeof ANNOTATION_TYPES)[number];
-  filePath: string;
-  lineStart: number;
-  lineEnd: number;
-  side: (typeof ANNOTATION_SIDES)[number];
-  text?: string;
-  suggestedCode?: string;
-}
 
 /** What a code review returns; `timeout` is set only when nobody answered in time. */
 export interface CodeDecision {
@@ -53,7 +47,7 @@ function readAnnotation(a: FieldReader): Annotation {
     filePath: a.requiredString('filePath'),
     lineStart,
     lineEnd,
-    side: a.requiredEnum('side', ANNOTATION_SIDES),
+    side: a.requiredEnum('side', LINE_SIDES),
     ...(text !== undefined && { text }),
     ...(suggestedCode !== undefined && { suggestedCode }),
   };
@@ -93,7 +87,14 @@ export function codeReviewRoutes({ repo, diffType: initial, config, log }: CodeR
     router.get('/api/diff', async (ctx: Context) => {
       const type = diffType;
       const [diff, gitContext]: [DiffResult, GitContext] = await fromGit(() => Promise.all([repo.diff(type), repo.context()]));
-      ctx.body = { rawPatch: diff.rawPatch, gitRef: diff.gitRef, origin: config.origin, diffType: type, gitContext, sharingEnabled: config.sharingEnabled };
+      ctx.body = {
+        rawPatch: diff.rawPatch,
+        gitRef: diff.gitRef,
+        origin: config.origin,
+        diffType: type,
+        gitContext,
+        sharingEnabled: config.sharingEnabled,
+      } satisfies DiffResponse;
     });
 
     router.post('/api/diff/switch', async (ctx: Context) => {
@@ -101,14 +102,14 @@ export function codeReviewRoutes({ repo, diffType: initial, config, log }: CodeR
       const diff = await fromGit(() => repo.diff(type));
       diffType = type;
       log.info({ diffType: type }, 'diff type switched');
-      ctx.body = { rawPatch: diff.rawPatch, gitRef: diff.gitRef, diffType: type };
+      ctx.body = { rawPatch: diff.rawPatch, gitRef: diff.gitRef, diffType: type } satisfies DiffSwitchResponse;
     });
 
     router.post('/api/feedback', async (ctx: Context) => {
       const decision = readFeedback(readBody(ctx.request.body));
       await gate.decide(ctx, async () => {
         log.info({ annotations: decision.annotations.length }, 'code review feedback received');
-        return { body: { ok: true }, decision };
+        return { body: { ok: true } satisfies FeedbackResponse, decision };
       });
     });
 

@@ -1,16 +1,10 @@
 import { readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import YAML from 'yaml';
+import type { NotevaultRequest } from '../contract.ts';
 import { reviewErrors } from '../errors.ts';
 import { isInside, realTarget, resolveInsideRoots, userPath } from '../paths.ts';
 import { localDateTime, planTitle, writeNewFile } from './files.ts';
-
-export interface NotevaultRequest {
-  vaultPath: string;
-  folder?: string;
-  tags?: string[];
-  plan: string;
-}
 
 export interface NoteOptions {
   /** The note app's configuration file (config `notevaultConfigPath`). */

@@ -2,12 +2,13 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
 import { PERMISSION_MODES, type PermissionMode, type ReviewConfig } from '../../config/review.ts';
+import type { DecisionResponse, NotevaultRequest, PlanResponse, VaultsResponse } from '../contract.ts';
 import { reviewErrors } from '../errors.ts';
 import type { DecisionGate } from '../instance.ts';
 import { resolveInsideRoots, userPath } from '../paths.ts';
 import { readBody, type FieldReader } from '../validate.ts';
 import { localDate, planSlug, writeNewFile } from './files.ts';
-import { listVaults, noteFolder, notememoUrl, writeNote, type NotevaultRequest } from './notes.ts';
+import { listVaults, noteFolder, notememoUrl, writeNote } from './notes.ts';
 
 /** What a plan review returns (stdout JSON of `gatehouse plan`; the hook maps it to Claude Code's answer). */
 export interface PlanDecision {
@@ -109,11 +110,11 @@ export function planRoutes({ plan, permissionMode, config, log, now = () => new 
     const noteOptions = { configPath: config.notevaultConfigPath, allowedRoots: config.allowedRoots, home: config.home, projectDir: config.projectDir };
 
     router.get('/api/plan', (ctx: Context) => {
-      ctx.body = { plan, origin: config.origin, permissionMode, sharingEnabled: config.sharingEnabled };
+      ctx.body = { plan, origin: config.origin, permissionMode, sharingEnabled: config.sharingEnabled } satisfies PlanResponse;
     });
 
     router.get('/api/notevault/vaults', async (ctx: Context) => {
-      ctx.body = { vaults: await listVaults(config.notevaultConfigPath) };
+      ctx.body = { vaults: await listVaults(config.notevaultConfigPath) } satisfies VaultsResponse;
     });
 
     router.post('/api/approve', async (ctx: Context) => {
@@ -131,7 +132,7 @@ export function planRoutes({ plan, permissionMode, config, log, now = () => new 
             ...(savedPath !== null && { savedPath }),
             ...(notePath !== undefined && { notevaultPath: notePath }),
             ...(request.notememo && { notememoUrl: notememoUrl(config.notememoUrlTemplate, request.notememo.plan) }),
-          },
+          } satisfies DecisionResponse,
           decision: {
             decision: 'approved',
             feedback: request.feedback ?? null,
@@ -151,7 +152,7 @@ export function planRoutes({ plan, permissionMode, config, log, now = () => new 
         const savedPath = folder === null ? null : await saving('plan', () => savePlan(folder, plan, 'denied', feedback, now()));
         log.info({ savedPath }, 'plan denied');
         return {
-          body: { ok: true, ...(savedPath !== null && { savedPath }) },
+          body: { ok: true, ...(savedPath !== null && { savedPath }) } satisfies DecisionResponse,
           decision: { decision: 'denied', feedback, savedPath, permissionMode: null, agentSwitch: null },
         };
       });

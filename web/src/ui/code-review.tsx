@@ -3,7 +3,7 @@
 import type { JSX } from 'preact';
 import { useMemo, useState } from 'preact/hooks';
 import { codeInOrder, newId, removeById, upsert, type CodeAnnotation, type CodeAnnotationType } from '../annotations.ts';
-import { api, type DiffResponse } from '../api.ts';
+import { api, type DiffResponse, type DiffSwitchRequest } from '../api.ts';
 import { linesOf, parseDiff, type DiffLayout } from '../diff-model.ts';
 import { viewRows, type LineSelection } from '../diff-rows.ts';
 import { codeFeedback, type LineLookup } from '../feedback.ts';
@@ -122,7 +122,7 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
     if (index >= 0) scrollToRow(Math.max(0, index - 3));
   };
 
-  const switchDiff = async (diffType: string): Promise<void> => {
+  const switchDiff = async (diffType: DiffSwitchRequest['diffType']): Promise<void> => {
     setSwitching(true);
     setError('');
     try {
@@ -199,7 +199,7 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
       >
         <label class="field-inline">
           <span>Diff</span>
-          <select value={selectedOption} disabled={switching} onChange={(e) => void switchDiff(e.currentTarget.value)} aria-label="Diff type" data-testid="diff-type">
+          <select value={selectedOption} disabled={switching} onChange={(e) => void switchDiff(e.currentTarget.value as DiffSwitchRequest['diffType'])} aria-label="Diff type" data-testid="diff-type">
             {allOptions.map((o) => (
               <option key={o.id} value={o.id}>
                 {o.label}

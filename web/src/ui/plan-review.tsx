@@ -36,7 +36,7 @@ interface Draft {
 
 export interface PlanReviewProps {
   /** A shared link carries no origin: it is not tied to an agent. */
-  data: Omit<PlanResponse, 'origin'> & { origin?: PlanResponse['origin'] };
+  data: Omit<PlanResponse, 'origin' | 'permissionMode'> & Partial<Pick<PlanResponse, 'origin' | 'permissionMode'>>;
   settings: Settings;
   updateSettings: (changes: Partial<Settings>) => void;
   /** A shared link: show the plan and annotations, decide nothing. */

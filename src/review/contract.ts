@@ -1,0 +1,159 @@
+/**
+ * The review servers' HTTP API, written once: every request and response body
+ * of the plan and code review endpoints, imported by the server (src/review/)
+ * and by the browser UI (web/src/). docs/api.md describes the same API for its
+ * users. Plain types and constants only: this module is bundled into the page,
+ * so it imports nothing that needs Node.
+ */
+import type { DiffType } from '../git/diff-type.ts';
+
+export const ORIGINS = ['claude-code', 'opencode'] as const;
+/** The host agent a review serves. */
+export type Origin = (typeof ORIGINS)[number];
+
+export const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'bypassPermissions'] as const;
+export type PermissionMode = (typeof PERMISSION_MODES)[number];
+
+/** Every error answer: `{"error": "<message>"}` with a 4xx or 5xx status. */
+export interface ErrorBody {
+  error: string;
+}
+
+// ---- Plan review server ----
+
+/** `GET /api/plan` */
+export interface PlanResponse {
+  plan: string;
+  origin: Origin;
+  /** The host agent's current mode, as it reported it. */
+  permissionMode: string;
+  sharingEnabled: boolean;
+}
+
+export interface PlanSave {
+  enabled?: boolean;
+  customPath?: string;
+}
+
+export interface NotevaultRequest {
+  vaultPath: string;
+  folder?: string;
+  tags?: string[];
+  plan: string;
+}
+
+/** `POST /api/approve`; every field optional (null counts as absent). */
+export interface ApproveRequest {
+  notevault?: NotevaultRequest;
+  notememo?: { plan: string };
+  feedback?: string;
+  agentSwitch?: string;
+  permissionMode?: PermissionMode;
+  planSave?: PlanSave;
+}
+
+/** `POST /api/deny` */
+export interface DenyRequest {
+  feedback?: string;
+  planSave?: PlanSave;
+}
+
+/** The answer to an approve or a deny. */
+export interface DecisionResponse {
+  ok: true;
+  /** The saved plan file, present exactly when one was written. */
+  savedPath?: string;
+  /** Where the notevault note went (gatehouse's addition). */
+  notevaultPath?: string;
+  /** The notememo app's create-note URL, for the browser to open (gatehouse's addition). */
+  notememoUrl?: string;
+}
+
+/** `GET /api/notevault/vaults` */
+export interface VaultsResponse {
+  vaults: string[];
+}
+
+// ---- Code review server ----
+
+export interface DiffOption {
+  id: string;
+  label: string;
+}
+
+export interface GitContext {
+  /** The checked-out branch; `HEAD` when detached. */
+  currentBranch: string;
+  defaultBranch: string;
+  diffOptions: DiffOption[];
+}
+
+/** `GET /api/diff` */
+export interface DiffResponse {
+  rawPatch: string;
+  gitRef: string;
+  origin: Origin;
+  diffType: DiffType;
+  gitContext: GitContext;
+  sharingEnabled: boolean;
+}
+
+/** `POST /api/diff/switch`: a diff type, or `branch` (the option id) for `vs main`. */
+export interface DiffSwitchRequest {
+  diffType: DiffType | 'branch';
+}
+
+export interface DiffSwitchResponse {
+  rawPatch: string;
+  gitRef: string;
+  diffType: DiffType;
+}
+
+export const LINE_SIDES = ['old', 'new'] as const;
+/** A file's side in a diff: `old` is the diff's base, `new` its target. */
+export type LineSide = (typeof LINE_SIDES)[number];
+
+export const ANNOTATION_TYPES = ['comment', 'suggestion', 'concern'] as const;
+export type AnnotationType = (typeof ANNOTATION_TYPES)[number];
+
+/** A line-anchored remark of `POST /api/feedback`. */
+export interface Annotation {
+  id: string;
+  type: AnnotationType;
+  filePath: string;
+  lineStart: number;
+  lineEnd: number;
+  side: LineSide;
+  text?: string;
+  suggestedCode?: string;
+}
+
+/** `POST /api/feedback`; every field optional. */
+export interface FeedbackRequest {
+  feedback?: string;
+  annotations?: Annotation[];
+  agentSwitch?: string;
+}
+
+export interface FeedbackResponse {
+  ok: true;
+}
+
+// ---- Both servers ----
+
+export interface Agent {
+  id: string;
+  name: string;
+  description: string;
+}
+
+/** `GET /api/agents`: a failed fetch is still a 200, with `error` set and no agents. */
+export interface AgentsResponse {
+  agents: Agent[];
+  error?: string;
+}
+
+/** `POST /api/upload` (multipart field `file`); `GET /api/image?path=` serves it back. */
+export interface UploadResponse {
+  path: string;
+}
