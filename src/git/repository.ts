@@ -6,7 +6,7 @@ import { readIndex, type GitIndex, type IndexEntry } from './index-file.ts';
 import { NULL_OID, objectSources, ObjectStore, type ObjectSource } from './objects.ts';
 import { formatPatch } from './patch.ts';
 import { defaultBranch, readCommit, readHead, resolveBranch, type Head } from './refs.ts';
-import { detectRenames } from './renames.ts';
+import { detectRenames, type DiffItem } from './renames.ts';
 import { openRepository, type OpenOptions, type RepoLayout } from './repo.ts';
 import { compareKeys, diffTrees, flattenTree, MODE_GITLINK, pairPath, TreeCache, type FilePair, type FileVersion } from './tree.ts';
 import { Worktree, type WorkingFile } from './worktree.ts';
@@ -140,9 +140,8 @@ export class GitRepository {
     return diffTrees(s.store, this.trees, await this.treeOf(s.store, base), await this.treeOf(s.store, s.head.commit));
   }
 
-  async diff(type: DiffType): Promise<DiffResult> {
-    const s = await this.session();
-    const branch = type === 'vs main' ? await defaultBranch(this.layout) : null;
+  /** The files a diff of `type` compares, in patch order, renames paired. */
+  private async items(s: Session, type: DiffType, branch: string | null): Promise<DiffItem[]> {
     const pairs =
       type === 'uncommitted'
         ? await this.uncommitted(s)
@@ -152,7 +151,13 @@ export class GitRepository {
             ? await this.lastCommit(s)
             : await this.vsDefault(s, branch);
     pairs.sort((a, b) => compareKeys(pairPath(a), pairPath(b)));
-    const items = this.layout.config.renames ? await detectRenames(pairs, s.load) : pairs;
+    return this.layout.config.renames ? detectRenames(pairs, s.load) : pairs;
+  }
+
+  async diff(type: DiffType): Promise<DiffResult> {
+    const s = await this.session();
+    const branch = type === 'vs main' ? await defaultBranch(this.layout) : null;
+    const items = await this.items(s, type, branch);
     const attributes = new Attributes(this.layout.workdir, this.layout.commondir);
     const latin1Patch = await formatPatch(items, {
       load: s.load,
@@ -162,6 +167,20 @@ export class GitRepository {
       diffAttribute: (file) => attributes.diff(file),
     });
     return { rawPatch: Buffer.from(latin1Patch, 'latin1').toString('utf8'), latin1Patch, gitRef: gitRefOf(type, branch) };
+  }
+
+  /**
+   * One file's content on one side of the diff of `type`, read from what that
+   * diff compares (`old`: its base tree; `new`: the working file, the index or
+   * the commit); null when the diff has no file at `filePath` on that side.
+   */
+  async sideContent(type: DiffType, side: 'old' | 'new', filePath: string): Promise<Buffer | null> {
+    const s = await this.session();
+    const branch = type === 'vs main' ? await defaultBranch(this.layout) : null;
+    // Paths are kept as git stores them, one char per byte.
+    const wanted = Buffer.from(filePath, 'utf8').toString('latin1');
+    const version = (await this.items(s, type, branch)).map((item) => item[side]).find((v) => v?.path === wanted);
+    return version ? s.load(version) : null;
   }
 
   async context(): Promise<GitContext> {

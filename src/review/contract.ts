@@ -113,6 +113,31 @@ export const LINE_SIDES = ['old', 'new'] as const;
 /** A file's side in a diff: `old` is the diff's base, `new` its target. */
 export type LineSide = (typeof LINE_SIDES)[number];
 
+/** The most lines one `GET /api/diff/lines` returns. */
+export const MAX_LINES_PER_REQUEST = 5_000;
+
+/**
+ * `GET /api/diff/lines?path=&side=&start=&end=`: lines `start..end` (1-based,
+ * inclusive) of one file of the current diff, on one side, read from the same
+ * tree, index or working file the diff was made of.
+ */
+export interface DiffLinesQuery {
+  path: string;
+  side: LineSide;
+  start: number;
+  end: number;
+}
+
+export interface DiffLinesResponse {
+  path: string;
+  side: LineSide;
+  /** The first line returned; `lines` is empty when `start` is one past the last line. */
+  start: number;
+  lines: string[];
+  /** How many lines the file has on that side. */
+  totalLines: number;
+}
+
 export const ANNOTATION_TYPES = ['comment', 'suggestion', 'concern'] as const;
 export type AnnotationType = (typeof ANNOTATION_TYPES)[number];
 

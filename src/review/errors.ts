@@ -22,6 +22,15 @@ export const reviewErrors = {
   missingDiffType: () => new HttpError(400, 'Missing diffType'),
   unknownDiffType: (value: string) => new HttpError(400, `Unknown diffType: ${value}`),
 
+  // GET /api/diff/lines
+  missingParameter: (name: string) => new HttpError(400, `Missing ${name} parameter`),
+  invalidParameter: (name: string, expected: string) => new HttpError(400, `Invalid parameter ${name}: must be ${expected}`),
+  notInDiff: (path: string, side: string) => new HttpError(404, `Not in the current diff on the ${side} side: ${path}`),
+  binaryLines: (path: string) => new HttpError(400, `Binary file, no lines to show: ${path}`),
+  rangePastEnd: (start: number, total: number) =>
+    new HttpError(400, `Invalid range: line ${start} is past the end of the file (${total} line${total === 1 ? '' : 's'})`),
+  rangeTooLong: (max: number) => new HttpError(400, `Invalid range: at most ${max} lines per request`),
+
   // Code review: the repository could not be read (the message says why)
   gitFailed: (cause: unknown) => new HttpError(500, `Git error: ${cause instanceof Error ? cause.message : String(cause)}`, { cause }),
 

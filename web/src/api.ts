@@ -6,6 +6,8 @@ import type {
   ApproveRequest,
   DecisionResponse,
   DenyRequest,
+  DiffLinesQuery,
+  DiffLinesResponse,
   DiffResponse,
   DiffSwitchRequest,
   DiffSwitchResponse,
@@ -71,6 +73,7 @@ export const api = {
   deny: (body: DenyRequest) => post<DecisionResponse>('api/deny', body),
   feedback: (body: FeedbackRequest) => post<FeedbackResponse>('api/feedback', body),
   switchDiff: (diffType: DiffSwitchRequest['diffType']) => post<DiffSwitchResponse>('api/diff/switch', { diffType } satisfies DiffSwitchRequest),
+  diffLines: (query: DiffLinesQuery) => get<DiffLinesResponse>(`api/diff/lines?${new URLSearchParams({ ...query, start: `${query.start}`, end: `${query.end}` }).toString()}`),
   agents: () => get<AgentsResponse>('api/agents'),
   vaults: () => get<VaultsResponse>('api/notevault/vaults'),
   async upload(file: Blob, name: string): Promise<string> {

@@ -14,6 +14,8 @@ import {
 import { reviewErrors } from '../errors.ts';
 import type { DecisionGate } from '../instance.ts';
 import { readBody, type FieldReader } from '../validate.ts';
+import { fromGit } from './git-errors.ts';
+import { diffLines } from './lines.ts';
 import type { DiffResult, GitContext, GitRepository } from '../../git/repository.ts';
 
 /** What a code review returns; `timeout` is set only when nobody answered in time. */
@@ -69,15 +71,6 @@ export interface CodeReviewOptions {
   log: Logger;
 }
 
-/** Engine failures become a 500 that says what git could not do. */
-async function fromGit<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    throw reviewErrors.gitFailed(error);
-  }
-}
-
 /** The code review server's routes. */
 export function codeReviewRoutes({ repo, diffType: initial, config, log }: CodeReviewOptions) {
   return (gate: DecisionGate<CodeDecision>): Router => {
@@ -104,6 +97,8 @@ export function codeReviewRoutes({ repo, diffType: initial, config, log }: CodeR
       log.info({ diffType: type }, 'diff type switched');
       ctx.body = { rawPatch: diff.rawPatch, gitRef: diff.gitRef, diffType: type } satisfies DiffSwitchResponse;
     });
+
+    router.get('/api/diff/lines', diffLines(repo, () => diffType));
 
     router.post('/api/feedback', async (ctx: Context) => {
       const decision = readFeedback(readBody(ctx.request.body));

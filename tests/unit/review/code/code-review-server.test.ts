@@ -205,3 +205,107 @@ describe('code review server', () => {
     await expect(start(path.join(dir, 'missing'))).rejects.toThrow(`Repository directory does not exist: ${path.join(dir, 'missing')}`);
   });
 });
+
+describe('GET /api/diff/lines', () => {
+  const numbered = (prefix: string, n: number, change: Record<number, string> = {}) =>
+    Array.from({ length: n }, (_, i) => `${change[i + 1] ?? `${prefix}${i + 1}`}\n`).join('');
+
+  /** f.txt changed in every place a diff type reads: the last commit (5), the index (10), the work tree (20). */
+  function layeredRepo(): TempRepo {
+    const r = TempRepo.init();
+    cleanups.push(() => r.cleanup());
+    r.write('f.txt', numbered('L', 30)).write('old-name.txt', numbered('R', 12)).write('same.txt', 'same\n');
+    r.write('logo.png', PNG).write('gone.txt', 'bye\n').commitAll('base');
+    r.git('checkout', '-q', '-b', 'feature');
+    r.write('f.txt', numbered('L', 30, { 5: 'c5' })).commitAll('feature');
+    r.write('f.txt', numbered('L', 30, { 5: 'c5', 10: 's10' }));
+    r.git('add', 'f.txt');
+    r.git('mv', 'old-name.txt', 'dö.txt');
+    r.git('rm', '-q', 'gone.txt');
+    r.write('f.txt', numbered('L', 30, { 5: 'c5', 10: 's10', 20: 'w20\r' })).write('logo.png', Buffer.concat([PNG, Buffer.from([0])]));
+    r.write('new.txt', 'fresh\n').write('untracked.txt', 'not in the diff\n');
+    r.git('add', '-N', 'new.txt');
+    return r;
+  }
+
+  const lines = async (url: string, query: Record<string, string | number>) => {
+    const qs = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, `${v}`]));
+    const response = await fetch(`${url}api/diff/lines?${qs.toString()}`);
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+
+  it('reads each side from what the current diff compares, following switches', async () => {
+    const r = layeredRepo();
+    const { url } = await start(r.dir);
+    const slice = (text: string, from: number, to: number) => text.split('\n').slice(from - 1, to);
+    const expectSide = async (side: 'old' | 'new', revision: string | null, from: number, to: number) => {
+      const text = revision === null ? readFileSync(path.join(r.dir, 'f.txt'), 'utf8') : r.git('show', `${revision}:f.txt`);
+      expect(await lines(url, { path: 'f.txt', side, start: from, end: to }), `${side} ${revision}`).toEqual({
+        status: 200,
+        body: { path: 'f.txt', side, start: from, lines: slice(text, from, to), totalLines: 30 },
+      });
+    };
+    // uncommitted: HEAD against the work tree (a CR stays part of its line, as in rawPatch)
+    await expectSide('old', 'HEAD', 1, 30);
+    await expectSide('new', null, 18, 22);
+    expect((await lines(url, { path: 'f.txt', side: 'new', start: 20, end: 20 })).body['lines']).toEqual(['w20\r']);
+    await post(`${url}api/diff/switch`, { diffType: 'staged' });
+    await expectSide('new', '', 8, 21); // `git show :f.txt` is the index
+    await post(`${url}api/diff/switch`, { diffType: 'last-commit' });
+    await expectSide('old', 'HEAD~1', 3, 7);
+    await expectSide('new', 'HEAD', 3, 12);
+    await post(`${url}api/diff/switch`, { diffType: 'branch' });
+    await expectSide('old', 'main', 1, 6);
+  });
+
+  it('serves a rename by its path on each side, an added file on its new side only, and stops at the last line', async () => {
+    const r = layeredRepo();
+    const { url } = await start(r.dir);
+    await post(`${url}api/diff/switch`, { diffType: 'staged' });
+    expect(await lines(url, { path: 'old-name.txt', side: 'old', start: 11, end: 40 })).toEqual({
+      status: 200,
+      body: { path: 'old-name.txt', side: 'old', start: 11, lines: ['R11', 'R12'], totalLines: 12 },
+    });
+    expect((await lines(url, { path: 'dö.txt', side: 'new', start: 1, end: 2 })).body).toMatchObject({ lines: ['R1', 'R2'] });
+    expect(await lines(url, { path: 'dö.txt', side: 'new', start: 13, end: 20 })).toMatchObject({ status: 200, body: { lines: [], totalLines: 12 } });
+    expect(await lines(url, { path: 'dö.txt', side: 'old', start: 1, end: 1 })).toEqual({
+      status: 404,
+      body: { error: 'Not in the current diff on the old side: dö.txt' },
+    });
+    expect(await lines(url, { path: 'gone.txt', side: 'old', start: 1, end: 1 })).toMatchObject({ status: 200, body: { lines: ['bye'] } });
+    expect(await lines(url, { path: 'gone.txt', side: 'new', start: 1, end: 1 })).toMatchObject({ status: 404 });
+    await post(`${url}api/diff/switch`, { diffType: 'uncommitted' });
+    expect(await lines(url, { path: 'new.txt', side: 'new', start: 1, end: 5 })).toMatchObject({ status: 200, body: { lines: ['fresh'] } });
+  });
+
+  it('refuses bad parameters, files outside the diff, binary files and ranges past the end', async () => {
+    const r = layeredRepo();
+    const { url } = await start(r.dir);
+    const ok = { path: 'f.txt', side: 'new', start: 1, end: 3 };
+    const refused: [Record<string, string | number>, number, string][] = [
+      [{ side: 'new', start: 1, end: 3 }, 400, 'Missing path parameter'],
+      [{ ...ok, path: '' }, 400, 'Missing path parameter'],
+      [{ path: 'f.txt', start: 1, end: 3 }, 400, 'Missing side parameter'],
+      [{ ...ok, side: 'both' }, 400, 'Invalid parameter side: must be one of old, new'],
+      [{ path: 'f.txt', side: 'new', end: 3 }, 400, 'Missing start parameter'],
+      [{ ...ok, start: 0 }, 400, 'Invalid parameter start: must be an integer ≥ 1'],
+      [{ ...ok, start: '2.5' }, 400, 'Invalid parameter start: must be an integer ≥ 1'],
+      [{ ...ok, start: '-1' }, 400, 'Invalid parameter start: must be an integer ≥ 1'],
+      [{ ...ok, end: 'x' }, 400, 'Invalid parameter end: must be an integer ≥ start'],
+      [{ ...ok, start: 5, end: 4 }, 400, 'Invalid parameter end: must be an integer ≥ start'],
+      [{ ...ok, start: 1, end: 5001 }, 400, 'Invalid range: at most 5000 lines per request'],
+      [{ ...ok, start: 32, end: 40 }, 400, 'Invalid range: line 32 is past the end of the file (30 lines)'],
+      [{ ...ok, path: 'same.txt' }, 404, 'Not in the current diff on the new side: same.txt'],
+      [{ ...ok, path: 'untracked.txt' }, 404, 'Not in the current diff on the new side: untracked.txt'],
+      [{ ...ok, path: '../f.txt' }, 404, 'Not in the current diff on the new side: ../f.txt'],
+      [{ ...ok, path: 'logo.png' }, 400, 'Binary file, no lines to show: logo.png'],
+    ];
+    for (const [query, status, error] of refused) {
+      expect(await lines(url, query), JSON.stringify(query)).toEqual({ status, body: { error } });
+    }
+    const twice = await fetch(`${url}api/diff/lines?path=f.txt&path=f.txt&side=new&start=1&end=2`);
+    expect({ status: twice.status, body: await twice.json() }).toEqual({ status: 400, body: { error: 'Invalid parameter path: must be given once' } });
+    expect(await lines(url, { ...ok, start: 31, end: 31 })).toMatchObject({ status: 200, body: { lines: [], totalLines: 30 } });
+    expect(await lines(url, { ...ok, start: 1, end: 5000 })).toMatchObject({ status: 200, body: { totalLines: 30 } });
+  });
+});
