@@ -2,6 +2,7 @@
 // git's unified diff, and the flat row lists the virtualized view renders.
 import { parsePatch } from 'diff';
 import type { LineSide } from '../../src/review/contract.ts';
+import type { Gap } from './diff-context.ts';
 
 export type Side = LineSide;
 export type LineKind = 'context' | 'add' | 'del';
@@ -17,6 +18,11 @@ export interface DiffLine {
 export interface DiffHunk {
   header: string;
   lines: DiffLine[];
+  /** The lines the hunk covers on each side: the first one and how many (none: the line after the change). */
+  oldStart: number;
+  oldLines: number;
+  newStart: number;
+  newLines: number;
 }
 
 export interface DiffFile {
@@ -73,7 +79,7 @@ export function parseDiff(rawPatch: string): DiffFile[] {
         // "\ No newline at end of file" carries no line of its own.
       }
       const header = headers[nextHeader++] ?? `@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`;
-      return { header, lines };
+      return { header, lines, oldStart: hunk.oldStart, oldLines: hunk.oldLines, newStart: hunk.newStart, newLines: hunk.newLines };
     });
     return {
       path: newPath || oldPath,
@@ -119,28 +125,56 @@ export function splitHunk(hunk: DiffHunk): SplitRow[] {
   return rows;
 }
 
+/** Each removed line with the added line it pairs with in a split view, both ways: their words are compared. */
+export function changePairs(hunk: DiffHunk): Map<DiffLine, DiffLine> {
+  const pairs = new Map<DiffLine, DiffLine>();
+  for (const { left, right } of splitHunk(hunk)) {
+    if (left?.kind === 'del' && right?.kind === 'add') pairs.set(left, right).set(right, left);
+  }
+  return pairs;
+}
+
 export type DiffRow =
   | { type: 'file'; file: number }
   | { type: 'hunk'; file: number; hunk: number }
-  | { type: 'line'; file: number; line: DiffLine }
+  | { type: 'line'; file: number; line: DiffLine; partner?: DiffLine }
   | { type: 'split'; file: number; row: SplitRow }
+  | { type: 'expand'; file: number; gap: Gap }
   | { type: 'empty'; file: number; reason: string };
 
 export type DiffLayout = 'unified' | 'split';
 
-/** The rows of the whole diff, in order; collapsed files show only their header. */
-export function diffRows(files: readonly DiffFile[], layout: DiffLayout, collapsed: ReadonlySet<number> = new Set()): DiffRow[] {
+/** A file's hidden gaps (see diff-context.ts); none unless given. */
+export type GapsOf = (file: number) => readonly Gap[];
+
+/**
+ * The rows of the whole diff, in order; collapsed files show only their header.
+ * A gap's "show more" row comes before the hunk it precedes, or after the last one.
+ */
+export function diffRows(files: readonly DiffFile[], layout: DiffLayout, collapsed: ReadonlySet<number> = new Set(), gapsOf?: GapsOf): DiffRow[] {
   const rows: DiffRow[] = [];
   files.forEach((file, f) => {
     rows.push({ type: 'file', file: f });
     if (collapsed.has(f)) return;
     if (file.binary) rows.push({ type: 'empty', file: f, reason: 'Binary file not shown' });
     else if (file.hunks.length === 0) rows.push({ type: 'empty', file: f, reason: 'No content changes' });
+    const gaps = gapsOf?.(f) ?? [];
+    const gapRow = (h: number): void => {
+      const gap = gaps.find((g) => g.hunk === h);
+      if (gap !== undefined) rows.push({ type: 'expand', file: f, gap });
+    };
     file.hunks.forEach((hunk, h) => {
+      gapRow(h);
       rows.push({ type: 'hunk', file: f, hunk: h });
-      if (layout === 'unified') for (const line of hunk.lines) rows.push({ type: 'line', file: f, line });
-      else for (const row of splitHunk(hunk)) rows.push({ type: 'split', file: f, row });
+      if (layout === 'unified') {
+        const pairs = changePairs(hunk);
+        for (const line of hunk.lines) {
+          const partner = pairs.get(line);
+          rows.push(partner === undefined ? { type: 'line', file: f, line } : { type: 'line', file: f, line, partner });
+        }
+      } else for (const row of splitHunk(hunk)) rows.push({ type: 'split', file: f, row });
     });
+    gapRow(file.hunks.length);
   });
   return rows;
 }

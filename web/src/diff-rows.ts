@@ -1,7 +1,7 @@
 // The code review's row list: the diff's rows with the reviewer's annotations
 // and the open comment form woven in after the line they end on.
 import type { CodeAnnotation } from './annotations.ts';
-import { diffRows, type DiffFile, type DiffLayout, type DiffLine, type DiffRow, type Side } from './diff-model.ts';
+import { diffRows, type DiffFile, type DiffLayout, type DiffLine, type DiffRow, type GapsOf, type Side } from './diff-model.ts';
 
 /** A line range being commented on: one file, one side. */
 export interface LineSelection {
@@ -43,13 +43,14 @@ export function viewRows(
   annotations: readonly CodeAnnotation[],
   selection: LineSelection | undefined,
   formOpen: boolean,
+  gapsOf?: GapsOf,
 ): ViewRow[] {
   const byEnd = new Map<string, string[]>();
   for (const a of annotations) {
     const key = anchorKey(a.filePath, a.side, a.lineEnd);
     byEnd.set(key, [...(byEnd.get(key) ?? []), a.id]);
   }
-  const base = diffRows(files, layout, collapsed);
+  const base = diffRows(files, layout, collapsed, gapsOf);
   const formHere = formOpen && selection !== undefined && selection.dragging !== true;
   // Nothing to weave in (the usual first render of a large diff): the rows as they are.
   if (byEnd.size === 0 && !formHere) return base;
@@ -86,6 +87,8 @@ export function viewRowKey(row: ViewRow | undefined, layout: DiffLayout): string
       return `s${row.file}:${row.row.left?.oldNo ?? ''}:${row.row.right?.newNo ?? ''}`;
     case 'empty':
       return `e${row.file}`;
+    case 'expand':
+      return `x${row.file}:${row.gap.hunk}`;
     case 'notes':
       return `n${row.file}:${row.ids.join(',')}`;
     case 'form':

@@ -1,9 +1,10 @@
 // Code review: browse the diff, annotate lines or ranges on either side, then
 // send the feedback (or approve) to the agent.
 import type { JSX } from 'preact';
-import { useMemo, useState } from 'preact/hooks';
+import { useCallback, useMemo, useRef, useState } from 'preact/hooks';
 import { codeInOrder, newId, removeById, upsert, type CodeAnnotation, type CodeAnnotationType } from '../annotations.ts';
 import { api, type DiffResponse, type DiffSwitchRequest } from '../api.ts';
+import { gapRange, showFile, withLines, type FileContext, type Gap } from '../diff-context.ts';
 import { linesOf, parseDiff, type DiffLayout } from '../diff-model.ts';
 import { viewRows, type LineSelection } from '../diff-rows.ts';
 import { codeFeedback, type LineLookup } from '../feedback.ts';
@@ -12,7 +13,7 @@ import type { Settings } from '../settings.ts';
 import { AgentPicker, useAgents } from './agents.tsx';
 import { Done, DraftForm, Editor, RichText, errorText, useSubmitKey } from './common.tsx';
 import { ConfirmApprove, DecisionButtons } from './decision.tsx';
-import { DiffView } from './diff-view.tsx';
+import { DiffView, type ExpandDirection } from './diff-view.tsx';
 import { FeedbackDialog } from './feedback-dialog.tsx';
 import { FileTree } from './file-tree.tsx';
 import { Topbar } from './topbar.tsx';
@@ -35,8 +36,15 @@ function rangeLabel(a: { lineStart: number; lineEnd: number; side: string }): st
 export function CodeReview(props: { data: DiffResponse; settings: Settings; updateSettings: (c: Partial<Settings>) => void }): JSX.Element {
   const { data, settings } = props;
   const [diff, setDiff] = useState({ rawPatch: data.rawPatch, diffType: data.diffType, gitRef: data.gitRef });
-  const files = useMemo(() => parseDiff(diff.rawPatch), [diff.rawPatch]);
-  const tree = useMemo(() => buildTree(files), [files]);
+  const parsed = useMemo(() => parseDiff(diff.rawPatch), [diff.rawPatch]);
+  const tree = useMemo(() => buildTree(parsed), [parsed]);
+  // Lines fetched around the hunks, per file path; the files as shown include them.
+  const [context, setContext] = useState<ReadonlyMap<string, FileContext>>(new Map());
+  const [expanding, setExpanding] = useState<ReadonlySet<number>>(new Set());
+  const diffGeneration = useRef(0);
+  const shown = useMemo(() => parsed.map((f) => showFile(f, context.get(f.path))), [parsed, context]);
+  const files = useMemo(() => shown.map((s) => s.file), [shown]);
+  const gapsOf = useCallback((f: number) => shown[f]?.gaps ?? [], [shown]);
   const layout: DiffLayout = settings.diffLayout;
   const [collapsed, setCollapsed] = useState<ReadonlySet<number>>(new Set());
   const [annotations, setAnnotations] = useState<CodeAnnotation[]>([]);
@@ -53,7 +61,10 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
   const [done, setDone] = useState<'approved' | 'feedback'>();
   const agents = useAgents(data.origin === 'opencode');
 
-  const rows = useMemo(() => viewRows(files, layout, collapsed, annotations, selection, form !== undefined), [files, layout, collapsed, annotations, selection, form !== undefined]);
+  const rows = useMemo(
+    () => viewRows(files, layout, collapsed, annotations, selection, form !== undefined, gapsOf),
+    [files, layout, collapsed, annotations, selection, form !== undefined, gapsOf],
+  );
   const byId = useMemo(() => new Map(annotations.map((a) => [a.id, a])), [annotations]);
   const fileOrder = useMemo(() => files.map((f) => f.path), [files]);
   const notesPerFile = useMemo(() => {
@@ -122,12 +133,32 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
     if (index >= 0) scrollToRow(Math.max(0, index - 3));
   };
 
+  const expand = async (f: number, gap: Gap, direction: ExpandDirection): Promise<void> => {
+    const file = files[f];
+    if (file === undefined) return;
+    const generation = diffGeneration.current;
+    setExpanding((s) => new Set([...s, f]));
+    try {
+      const answer = await api.diffLines({ path: file.newPath, side: 'new', ...gapRange(gap, direction) });
+      // An answer about the diff shown before a switch is dropped.
+      if (generation === diffGeneration.current) {
+        setContext((c) => new Map(c).set(file.path, withLines(c.get(file.path), answer.start, answer.lines, answer.totalLines)));
+      }
+    } catch (e) {
+      setError(`Could not show more lines of ${file.path}: ${errorText(e)}`);
+    } finally {
+      setExpanding((s) => new Set([...s].filter((x) => x !== f)));
+    }
+  };
+
   const switchDiff = async (diffType: DiffSwitchRequest['diffType']): Promise<void> => {
     setSwitching(true);
     setError('');
     try {
       const next = await api.switchDiff(diffType);
+      diffGeneration.current++;
       setDiff({ rawPatch: next.rawPatch, diffType: next.diffType, gitRef: next.gitRef });
+      setContext(new Map());
       setCollapsed(new Set());
       closeForm();
       scrollToRow(0);
@@ -258,6 +289,8 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
                 selection={selection}
                 scrollTo={scrollTo}
                 onSelect={select}
+                onExpand={(f, gap, direction) => void expand(f, gap, direction)}
+                expanding={expanding}
                 onToggleFile={(f) => setCollapsed((c) => (c.has(f) ? new Set([...c].filter((x) => x !== f)) : new Set([...c, f])))}
                 renderNote={(a) => (
                   <div class={`note-card kind-${a.type}`} key={a.id} data-testid="code-note">

@@ -1,13 +1,16 @@
 // The diff itself: unified or split rows in a virtual list, line numbers as
 // buttons that select a line or a range (click, shift+click or drag) on the
-// side they belong to, annotations and the comment form inline.
+// side they belong to, annotations and the comment form inline, changed words
+// marked, and "show more" rows in the gaps between hunks.
 import type { JSX, VNode } from 'preact';
 import { useCallback, useLayoutEffect, useMemo, useRef } from 'preact/hooks';
 import type { CodeAnnotation } from '../annotations.ts';
+import { EXPAND_STEP, type Gap } from '../diff-context.ts';
 import type { DiffFile, DiffLayout, DiffLine, Side } from '../diff-model.ts';
 import { viewRowKey, type LineSelection, type ViewRow } from '../diff-rows.ts';
 import { languageOf } from '../feedback.ts';
 import { highlightLine } from '../highlight.ts';
+import { markRanges, wordChangesCached } from '../word-diff.ts';
 import { VirtualList } from './virtual-list.tsx';
 
 export interface DiffViewProps {
@@ -23,9 +26,15 @@ export interface DiffViewProps {
   onTopRow: (index: number) => void;
   renderNote: (annotation: CodeAnnotation) => VNode;
   renderForm: () => VNode;
+  /** Reveal hidden lines of a gap: a step below the hunk above it (`down`), above the hunk below it (`up`), or all. */
+  onExpand: (file: number, gap: Gap, direction: 'up' | 'down' | 'all') => void;
+  /** Files whose lines are being fetched: their "show more" buttons wait. */
+  expanding: ReadonlySet<number>;
 }
 
-const ESTIMATE: Record<ViewRow['type'], number> = { file: 44, hunk: 28, line: 20, split: 20, empty: 36, notes: 96, form: 220 };
+export type ExpandDirection = Parameters<DiffViewProps['onExpand']>[2];
+
+const ESTIMATE: Record<ViewRow['type'], number> = { file: 44, hunk: 28, line: 20, split: 20, expand: 28, empty: 36, notes: 96, form: 220 };
 const STATUS_LABEL = { added: 'Added', deleted: 'Deleted', modified: 'Modified', renamed: 'Renamed' };
 
 export function DiffView(props: DiffViewProps): JSX.Element {
@@ -101,16 +110,46 @@ export function DiffView(props: DiffViewProps): JSX.Element {
     );
   };
 
-  const code = (line: DiffLine | undefined, lang: string, side: Side | 'both', selected: boolean): VNode => {
+  const code = (line: DiffLine | undefined, lang: string, side: Side | 'both', selected: boolean, partner?: DiffLine): VNode => {
     if (line === undefined) return <span class="code filler" />;
     const kind = side === 'both' ? line.kind : line.kind === 'context' ? 'context' : side === 'old' ? 'del' : 'add';
+    let html = highlightLine(line.text, lang);
+    if (partner !== undefined) {
+      const removed = line.kind === 'del';
+      const words = removed ? wordChangesCached(line.text, partner.text) : wordChangesCached(partner.text, line.text);
+      if (words !== undefined) html = markRanges(html, removed ? words.old : words.new);
+    }
     return (
       <span class={`code ${kind}${selected ? ' sel' : ''}`}>
         <span class="mark" aria-hidden="true">
           {kind === 'add' ? '+' : kind === 'del' ? '-' : ' '}
         </span>
-        <span dangerouslySetInnerHTML={{ __html: highlightLine(line.text, lang) }} />
+        <span dangerouslySetInnerHTML={{ __html: html }} />
       </span>
+    );
+  };
+
+  const expandRow = (file: number, gap: Gap): VNode => {
+    const hidden = gap.to === undefined ? undefined : gap.to - gap.from + 1;
+    const busy = props.expanding.has(file);
+    const button = (direction: ExpandDirection, text: string, label: string): VNode => (
+      <button type="button" class="link" disabled={busy} aria-label={label} onClick={() => props.onExpand(file, gap, direction)}>
+        {text}
+      </button>
+    );
+    const where = gap.below ? `above line ${(gap.to ?? 0) + 1}` : `below line ${gap.from - 1}`;
+    return (
+      <div class="expand-row" data-testid="expand">
+        {hidden !== undefined && hidden <= EXPAND_STEP ? (
+          button('all', `↕ Show ${hidden} hidden line${hidden === 1 ? '' : 's'}`, `Show ${hidden} hidden lines ${where}`)
+        ) : (
+          <>
+            {gap.above && button('down', `↓ Show ${EXPAND_STEP} more lines`, `Show ${EXPAND_STEP} more lines below line ${gap.from - 1}`)}
+            {gap.below && button('up', `↑ Show ${EXPAND_STEP} more lines`, `Show ${EXPAND_STEP} more lines above line ${(gap.to ?? 0) + 1}`)}
+            {hidden !== undefined && <span class="muted small">{hidden} hidden lines</span>}
+          </>
+        )}
+      </div>
     );
   };
 
@@ -146,23 +185,27 @@ export function DiffView(props: DiffViewProps): JSX.Element {
         return <div class="hunk-head">{file.hunks[row.hunk]?.header}</div>;
       case 'empty':
         return <div class="empty-file muted">{row.reason}</div>;
+      case 'expand':
+        return expandRow(row.file, row.gap);
       case 'line':
         return (
           <div class={`dl unified ${row.line.kind}`}>
             {gutter(row.file, 'old', row.line.oldNo === undefined ? undefined : row.line)}
             {gutter(row.file, 'new', row.line.newNo === undefined ? undefined : row.line)}
-            {code(row.line, lang, 'both', isSelected(row.file, 'old', row.line.oldNo) || isSelected(row.file, 'new', row.line.newNo))}
+            {code(row.line, lang, 'both', isSelected(row.file, 'old', row.line.oldNo) || isSelected(row.file, 'new', row.line.newNo), row.partner)}
           </div>
         );
-      case 'split':
+      case 'split': {
+        const changed = row.row.left?.kind === 'del' && row.row.right?.kind === 'add';
         return (
           <div class="dl split">
             {gutter(row.file, 'old', row.row.left)}
-            {code(row.row.left, lang, 'old', isSelected(row.file, 'old', row.row.left?.oldNo))}
+            {code(row.row.left, lang, 'old', isSelected(row.file, 'old', row.row.left?.oldNo), changed ? row.row.right : undefined)}
             {gutter(row.file, 'new', row.row.right)}
-            {code(row.row.right, lang, 'new', isSelected(row.file, 'new', row.row.right?.newNo))}
+            {code(row.row.right, lang, 'new', isSelected(row.file, 'new', row.row.right?.newNo), changed ? row.row.left : undefined)}
           </div>
         );
+      }
       case 'notes':
         return <div class="notes">{row.ids.map((id) => p.annotations.get(id)).map((a) => (a === undefined ? null : p.renderNote(a)))}</div>;
       case 'form':
