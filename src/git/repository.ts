@@ -140,8 +140,10 @@ export class GitRepository {
     return diffTrees(s.store, this.trees, await this.treeOf(s.store, base), await this.treeOf(s.store, s.head.commit));
   }
 
-  /** The files a diff of `type` compares, in patch order, renames paired. */
-  private async items(s: Session, type: DiffType, branch: string | null): Promise<DiffItem[]> {
+  /** A fresh read of the repository and the files a diff of `type` compares, in patch order, renames paired. */
+  private async compared(type: DiffType): Promise<{ s: Session; branch: string | null; items: DiffItem[] }> {
+    const s = await this.session();
+    const branch = type === 'vs main' ? await defaultBranch(this.layout) : null;
     const pairs =
       type === 'uncommitted'
         ? await this.uncommitted(s)
@@ -151,13 +153,11 @@ export class GitRepository {
             ? await this.lastCommit(s)
             : await this.vsDefault(s, branch);
     pairs.sort((a, b) => compareKeys(pairPath(a), pairPath(b)));
-    return this.layout.config.renames ? detectRenames(pairs, s.load) : pairs;
+    return { s, branch, items: this.layout.config.renames ? await detectRenames(pairs, s.load) : pairs };
   }
 
   async diff(type: DiffType): Promise<DiffResult> {
-    const s = await this.session();
-    const branch = type === 'vs main' ? await defaultBranch(this.layout) : null;
-    const items = await this.items(s, type, branch);
+    const { s, branch, items } = await this.compared(type);
     const attributes = new Attributes(this.layout.workdir, this.layout.commondir);
     const latin1Patch = await formatPatch(items, {
       load: s.load,
@@ -175,11 +175,10 @@ export class GitRepository {
    * the commit); null when the diff has no file at `filePath` on that side.
    */
   async sideContent(type: DiffType, side: 'old' | 'new', filePath: string): Promise<Buffer | null> {
-    const s = await this.session();
-    const branch = type === 'vs main' ? await defaultBranch(this.layout) : null;
+    const { s, items } = await this.compared(type);
     // Paths are kept as git stores them, one char per byte.
     const wanted = Buffer.from(filePath, 'utf8').toString('latin1');
-    const version = (await this.items(s, type, branch)).map((item) => item[side]).find((v) => v?.path === wanted);
+    const version = items.map((item) => item[side]).find((v) => v?.path === wanted);
     return version ? s.load(version) : null;
   }
 
