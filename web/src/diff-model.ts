@@ -134,10 +134,24 @@ export function changePairs(hunk: DiffHunk): Map<DiffLine, DiffLine> {
   return pairs;
 }
 
+// Hunks never change once made, so their pairs are made once, when a changed line of theirs is first drawn.
+const pairsOfHunk = new WeakMap<DiffHunk, Map<DiffLine, DiffLine>>();
+
+/** The line a changed line pairs with in its hunk (see changePairs), if any. */
+export function partnerOf(hunk: DiffHunk, line: DiffLine): DiffLine | undefined {
+  if (line.kind === 'context') return undefined;
+  let pairs = pairsOfHunk.get(hunk);
+  if (pairs === undefined) {
+    pairs = changePairs(hunk);
+    pairsOfHunk.set(hunk, pairs);
+  }
+  return pairs.get(line);
+}
+
 export type DiffRow =
   | { type: 'file'; file: number }
   | { type: 'hunk'; file: number; hunk: number }
-  | { type: 'line'; file: number; line: DiffLine; partner?: DiffLine }
+  | { type: 'line'; file: number; hunk: number; line: DiffLine }
   | { type: 'split'; file: number; row: SplitRow }
   | { type: 'expand'; file: number; gap: Gap }
   | { type: 'empty'; file: number; reason: string };
@@ -166,13 +180,8 @@ export function diffRows(files: readonly DiffFile[], layout: DiffLayout, collaps
     file.hunks.forEach((hunk, h) => {
       gapRow(h);
       rows.push({ type: 'hunk', file: f, hunk: h });
-      if (layout === 'unified') {
-        const pairs = changePairs(hunk);
-        for (const line of hunk.lines) {
-          const partner = pairs.get(line);
-          rows.push(partner === undefined ? { type: 'line', file: f, line } : { type: 'line', file: f, line, partner });
-        }
-      } else for (const row of splitHunk(hunk)) rows.push({ type: 'split', file: f, row });
+      if (layout === 'unified') for (const line of hunk.lines) rows.push({ type: 'line', file: f, hunk: h, line });
+      else for (const row of splitHunk(hunk)) rows.push({ type: 'split', file: f, row });
     });
     gapRow(file.hunks.length);
   });

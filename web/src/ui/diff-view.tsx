@@ -6,7 +6,7 @@ import type { JSX, VNode } from 'preact';
 import { useCallback, useLayoutEffect, useMemo, useRef } from 'preact/hooks';
 import type { CodeAnnotation } from '../annotations.ts';
 import { EXPAND_STEP, type Gap } from '../diff-context.ts';
-import type { DiffFile, DiffLayout, DiffLine, Side } from '../diff-model.ts';
+import { partnerOf, type DiffFile, type DiffHunk, type DiffLayout, type DiffLine, type Side } from '../diff-model.ts';
 import { viewRowKey, type LineSelection, type ViewRow } from '../diff-rows.ts';
 import { languageOf } from '../feedback.ts';
 import { highlightLine } from '../highlight.ts';
@@ -192,7 +192,7 @@ export function DiffView(props: DiffViewProps): JSX.Element {
           <div class={`dl unified ${row.line.kind}`}>
             {gutter(row.file, 'old', row.line.oldNo === undefined ? undefined : row.line)}
             {gutter(row.file, 'new', row.line.newNo === undefined ? undefined : row.line)}
-            {code(row.line, lang, 'both', isSelected(row.file, 'old', row.line.oldNo) || isSelected(row.file, 'new', row.line.newNo), row.partner)}
+            {code(row.line, lang, 'both', isSelected(row.file, 'old', row.line.oldNo) || isSelected(row.file, 'new', row.line.newNo), partnerOf(file.hunks[row.hunk] as DiffHunk, row.line))}
           </div>
         );
       case 'split': {
