@@ -9,6 +9,10 @@
  * from navigation start. A small local server answers the API with fixed
  * data, so the figures are the browser's alone, not git's or the plan file's.
  * BENCH_RUNS changes the number of runs. Run `npm run build:web` first.
+ *
+ * BENCH_UI_COMPARE=<another built index.html> (say, main's) adds that
+ * document to every round, interleaved with the others, and prints the
+ * paired ratio of this UI to it, round by round (median and range).
  */
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -19,6 +23,7 @@ import { CHROMIUM_ARGS } from '../tests/support/browser.ts';
 import { median } from './stats.ts';
 
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 7);
+const COMPARE = process.env['BENCH_UI_COMPARE'];
 const TARGET_MS = 1_000;
 const root = path.resolve(import.meta.dirname, '..');
 
@@ -68,7 +73,7 @@ fetch(location.pathname.endsWith('/code') ? '/api/diff' : '/api/plan').then((r) 
 
 type Scenario = 'plan' | 'diff';
 
-function serve(ui: string, scenario: Scenario, plan: string, diff: string): Promise<Server> {
+function serve(ui: string, compare: string, scenario: Scenario, plan: string, diff: string): Promise<Server> {
   const planJson = JSON.stringify({ plan, origin: 'claude-code', permissionMode: 'default', sharingEnabled: true });
   const diffJson = JSON.stringify({
     rawPatch: diff,
@@ -83,7 +88,7 @@ function serve(ui: string, scenario: Scenario, plan: string, diff: string): Prom
     if (url === '/api/plan' && scenario === 'plan') res.writeHead(200, { 'content-type': 'application/json' }).end(planJson);
     else if (url === '/api/diff' && scenario === 'diff') res.writeHead(200, { 'content-type': 'application/json' }).end(diffJson);
     else if (url === '/api/agents') res.writeHead(200, { 'content-type': 'application/json' }).end('{"agents":[]}');
-    else res.writeHead(200, { 'content-type': 'text/html' }).end(url.includes('baseline') ? BASELINE : ui);
+    else res.writeHead(200, { 'content-type': 'text/html' }).end(url.includes('baseline') ? BASELINE : url.includes('compare') ? compare : ui);
   });
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
@@ -108,6 +113,9 @@ async function measure(page: Page, url: string, selector: string): Promise<numbe
 
 async function main(): Promise<void> {
   const ui = readFileSync(path.join(root, 'dist', 'web', 'index.html'), 'utf8');
+  const compare = COMPARE === undefined ? '' : readFileSync(COMPARE, 'utf8');
+  const kinds = COMPARE === undefined ? (['ui', 'baseline'] as const) : (['ui', 'compare', 'baseline'] as const);
+  const paired: string[] = [];
   const plan = bigPlan();
   const diff = bigDiff();
   const browser = await chromium.launch({ executablePath: process.env['CHROMIUM'] ?? '/usr/bin/chromium', args: CHROMIUM_ARGS, headless: true });
@@ -115,16 +123,18 @@ async function main(): Promise<void> {
   let over = false;
   try {
     for (const scenario of ['plan', 'diff'] as const) {
-      const server = await serve(ui, scenario, plan, diff);
+      const server = await serve(ui, compare, scenario, plan, diff);
       const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      const times = { ui: [] as number[], baseline: [] as number[] };
+      const times = { ui: [] as number[], compare: [] as number[], baseline: [] as number[] };
       for (let i = 0; i < RUNS + 1; i++) {
-        for (const kind of ['ui', 'baseline'] as const) {
+        // Each round starts with another page: going first costs more than going later.
+        for (const kind of [...kinds.slice(i % kinds.length), ...kinds.slice(0, i % kinds.length)]) {
           // A fresh context per run: nothing cached between runs.
           const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
           const page = await context.newPage();
           const selector = kind === 'baseline' ? '#out[data-ready]' : scenario === 'plan' ? '.plan-doc h1' : '.dl .code';
-          const ms = await measure(page, `${base}/${kind === 'baseline' ? `baseline${scenario === 'diff' ? '/code' : ''}` : ''}`, selector);
+          const at = kind === 'baseline' ? `baseline${scenario === 'diff' ? '/code' : ''}` : kind === 'compare' ? 'compare' : '';
+          const ms = await measure(page, `${base}/${at}`, selector);
           if (i > 0) times[kind].push(ms); // the first round warms the browser
           await context.close();
         }
@@ -134,6 +144,11 @@ async function main(): Promise<void> {
       const baseMs = median(times.baseline);
       over ||= uiMs > TARGET_MS;
       const size = scenario === 'plan' ? `${plan.split('\n').length - 1} lines, ${(plan.length / 1024).toFixed(0)} KB` : `${diff.split('\n').length - 1} lines, ${(diff.length / 1024 / 1024).toFixed(1)} MB`;
+      if (COMPARE !== undefined) {
+        const ratios = times.ui.map((ms, r) => ms / (times.compare[r] ?? NaN));
+        const range = `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}×`;
+        paired.push(`| ${scenario === 'plan' ? 'plan review' : 'code review'} | ${uiMs.toFixed(0)} ms | ${median(times.compare).toFixed(0)} ms | ${median(ratios).toFixed(2)}× | ${range} |`);
+      }
       rows.push(`| ${scenario === 'plan' ? 'plan review' : 'code review'} (${size}) | ${uiMs.toFixed(0)} ms | ${baseMs.toFixed(0)} ms | ${(uiMs / baseMs).toFixed(2)}× | ${Math.min(...times.ui).toFixed(0)}–${Math.max(...times.ui).toFixed(0)} ms |`);
     }
   } finally {
@@ -144,6 +159,12 @@ async function main(): Promise<void> {
   console.log('| scenario | UI | baseline <pre> | ratio | UI range |');
   console.log('|---|---|---|---|---|');
   for (const row of rows) console.log(row);
+  if (COMPARE !== undefined) {
+    console.log(`\nAgainst ${COMPARE}, the same rounds, paired round by round:\n`);
+    console.log('| scenario | UI | compared UI | paired ratio (median) | range |');
+    console.log('|---|---|---|---|---|');
+    for (const row of paired) console.log(row);
+  }
   console.log(`\nBuilt document: ${(ui.length / 1024).toFixed(0)} KB, ${(gzipSync(ui).length / 1024).toFixed(1)} KB gzipped (budget 400 KB gzipped).`);
   if (over) console.log(`\nAbove the ${TARGET_MS} ms aim on this machine.`);
 }
