@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { DiffType } from './diff-type.ts';
+import type { DiffOption, DiffType, GitContext } from './diff-type.ts';
 import { Attributes } from './attributes.ts';
 import { gitErrors } from './errors.ts';
 import { readIndex, type GitIndex, type IndexEntry } from './index-file.ts';
@@ -19,18 +19,7 @@ export interface DiffResult {
   gitRef: string;
 }
 
-export interface DiffOption {
-  id: string;
-  label: string;
-}
-
-export interface GitContext {
-  /** The checked-out branch; `HEAD` when detached. */
-  currentBranch: string;
-  /** `main` if it exists, else `master` (and `main` when neither does). */
-  defaultBranch: string;
-  diffOptions: DiffOption[];
-}
+export type { DiffOption, GitContext };
 
 /** One read of the repository: objects and blobs are cached for its length only. */
 interface Session {

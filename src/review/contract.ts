@@ -5,7 +5,7 @@
  * users. Plain types and constants only: this module is bundled into the page,
  * so it imports nothing that needs Node.
  */
-import type { DiffType } from '../git/diff-type.ts';
+import type { DiffType, GitContext } from '../git/diff-type.ts';
 
 export const ORIGINS = ['claude-code', 'opencode'] as const;
 /** The host agent a review serves. */
@@ -76,17 +76,7 @@ export interface VaultsResponse {
 
 // ---- Code review server ----
 
-export interface DiffOption {
-  id: string;
-  label: string;
-}
-
-export interface GitContext {
-  /** The checked-out branch; `HEAD` when detached. */
-  currentBranch: string;
-  defaultBranch: string;
-  diffOptions: DiffOption[];
-}
+export type { DiffOption, GitContext } from '../git/diff-type.ts';
 
 /** `GET /api/diff` */
 export interface DiffResponse {
