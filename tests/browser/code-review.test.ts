@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserSuite, decisionOf, newPage, screenshot, startReview, unlabelledControls } from '../support/browser.ts';
+import { browserSuite, decisionOf, openCodeReview, screenshot, unlabelledControls } from '../support/browser.ts';
 import { TempRepo } from '../support/git-repo.ts';
 
 const BEFORE = `export class RateLimiter {
@@ -51,13 +51,7 @@ beforeAll(() => {
 
 afterAll(() => repo?.cleanup());
 
-async function codeReview() {
-  const review = await startReview(['code-review', '--repo', repo.dir], { home: suite.home });
-  const { page, errors } = await newPage(suite.browser);
-  await page.goto(review.url);
-  await page.locator('.file-head').first().waitFor();
-  return { review, page, errors };
-}
+const codeReview = () => openCodeReview(suite, repo.dir);
 
 function lineButton(page: Page, file: string, side: 'old' | 'new', line: number) {
   return page.getByRole('button', { name: `Comment on ${side} line ${line} of ${file}`, exact: true });

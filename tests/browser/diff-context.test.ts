@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserSuite, decisionOf, newPage, screenshot, startReview } from '../support/browser.ts';
+import { browserSuite, decisionOf, openCodeReview, screenshot } from '../support/browser.ts';
 import { TempRepo } from '../support/git-repo.ts';
 
 /**
@@ -40,13 +40,7 @@ async function headers(page: Page): Promise<string[]> {
   return (await page.locator('.hunk-head').allTextContents()).map((h) => h.replace(/ @@ .*/, ' @@'));
 }
 
-async function open() {
-  const review = await startReview(['code-review', '--repo', repo.dir], { home: suite.home });
-  const { page, errors } = await newPage(suite.browser);
-  await page.goto(review.url);
-  await page.locator('.file-head').first().waitFor();
-  return { review, page, errors };
-}
+const open = () => openCodeReview(suite, repo.dir);
 
 describe('more context and changed words in the code review', () => {
   it('shows more lines above, between and below the hunks, numbered on both sides, until the hunks join', async () => {

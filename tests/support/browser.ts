@@ -111,6 +111,15 @@ export async function startReview(args: string[], options: { env?: Record<string
   return { url, exited, stop: () => child.kill('SIGTERM') };
 }
 
+/** `gatehouse code-review` of `repoDir` in a new page of the suite's browser, once its first file is drawn. */
+export async function openCodeReview(suite: BrowserSuite, repoDir: string): Promise<{ review: Review; page: Page; errors: string[] }> {
+  const review = await startReview(['code-review', '--repo', repoDir], { home: suite.home });
+  const { page, errors } = await newPage(suite.browser);
+  await page.goto(review.url);
+  await page.locator('.file-head').first().waitFor();
+  return { review, page, errors };
+}
+
 /** The decision JSON line a review printed on stdout. */
 export function decisionOf(stdout: string): Record<string, unknown> {
   const line = stdout.trim().split('\n').at(-1) ?? '';
