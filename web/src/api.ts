@@ -83,7 +83,8 @@ export const api = {
   },
 };
 
-/** The URL through which the page shows a local image file. */
+/** The URL through which the page shows a local image file: its path on this server, under the page's own folder. */
 export function imageUrl(path: string): string {
-  return `api/image?path=${encodeURIComponent(path)}`;
+  const url = new URL(`api/image?path=${encodeURIComponent(path)}`, document.baseURI);
+  return url.pathname + url.search;
 }
