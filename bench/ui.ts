@@ -88,7 +88,10 @@ function serve(ui: string, compare: string, scenario: Scenario, plan: string, di
     if (url === '/api/plan' && scenario === 'plan') res.writeHead(200, { 'content-type': 'application/json' }).end(planJson);
     else if (url === '/api/diff' && scenario === 'diff') res.writeHead(200, { 'content-type': 'application/json' }).end(diffJson);
     else if (url === '/api/agents') res.writeHead(200, { 'content-type': 'application/json' }).end('{"agents":[]}');
-    else res.writeHead(200, { 'content-type': 'text/html' }).end(url.includes('baseline') ? BASELINE : url.includes('compare') ? compare : ui);
+    else {
+      const page = url.includes('baseline') ? BASELINE : url.includes('compare') ? compare : ui;
+      res.writeHead(200, { 'content-type': 'text/html' }).end(page);
+    }
   });
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
@@ -133,7 +136,8 @@ async function main(): Promise<void> {
           const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
           const page = await context.newPage();
           const selector = kind === 'baseline' ? '#out[data-ready]' : scenario === 'plan' ? '.plan-doc h1' : '.dl .code';
-          const at = kind === 'baseline' ? `baseline${scenario === 'diff' ? '/code' : ''}` : kind === 'compare' ? 'compare' : '';
+          const baselinePath = `baseline${scenario === 'diff' ? '/code' : ''}`;
+          const at = kind === 'baseline' ? baselinePath : kind === 'compare' ? 'compare' : '';
           const ms = await measure(page, `${base}/${at}`, selector);
           if (i > 0) times[kind].push(ms); // the first round warms the browser
           await context.close();
@@ -147,7 +151,10 @@ async function main(): Promise<void> {
       if (COMPARE !== undefined) {
         const ratios = times.ui.map((ms, r) => ms / (times.compare[r] ?? NaN));
         const range = `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}×`;
-        paired.push(`| ${scenario === 'plan' ? 'plan review' : 'code review'} | ${uiMs.toFixed(0)} ms | ${median(times.compare).toFixed(0)} ms | ${median(ratios).toFixed(2)}× | ${range} |`);
+        const name = scenario === 'plan' ? 'plan review' : 'code review';
+        const compareMs = median(times.compare);
+        const ratio = `${median(ratios).toFixed(2)}×`;
+        paired.push(`| ${name} | ${uiMs.toFixed(0)} ms | ${compareMs.toFixed(0)} ms | ${ratio} | ${range} |`);
       }
       rows.push(`| ${scenario === 'plan' ? 'plan review' : 'code review'} (${size}) | ${uiMs.toFixed(0)} ms | ${baseMs.toFixed(0)} ms | ${(uiMs / baseMs).toFixed(2)}× | ${Math.min(...times.ui).toFixed(0)}–${Math.max(...times.ui).toFixed(0)} ms |`);
     }

@@ -24,11 +24,14 @@ export const reviewErrors = {
 
   // GET /api/diff/lines
   missingParameter: (name: string) => new HttpError(400, `Missing ${name} parameter`),
-  invalidParameter: (name: string, expected: string) => new HttpError(400, `Invalid parameter ${name}: must be ${expected}`),
+  invalidParameter: (name: string, expected: string) =>
+    new HttpError(400, `Invalid parameter ${name}: must be ${expected}`),
   notInDiff: (path: string, side: string) => new HttpError(404, `Not in the current diff on the ${side} side: ${path}`),
   binaryLines: (path: string) => new HttpError(400, `Binary file, no lines to show: ${path}`),
-  rangePastEnd: (start: number, total: number) =>
-    new HttpError(400, `Invalid range: line ${start} is past the end of the file (${total} line${total === 1 ? '' : 's'})`),
+  rangePastEnd: (start: number, total: number) => {
+    const length = total === 1 ? '1 line' : `${total} lines`;
+    return new HttpError(400, `Invalid range: line ${start} is past the end of the file (${length})`);
+  },
   rangeTooLong: (max: number) => new HttpError(400, `Invalid range: at most ${max} lines per request`),
 
   // Code review: the repository could not be read (the message says why)

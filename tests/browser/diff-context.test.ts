@@ -14,7 +14,13 @@ const line = (i: number) => `export const v${i} = compute(${i}, "old");`;
 const BEFORE = Array.from({ length: 120 }, (_, i) => `${line(i + 1)}\n`).join('');
 // Two lines inserted after line 40 (new side numbers run 2 ahead from there), and line 90 edited.
 const AFTER = BEFORE.split('\n')
-  .flatMap((text, i) => (i === 39 ? [text, '// added one', '// added two'] : i === 89 ? ['export const v90 = compute(90, "new", options);'] : [text]))
+  .flatMap((text, i) =>
+    i === 39
+      ? [text, '// added one', '// added two']
+      : i === 89
+        ? ['export const v90 = compute(90, "new", options);']
+        : [text],
+  )
   .join('\n');
 
 const suite = browserSuite();
@@ -28,11 +34,14 @@ beforeAll(() => {
 
 afterAll(() => repo?.cleanup());
 
-const lineButton = (page: Page, side: 'old' | 'new', no: number) => page.getByRole('button', { name: `Comment on ${side} line ${no} of ${FILE}`, exact: true });
+const lineButton = (page: Page, side: 'old' | 'new', no: number) =>
+  page.getByRole('button', { name: `Comment on ${side} line ${no} of ${FILE}`, exact: true });
 const shown = (page: Page, side: 'old' | 'new', no: number) => lineButton(page, side, no).count();
 /** Scrolls the virtual diff list: only rows near its viewport are in the page. */
 const scrollDiff = (page: Page, to: 'top' | 'bottom') =>
-  page.getByRole('region', { name: 'Diff' }).evaluate((el, end) => el.scrollTo({ top: end === 'top' ? 0 : el.scrollHeight }), to);
+  page
+    .getByRole('region', { name: 'Diff' })
+    .evaluate((el, end) => el.scrollTo({ top: end === 'top' ? 0 : el.scrollHeight }), to);
 
 /** The hunk headers, read from the top of the diff list, without git's function names. */
 async function headers(page: Page): Promise<string[]> {
@@ -67,7 +76,10 @@ describe('more context and changed words in the code review', () => {
     // …then above the second one, which closes the gap: one hunk.
     await page.getByRole('button', { name: 'Show 20 more lines above line 89' }).click();
     await expect.poll(() => shown(page, 'new', 88)).toBe(1);
-    await page.getByRole('button', { name: /^Show \d+ hidden lines? (above|below) line/ }).first().click();
+    await page
+      .getByRole('button', { name: /^Show \d+ hidden lines? (above|below) line/ })
+      .first()
+      .click();
     await expect.poll(() => headers(page)).toEqual(['@@ -1,93 +1,95 @@']);
 
     // Below the last hunk: up to the end of the file, whose length the server tells.
@@ -94,7 +106,9 @@ describe('more context and changed words in the code review', () => {
     await dialog.getByTestId('send-feedback').click();
     const { code, stdout } = await review.exited;
     expect(code).toBe(0);
-    expect(decisionOf(stdout)['annotations']).toMatchObject([{ filePath: FILE, side: 'new', lineStart: 10, lineEnd: 10, text: 'Why compute here?' }]);
+    expect(decisionOf(stdout)['annotations']).toMatchObject([
+      { filePath: FILE, side: 'new', lineStart: 10, lineEnd: 10, text: 'Why compute here?' },
+    ]);
     expect(errors).toEqual([]);
   });
 

@@ -112,7 +112,10 @@ export async function startReview(args: string[], options: { env?: Record<string
 }
 
 /** `gatehouse code-review` of `repoDir` in a new page of the suite's browser, once its first file is drawn. */
-export async function openCodeReview(suite: BrowserSuite, repoDir: string): Promise<{ review: Review; page: Page; errors: string[] }> {
+export async function openCodeReview(
+  suite: BrowserSuite,
+  repoDir: string,
+): Promise<{ review: Review; page: Page; errors: string[] }> {
   const review = await startReview(['code-review', '--repo', repoDir], { home: suite.home });
   const { page, errors } = await newPage(suite.browser);
   await page.goto(review.url);

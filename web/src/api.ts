@@ -18,7 +18,15 @@ import type {
   VaultsResponse,
 } from '../../src/review/contract.ts';
 
-export type { Agent, ApproveRequest, DecisionResponse, DiffResponse, DiffSwitchRequest, Origin, PlanResponse } from '../../src/review/contract.ts';
+export type {
+  Agent,
+  ApproveRequest,
+  DecisionResponse,
+  DiffResponse,
+  DiffSwitchRequest,
+  Origin,
+  PlanResponse,
+} from '../../src/review/contract.ts';
 
 /** An API error carrying the server's `{"error"}` message. */
 export class ApiError extends Error {
@@ -72,8 +80,12 @@ export const api = {
   approve: (body: ApproveRequest) => post<DecisionResponse>('api/approve', body),
   deny: (body: DenyRequest) => post<DecisionResponse>('api/deny', body),
   feedback: (body: FeedbackRequest) => post<FeedbackResponse>('api/feedback', body),
-  switchDiff: (diffType: DiffSwitchRequest['diffType']) => post<DiffSwitchResponse>('api/diff/switch', { diffType } satisfies DiffSwitchRequest),
-  diffLines: (query: DiffLinesQuery) => get<DiffLinesResponse>(`api/diff/lines?${new URLSearchParams({ ...query, start: `${query.start}`, end: `${query.end}` }).toString()}`),
+  switchDiff: (diffType: DiffSwitchRequest['diffType']) =>
+    post<DiffSwitchResponse>('api/diff/switch', { diffType } satisfies DiffSwitchRequest),
+  diffLines: ({ path, side, start, end }: DiffLinesQuery) => {
+    const query = new URLSearchParams({ path, side, start: `${start}`, end: `${end}` });
+    return get<DiffLinesResponse>(`api/diff/lines?${query.toString()}`);
+  },
   agents: () => get<AgentsResponse>('api/agents'),
   vaults: () => get<VaultsResponse>('api/notevault/vaults'),
   async upload(file: Blob, name: string): Promise<string> {

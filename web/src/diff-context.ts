@@ -53,7 +53,8 @@ function contextLine(newNo: number, offset: number, text: string): DiffLine {
 }
 
 function header(hunk: DiffHunk, original: string): string {
-  const range = (start: number, count: number) => (count === 1 ? `${start}` : `${count === 0 ? start - 1 : start},${count}`);
+  const range = (start: number, count: number) =>
+    count === 1 ? `${start}` : `${count === 0 ? start - 1 : start},${count}`;
   const fn = /^@@ [^@]* @@(.*)$/.exec(original)?.[1] ?? '';
   return `@@ -${range(hunk.oldStart, hunk.oldLines)} +${range(hunk.newStart, hunk.newLines)} @@${fn}`;
 }
@@ -73,7 +74,12 @@ function grow(hunk: DiffHunk, before: DiffLine[], after: DiffLine[]): DiffHunk {
 }
 
 function join(a: DiffHunk, b: DiffHunk): DiffHunk {
-  const joined = { ...a, lines: [...a.lines, ...b.lines], oldLines: a.oldLines + b.oldLines, newLines: a.newLines + b.newLines };
+  const joined = {
+    ...a,
+    lines: [...a.lines, ...b.lines],
+    oldLines: a.oldLines + b.oldLines,
+    newLines: a.newLines + b.newLines,
+  };
   return { ...joined, header: header(joined, a.header) };
 }
 
@@ -97,7 +103,8 @@ export function showFile(file: DiffFile, context: FileContext | undefined): Show
     const offset = hunk.newStart - hunk.oldStart;
     const after: DiffLine[] = [];
     let n = from;
-    if (prev !== undefined) for (; n < hunk.newStart && known.has(n); n++) after.push(contextLine(n, offset, known.get(n) as string));
+    if (prev !== undefined)
+      for (; n < hunk.newStart && known.has(n); n++) after.push(contextLine(n, offset, known.get(n) as string));
     const before: DiffLine[] = [];
     let m = hunk.newStart - 1;
     for (; m >= n && known.has(m); m--) before.unshift(contextLine(m, offset, known.get(m) as string));
@@ -113,21 +120,32 @@ export function showFile(file: DiffFile, context: FileContext | undefined): Show
   const offset = tail.newStart - tail.oldStart;
   const after: DiffLine[] = [];
   let n = tail.newStart + tail.newLines;
-  for (; (total === undefined || n <= total) && known.has(n); n++) after.push(contextLine(n, offset, known.get(n) as string));
+  for (; (total === undefined || n <= total) && known.has(n); n++)
+    after.push(contextLine(n, offset, known.get(n) as string));
   hunks[hunks.length - 1] = grow(tail, [], after);
-  if (total === undefined || n <= total) gaps.push({ hunk: hunks.length, from: n, to: total, above: true, below: false });
+  if (total === undefined || n <= total)
+    gaps.push({ hunk: hunks.length, from: n, to: total, above: true, below: false });
   return { file: { ...file, hunks }, gaps };
 }
 
 /** The lines to fetch for a gap: all of it when short, else a step from the side asked. */
 export function gapRange(gap: Gap, direction: 'up' | 'down' | 'all'): LineRange {
   if (direction === 'all' && gap.to !== undefined) return { start: gap.from, end: gap.to };
-  if (direction === 'up' && gap.to !== undefined) return { start: Math.max(gap.from, gap.to - EXPAND_STEP + 1), end: gap.to };
-  return { start: gap.from, end: gap.to === undefined ? gap.from + EXPAND_STEP - 1 : Math.min(gap.to, gap.from + EXPAND_STEP - 1) };
+  if (direction === 'up' && gap.to !== undefined)
+    return { start: Math.max(gap.from, gap.to - EXPAND_STEP + 1), end: gap.to };
+  return {
+    start: gap.from,
+    end: gap.to === undefined ? gap.from + EXPAND_STEP - 1 : Math.min(gap.to, gap.from + EXPAND_STEP - 1),
+  };
 }
 
 /** The context with an answer of `GET /api/diff/lines` added. */
-export function withLines(context: FileContext | undefined, start: number, lines: readonly string[], total: number): FileContext {
+export function withLines(
+  context: FileContext | undefined,
+  start: number,
+  lines: readonly string[],
+  total: number,
+): FileContext {
   const next = new Map(context?.lines);
   lines.forEach((text, i) => next.set(start + i, text));
   return { lines: next, total };

@@ -79,7 +79,8 @@ export function parseDiff(rawPatch: string): DiffFile[] {
         // "\ No newline at end of file" carries no line of its own.
       }
       const header = headers[nextHeader++] ?? `@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`;
-      return { header, lines, oldStart: hunk.oldStart, oldLines: hunk.oldLines, newStart: hunk.newStart, newLines: hunk.newLines };
+      const { oldStart, oldLines, newStart, newLines } = hunk;
+      return { header, lines, oldStart, oldLines, newStart, newLines };
     });
     return {
       path: newPath || oldPath,
@@ -165,7 +166,12 @@ export type GapsOf = (file: number) => readonly Gap[];
  * The rows of the whole diff, in order; collapsed files show only their header.
  * A gap's "show more" row comes before the hunk it precedes, or after the last one.
  */
-export function diffRows(files: readonly DiffFile[], layout: DiffLayout, collapsed: ReadonlySet<number> = new Set(), gapsOf?: GapsOf): DiffRow[] {
+export function diffRows(
+  files: readonly DiffFile[],
+  layout: DiffLayout,
+  collapsed: ReadonlySet<number> = new Set(),
+  gapsOf?: GapsOf,
+): DiffRow[] {
   const rows: DiffRow[] = [];
   files.forEach((file, f) => {
     rows.push({ type: 'file', file: f });

@@ -1,7 +1,15 @@
 // The code review's row list: the diff's rows with the reviewer's annotations
 // and the open comment form woven in after the line they end on.
 import type { CodeAnnotation } from './annotations.ts';
-import { diffRows, type DiffFile, type DiffLayout, type DiffLine, type DiffRow, type GapsOf, type Side } from './diff-model.ts';
+import {
+  diffRows,
+  type DiffFile,
+  type DiffLayout,
+  type DiffLine,
+  type DiffRow,
+  type GapsOf,
+  type Side,
+} from './diff-model.ts';
 
 /** A line range being commented on: one file, one side. */
 export interface LineSelection {

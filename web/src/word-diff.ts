@@ -60,7 +60,7 @@ export function markRanges(html: string, ranges: Ranges): string {
   let pos = 0;
   let r = 0;
   let open = false;
-  for (let i = 0; i < html.length; ) {
+  for (let i = 0; i < html.length;) {
     if (html[i] === '<') {
       const end = html.indexOf('>', i) + 1;
       if (open) out += CLOSE;

@@ -24,7 +24,8 @@ function lineNumber(query: Context['query'], name: string, min: number, expected
 export function readLinesQuery(query: Context['query']): DiffLinesQuery {
   const path = parameter(query, 'path');
   const side = parameter(query, 'side');
-  if (!LINE_SIDES.some((s) => s === side)) throw reviewErrors.invalidParameter('side', `one of ${LINE_SIDES.join(', ')}`);
+  if (!LINE_SIDES.some((s) => s === side))
+    throw reviewErrors.invalidParameter('side', `one of ${LINE_SIDES.join(', ')}`);
   const start = lineNumber(query, 'start', 1, 'an integer ≥ 1');
   const end = lineNumber(query, 'end', start, 'an integer ≥ start');
   if (end - start + 1 > MAX_LINES_PER_REQUEST) throw reviewErrors.rangeTooLong(MAX_LINES_PER_REQUEST);

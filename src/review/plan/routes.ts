@@ -110,7 +110,8 @@ export function planRoutes({ plan, permissionMode, config, log, now = () => new 
     const noteOptions = { configPath: config.notevaultConfigPath, allowedRoots: config.allowedRoots, home: config.home, projectDir: config.projectDir };
 
     router.get('/api/plan', (ctx: Context) => {
-      ctx.body = { plan, origin: config.origin, permissionMode, sharingEnabled: config.sharingEnabled } satisfies PlanResponse;
+      const body: PlanResponse = { plan, origin: config.origin, permissionMode, sharingEnabled: config.sharingEnabled };
+      ctx.body = body;
     });
 
     router.get('/api/notevault/vaults', async (ctx: Context) => {

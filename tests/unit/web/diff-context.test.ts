@@ -5,13 +5,19 @@ import { changePairs, diffRows, parseDiff, partnerOf, type DiffFile } from '../.
 import { markRanges, wordChanges } from '../../../web/src/word-diff.ts';
 
 const numbered = (n: number, change: Record<number, string | null> = {}) =>
-  Array.from({ length: n }, (_, i) => change[i + 1] ?? (change[i + 1] === null ? null : `line ${i + 1}`)).filter((l) => l !== null);
+  Array.from({ length: n }, (_, i) => change[i + 1] ?? (change[i + 1] === null ? null : `line ${i + 1}`)).filter(
+    (l) => l !== null,
+  );
 
 /** A one-file patch as git prints it (3 lines of context), made by jsdiff from two texts. */
 function patchOf(before: string[], after: string[]): DiffFile {
   const p = structuredPatch('f.ts', 'f.ts', `${before.join('\n')}\n`, `${after.join('\n')}\n`, '', '', { context: 3 });
-  const hunks = p.hunks.map((h) => [`@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@ fn()`, ...h.lines].join('\n'));
-  return parseDiff(`diff --git a/f.ts b/f.ts\nindex 1111111..2222222 100644\n--- a/f.ts\n+++ b/f.ts\n${hunks.join('\n')}\n`)[0] as DiffFile;
+  const hunks = p.hunks.map((h) =>
+    [`@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@ fn()`, ...h.lines].join('\n'),
+  );
+  return parseDiff(
+    `diff --git a/f.ts b/f.ts\nindex 1111111..2222222 100644\n--- a/f.ts\n+++ b/f.ts\n${hunks.join('\n')}\n`,
+  )[0] as DiffFile;
 }
 
 /** Every line of a file as shown, numbered on both sides, with the gaps as `…from-to`. */
@@ -21,7 +27,8 @@ function render(file: DiffFile, gaps: { hunk: number; from: number; to: number |
     const gap = gaps.find((g) => g.hunk === h);
     if (gap) out.push(`…${gap.from}-${gap.to}`);
     out.push(hunk.header);
-    for (const l of hunk.lines) out.push(`${l.oldNo ?? '_'}:${l.newNo ?? '_'} ${l.kind === 'add' ? '+' : l.kind === 'del' ? '-' : ' '}${l.text}`);
+    for (const l of hunk.lines)
+      out.push(`${l.oldNo ?? '_'}:${l.newNo ?? '_'} ${l.kind === 'add' ? '+' : l.kind === 'del' ? '-' : ' '}${l.text}`);
   });
   const end = gaps.find((g) => g.hunk === file.hunks.length);
   if (end) out.push(`…${end.from}-${end.to}`);
@@ -43,7 +50,11 @@ describe('showing more lines around hunks', () => {
   const file = patchOf(before, after);
 
   it('finds the gaps above, between and below the hunks; the end stays open while the file length is unknown', () => {
-    expect(file.hunks.map((h) => h.header)).toEqual(['@@ -27,7 +27,7 @@ fn()', '@@ -58,6 +58,7 @@ fn()', '@@ -77,7 +78,6 @@ fn()']);
+    expect(file.hunks.map((h) => h.header)).toEqual([
+      '@@ -27,7 +27,7 @@ fn()',
+      '@@ -58,6 +58,7 @@ fn()',
+      '@@ -77,7 +78,6 @@ fn()',
+    ]);
     expect(showFile(file, undefined).gaps).toEqual([
       { hunk: 0, from: 1, to: 26, above: false, below: true },
       { hunk: 1, from: 34, to: 57, above: true, below: true },
@@ -84,13 +95,26 @@ describe('showing more lines around hunks', () => {
     expect(showFile(tail, undefined).gaps.map((g) => g.hunk)).toEqual([0]);
     const closed = showFile(file, fetched(after, [84, 100]));
     expect(closed.gaps.map((g) => g.hunk)).toEqual([0, 1, 2]);
-    expect(showFile(file, fetched(after, [1, 100]))).toMatchObject({ gaps: [], file: { hunks: [{ header: '@@ -1,100 +1,100 @@' }] } });
+    expect(showFile(file, fetched(after, [1, 100]))).toMatchObject({
+      gaps: [],
+      file: { hunks: [{ header: '@@ -1,100 +1,100 @@' }] },
+    });
   });
 
   it('leaves added, deleted and binary files whole', () => {
-    const [added, deleted] = parseDiff('diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+x\ndiff --git a/o b/o\ndeleted file mode 100644\n--- a/o\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n');
-    expect(showFile(added as DiffFile, undefined).gaps).toEqual([]);
-    expect(showFile(deleted as DiffFile, undefined).gaps).toEqual([]);
+    const files = parseDiff(
+      [
+        'diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+x',
+        'diff --git a/o b/o\ndeleted file mode 100644\n--- a/o\n+++ /dev/null\n@@ -1 +0,0 @@\n-x',
+        'diff --git a/i.png b/i.png\nindex 45a21f1..bccac03 100644\nBinary files a/i.png and b/i.png differ\n',
+      ].join('\n'),
+    );
+    expect(files.map((f) => [f.status, f.binary])).toEqual([
+      ['added', false],
+      ['deleted', false],
+      ['modified', true],
+    ]);
+    for (const file of files) expect(showFile(file, undefined), file.path).toEqual({ file, gaps: [] });
   });
 
   it('asks for a step from the side chosen, or a whole short gap', () => {
@@ -99,13 +123,24 @@ describe('showing more lines around hunks', () => {
     expect(gapRange(gap, 'up')).toEqual({ start: 57 - EXPAND_STEP + 1, end: 57 });
     expect(gapRange(gap, 'all')).toEqual({ start: 34, end: 57 });
     expect(gapRange({ ...gap, from: 50 }, 'up')).toEqual({ start: 50, end: 57 });
-    expect(gapRange({ hunk: 3, from: 84, to: undefined, above: true, below: false }, 'down')).toEqual({ start: 84, end: 84 + EXPAND_STEP - 1 });
+    expect(gapRange({ hunk: 3, from: 84, to: undefined, above: true, below: false }, 'down')).toEqual({
+      start: 84,
+      end: 84 + EXPAND_STEP - 1,
+    });
   });
 
   it('puts a "show more" row before each hunk with a gap above it and after the last one', () => {
     const shown = showFile(file, undefined);
     const rows = diffRows([shown.file], 'unified', new Set(), () => shown.gaps);
-    expect(rows.filter((r) => r.type === 'expand' || r.type === 'hunk').map((r) => r.type)).toEqual(['expand', 'hunk', 'expand', 'hunk', 'expand', 'hunk', 'expand']);
+    expect(rows.filter((r) => r.type === 'expand' || r.type === 'hunk').map((r) => r.type)).toEqual([
+      'expand',
+      'hunk',
+      'expand',
+      'hunk',
+      'expand',
+      'hunk',
+      'expand',
+    ]);
     expect(rows.at(-1)).toMatchObject({ type: 'expand', gap: { hunk: 3 } });
     expect(diffRows([shown.file], 'unified').some((r) => r.type === 'expand')).toBe(false);
   });
@@ -121,7 +156,15 @@ describe('word-level changes', () => {
     expect(pairs.get(text('C') as never)?.text).toBe('c');
     expect(pairs.has(text('x') as never)).toBe(false);
     const rows = diffRows([file], 'unified');
-    expect(rows.flatMap((r) => (r.type === 'line' ? [partnerOf(hunk, r.line)?.text ?? '-'] : []))).toEqual(['-', 'B', 'C', 'b', 'c', '-', '-']);
+    expect(rows.flatMap((r) => (r.type === 'line' ? [partnerOf(hunk, r.line)?.text ?? '-'] : []))).toEqual([
+      '-',
+      'B',
+      'C',
+      'b',
+      'c',
+      '-',
+      '-',
+    ]);
   });
 
   it('marks the words that differ on each side', () => {
@@ -140,9 +183,16 @@ describe('word-level changes', () => {
   it('wraps marked characters of highlighted HTML in <mark>, entities counting as one, never across a tag', () => {
     const html = '<span class="kw">const</span> a = <span class="str">&quot;x&lt;y&quot;</span>;';
     // text: `const a = "x<y";`
-    expect(markRanges(html, [[10, 15]])).toBe('<span class="kw">const</span> a = <span class="str"><mark class="wd">&quot;x&lt;y&quot;</mark></span>;');
-    expect(markRanges(html, [[4, 7]])).toBe('<span class="kw">cons<mark class="wd">t</mark></span><mark class="wd"> a</mark> = <span class="str">&quot;x&lt;y&quot;</span>;');
-    expect(markRanges(html, [[15, 16]])).toBe('<span class="kw">const</span> a = <span class="str">&quot;x&lt;y&quot;</span><mark class="wd">;</mark>');
+    expect(markRanges(html, [[10, 15]])).toBe(
+      '<span class="kw">const</span> a = <span class="str"><mark class="wd">&quot;x&lt;y&quot;</mark></span>;',
+    );
+    expect(markRanges(html, [[4, 7]])).toBe(
+      '<span class="kw">cons<mark class="wd">t</mark></span><mark class="wd"> a</mark> = ' +
+        '<span class="str">&quot;x&lt;y&quot;</span>;',
+    );
+    expect(markRanges(html, [[15, 16]])).toBe(
+      '<span class="kw">const</span> a = <span class="str">&quot;x&lt;y&quot;</span><mark class="wd">;</mark>',
+    );
     expect(markRanges(html, [])).toBe(html);
     expect(markRanges('a &amp; b', [[2, 3]])).toBe('a <mark class="wd">&amp;</mark> b');
   });

@@ -142,7 +142,8 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
       const answer = await api.diffLines({ path: file.newPath, side: 'new', ...gapRange(gap, direction) });
       // An answer about the diff shown before a switch is dropped.
       if (generation === diffGeneration.current) {
-        setContext((c) => new Map(c).set(file.path, withLines(c.get(file.path), answer.start, answer.lines, answer.totalLines)));
+        const { start, lines, totalLines } = answer;
+        setContext((c) => new Map(c).set(file.path, withLines(c.get(file.path), start, lines, totalLines)));
       }
     } catch (e) {
       setError(`Could not show more lines of ${file.path}: ${errorText(e)}`);
@@ -151,11 +152,12 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
     }
   };
 
-  const switchDiff = async (diffType: DiffSwitchRequest['diffType']): Promise<void> => {
+  // The menu's values are the server's own option ids.
+  const switchDiff = async (diffType: string): Promise<void> => {
     setSwitching(true);
     setError('');
     try {
-      const next = await api.switchDiff(diffType);
+      const next = await api.switchDiff(diffType as DiffSwitchRequest['diffType']);
       diffGeneration.current++;
       setDiff({ rawPatch: next.rawPatch, diffType: next.diffType, gitRef: next.gitRef });
       setContext(new Map());
@@ -230,7 +232,7 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
       >
         <label class="field-inline">
           <span>Diff</span>
-          <select value={selectedOption} disabled={switching} onChange={(e) => void switchDiff(e.currentTarget.value as DiffSwitchRequest['diffType'])} aria-label="Diff type" data-testid="diff-type">
+          <select value={selectedOption} disabled={switching} onChange={(e) => void switchDiff(e.currentTarget.value)} aria-label="Diff type" data-testid="diff-type">
             {allOptions.map((o) => (
               <option key={o.id} value={o.id}>
                 {o.label}

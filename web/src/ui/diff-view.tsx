@@ -34,7 +34,16 @@ export interface DiffViewProps {
 
 export type ExpandDirection = Parameters<DiffViewProps['onExpand']>[2];
 
-const ESTIMATE: Record<ViewRow['type'], number> = { file: 44, hunk: 28, line: 20, split: 20, expand: 28, empty: 36, notes: 96, form: 220 };
+const ESTIMATE: Record<ViewRow['type'], number> = {
+  file: 44,
+  hunk: 28,
+  line: 20,
+  split: 20,
+  expand: 28,
+  empty: 36,
+  notes: 96,
+  form: 220,
+};
 const STATUS_LABEL = { added: 'Added', deleted: 'Deleted', modified: 'Modified', renamed: 'Renamed' };
 
 export function DiffView(props: DiffViewProps): JSX.Element {
@@ -110,7 +119,14 @@ export function DiffView(props: DiffViewProps): JSX.Element {
     );
   };
 
-  const code = (line: DiffLine | undefined, lang: string, side: Side | 'both', selected: boolean, partner?: DiffLine): VNode => {
+  /** One side's code; `partner` is the line it pairs with, whose words it is compared with. */
+  const code = (
+    line: DiffLine | undefined,
+    lang: string,
+    side: Side | 'both',
+    selected: boolean,
+    partner?: DiffLine,
+  ): VNode => {
     if (line === undefined) return <span class="code filler" />;
     const kind = side === 'both' ? line.kind : line.kind === 'context' ? 'context' : side === 'old' ? 'del' : 'add';
     let html = highlightLine(line.text, lang);
@@ -133,22 +149,33 @@ export function DiffView(props: DiffViewProps): JSX.Element {
     const hidden = gap.to === undefined ? undefined : gap.to - gap.from + 1;
     const busy = props.expanding.has(file);
     const button = (direction: ExpandDirection, text: string, label: string): VNode => (
-      <button type="button" class="link" disabled={busy} aria-label={label} onClick={() => props.onExpand(file, gap, direction)}>
+      <button
+        type="button"
+        class="link"
+        disabled={busy}
+        aria-label={label}
+        onClick={() => props.onExpand(file, gap, direction)}
+      >
         {text}
       </button>
     );
-    const where = gap.below ? `above line ${(gap.to ?? 0) + 1}` : `below line ${gap.from - 1}`;
+    // Named by the line the revealed lines join: the last one above the gap, or the first one below it.
+    const below = `below line ${gap.from - 1}`;
+    const above = `above line ${(gap.to ?? 0) + 1}`;
+    if (hidden !== undefined && hidden <= EXPAND_STEP) {
+      const lines = `${hidden} hidden line${hidden === 1 ? '' : 's'}`;
+      return (
+        <div class="expand-row" data-testid="expand">
+          {button('all', `↕ Show ${lines}`, `Show ${hidden} hidden lines ${gap.below ? above : below}`)}
+        </div>
+      );
+    }
+    const more = `Show ${EXPAND_STEP} more lines`;
     return (
       <div class="expand-row" data-testid="expand">
-        {hidden !== undefined && hidden <= EXPAND_STEP ? (
-          button('all', `↕ Show ${hidden} hidden line${hidden === 1 ? '' : 's'}`, `Show ${hidden} hidden lines ${where}`)
-        ) : (
-          <>
-            {gap.above && button('down', `↓ Show ${EXPAND_STEP} more lines`, `Show ${EXPAND_STEP} more lines below line ${gap.from - 1}`)}
-            {gap.below && button('up', `↑ Show ${EXPAND_STEP} more lines`, `Show ${EXPAND_STEP} more lines above line ${(gap.to ?? 0) + 1}`)}
-            {hidden !== undefined && <span class="muted small">{hidden} hidden lines</span>}
-          </>
-        )}
+        {gap.above && button('down', `↓ ${more}`, `${more} ${below}`)}
+        {gap.below && button('up', `↑ ${more}`, `${more} ${above}`)}
+        {hidden !== undefined && <span class="muted small">{hidden} hidden lines</span>}
       </div>
     );
   };
@@ -192,17 +219,24 @@ export function DiffView(props: DiffViewProps): JSX.Element {
           <div class={`dl unified ${row.line.kind}`}>
             {gutter(row.file, 'old', row.line.oldNo === undefined ? undefined : row.line)}
             {gutter(row.file, 'new', row.line.newNo === undefined ? undefined : row.line)}
-            {code(row.line, lang, 'both', isSelected(row.file, 'old', row.line.oldNo) || isSelected(row.file, 'new', row.line.newNo), partnerOf(file.hunks[row.hunk] as DiffHunk, row.line))}
+            {code(
+              row.line,
+              lang,
+              'both',
+              isSelected(row.file, 'old', row.line.oldNo) || isSelected(row.file, 'new', row.line.newNo),
+              partnerOf(file.hunks[row.hunk] as DiffHunk, row.line),
+            )}
           </div>
         );
       case 'split': {
-        const changed = row.row.left?.kind === 'del' && row.row.right?.kind === 'add';
+        const { left, right } = row.row;
+        const changed = left?.kind === 'del' && right?.kind === 'add';
         return (
           <div class="dl split">
             {gutter(row.file, 'old', row.row.left)}
-            {code(row.row.left, lang, 'old', isSelected(row.file, 'old', row.row.left?.oldNo), changed ? row.row.right : undefined)}
+            {code(left, lang, 'old', isSelected(row.file, 'old', left?.oldNo), changed ? right : undefined)}
             {gutter(row.file, 'new', row.row.right)}
-            {code(row.row.right, lang, 'new', isSelected(row.file, 'new', row.row.right?.newNo), changed ? row.row.left : undefined)}
+            {code(right, lang, 'new', isSelected(row.file, 'new', right?.newNo), changed ? left : undefined)}
           </div>
         );
       }

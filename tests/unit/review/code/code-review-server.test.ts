@@ -222,14 +222,17 @@ describe('GET /api/diff/lines', () => {
     r.git('add', 'f.txt');
     r.git('mv', 'old-name.txt', 'dö.txt');
     r.git('rm', '-q', 'gone.txt');
-    r.write('f.txt', numbered('L', 30, { 5: 'c5', 10: 's10', 20: 'w20\r' })).write('logo.png', Buffer.concat([PNG, Buffer.from([0])]));
+    r.write('f.txt', numbered('L', 30, { 5: 'c5', 10: 's10', 20: 'w20\r' })).write(
+      'logo.png',
+      Buffer.concat([PNG, Buffer.from([0])]),
+    );
     r.write('new.txt', 'fresh\n').write('untracked.txt', 'not in the diff\n');
     r.git('add', '-N', 'new.txt');
     return r;
   }
 
   const lines = async (url: string, query: Record<string, string | number>) => {
-    const qs = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, `${v}`]));
+    const qs = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, `${v}`]));
     const response = await fetch(`${url}api/diff/lines?${qs.toString()}`);
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
   };
@@ -239,7 +242,8 @@ describe('GET /api/diff/lines', () => {
     const { url } = await start(r.dir);
     const slice = (text: string, from: number, to: number) => text.split('\n').slice(from - 1, to);
     const expectSide = async (side: 'old' | 'new', revision: string | null, from: number, to: number) => {
-      const text = revision === null ? readFileSync(path.join(r.dir, 'f.txt'), 'utf8') : r.git('show', `${revision}:f.txt`);
+      const text =
+        revision === null ? readFileSync(path.join(r.dir, 'f.txt'), 'utf8') : r.git('show', `${revision}:f.txt`);
       expect(await lines(url, { path: 'f.txt', side, start: from, end: to }), `${side} ${revision}`).toEqual({
         status: 200,
         body: { path: 'f.txt', side, start: from, lines: slice(text, from, to), totalLines: 30 },
@@ -258,7 +262,7 @@ describe('GET /api/diff/lines', () => {
     await expectSide('old', 'main', 1, 6);
   });
 
-  it('serves a rename by its path on each side, an added file on its new side only, and stops at the last line', async () => {
+  it('serves a rename by its path on each side, an added file on its new side only, up to its last line', async () => {
     const r = layeredRepo();
     const { url } = await start(r.dir);
     await post(`${url}api/diff/switch`, { diffType: 'staged' });
@@ -266,16 +270,27 @@ describe('GET /api/diff/lines', () => {
       status: 200,
       body: { path: 'old-name.txt', side: 'old', start: 11, lines: ['R11', 'R12'], totalLines: 12 },
     });
-    expect((await lines(url, { path: 'dö.txt', side: 'new', start: 1, end: 2 })).body).toMatchObject({ lines: ['R1', 'R2'] });
-    expect(await lines(url, { path: 'dö.txt', side: 'new', start: 13, end: 20 })).toMatchObject({ status: 200, body: { lines: [], totalLines: 12 } });
+    expect((await lines(url, { path: 'dö.txt', side: 'new', start: 1, end: 2 })).body).toMatchObject({
+      lines: ['R1', 'R2'],
+    });
+    expect(await lines(url, { path: 'dö.txt', side: 'new', start: 13, end: 20 })).toMatchObject({
+      status: 200,
+      body: { lines: [], totalLines: 12 },
+    });
     expect(await lines(url, { path: 'dö.txt', side: 'old', start: 1, end: 1 })).toEqual({
       status: 404,
       body: { error: 'Not in the current diff on the old side: dö.txt' },
     });
-    expect(await lines(url, { path: 'gone.txt', side: 'old', start: 1, end: 1 })).toMatchObject({ status: 200, body: { lines: ['bye'] } });
+    expect(await lines(url, { path: 'gone.txt', side: 'old', start: 1, end: 1 })).toMatchObject({
+      status: 200,
+      body: { lines: ['bye'] },
+    });
     expect(await lines(url, { path: 'gone.txt', side: 'new', start: 1, end: 1 })).toMatchObject({ status: 404 });
     await post(`${url}api/diff/switch`, { diffType: 'uncommitted' });
-    expect(await lines(url, { path: 'new.txt', side: 'new', start: 1, end: 5 })).toMatchObject({ status: 200, body: { lines: ['fresh'] } });
+    expect(await lines(url, { path: 'new.txt', side: 'new', start: 1, end: 5 })).toMatchObject({
+      status: 200,
+      body: { lines: ['fresh'] },
+    });
   });
 
   it('refuses bad parameters, files outside the diff, binary files and ranges past the end', async () => {
@@ -304,8 +319,14 @@ describe('GET /api/diff/lines', () => {
       expect(await lines(url, query), JSON.stringify(query)).toEqual({ status, body: { error } });
     }
     const twice = await fetch(`${url}api/diff/lines?path=f.txt&path=f.txt&side=new&start=1&end=2`);
-    expect({ status: twice.status, body: await twice.json() }).toEqual({ status: 400, body: { error: 'Invalid parameter path: must be given once' } });
-    expect(await lines(url, { ...ok, start: 31, end: 31 })).toMatchObject({ status: 200, body: { lines: [], totalLines: 30 } });
+    expect({ status: twice.status, body: await twice.json() }).toEqual({
+      status: 400,
+      body: { error: 'Invalid parameter path: must be given once' },
+    });
+    expect(await lines(url, { ...ok, start: 31, end: 31 })).toMatchObject({
+      status: 200,
+      body: { lines: [], totalLines: 30 },
+    });
     expect(await lines(url, { ...ok, start: 1, end: 5000 })).toMatchObject({ status: 200, body: { totalLines: 30 } });
   });
 });
