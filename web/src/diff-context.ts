@@ -117,7 +117,7 @@ export function showFile(file: DiffFile, context: FileContext | undefined): Show
     }
   }
   const tail = hunks[hunks.length - 1] as DiffHunk;
-  const offset = tail.newStart - tail.oldStart;
+  const offset = tail.newStart + tail.newLines - (tail.oldStart + tail.oldLines);
   const after: DiffLine[] = [];
   let n = tail.newStart + tail.newLines;
   for (; (total === undefined || n <= total) && known.has(n); n++)

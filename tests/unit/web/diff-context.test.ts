@@ -101,6 +101,16 @@ describe('showing more lines around hunks', () => {
     });
   });
 
+  it('numbers the lines below the last hunk past what it added or removed', () => {
+    const shorter = numbered(50, { 40: null });
+    const tail = patchOf(numbered(50), shorter);
+    expect(tail.hunks.map((h) => h.header)).toEqual(['@@ -37,7 +37,6 @@ fn()']);
+    const shown = showFile(tail, fetched(shorter, [43, 49]));
+    expect(shown.gaps).toEqual([{ hunk: 0, from: 1, to: 36, above: false, below: true }]);
+    expect(render(shown.file, shown.gaps)).toContain('44:43  line 44');
+    expect(render(shown.file, shown.gaps).at(-1)).toBe('50:49  line 50');
+  });
+
   it('leaves added, deleted and binary files whole', () => {
     const files = parseDiff(
       [
