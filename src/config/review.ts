@@ -77,8 +77,28 @@ function reviewSchema(env: NodeJS.ProcessEnv) {
         default: 'uncommitted' as DiffType | 'branch',
         arg: 'diff-type',
       },
+      allowed_hosts: {
+        doc: 'Host names (or addresses) the server answers to besides loopback, e.g. a LAN name.',
+        format: 'string-list',
+        default: [] as string[],
+        env: 'SERVICE_ALLOWED_HOSTS',
+      },
+      codespace: {
+        name: {
+          doc: "The Codespace's name (set by GitHub): its forwarded host for the port is served too.",
+          format: String,
+          default: '',
+          env: 'CODESPACE_NAME',
+        },
+        forwarding_domain: {
+          doc: "The Codespace's port-forwarding domain (set by GitHub), e.g. app.github.dev.",
+          format: String,
+          default: '',
+          env: 'GITHUB_CODESPACES_PORT_FORWARDING_DOMAIN',
+        },
+      },
       upload_dir: {
-        doc: 'Where uploaded images are stored.',
+        doc: 'Prefix of the upload folder: each process creates its own <upload_dir>-XXXXXX (mode 0700).',
         format: String,
         default: '/tmp/gatehouse',
         env: 'GATEHOUSE_UPLOAD_DIR',
@@ -147,6 +167,11 @@ export interface ReviewConfig {
   decisionFile: string | null;
   repo: string;
   diffType: DiffType;
+  /** Hosts served besides loopback (SERVICE_ALLOWED_HOSTS). */
+  allowedHosts: string[];
+  /** Inside a GitHub Codespace: what names its forwarded hosts. */
+  codespace: { name: string; domain: string } | null;
+  /** The prefix each process creates its own upload folder from (see createUploadDir). */
   uploadDir: string;
   uploadMaxBytes: number;
   planDir: string;
@@ -189,6 +214,8 @@ export function loadReviewConfig({ args, env, projectDir }: LoadOptions): Review
     decisionFile: r.decision_file ? path.resolve(projectDir, r.decision_file) : null,
     repo,
     diffType,
+    allowedHosts: r.allowed_hosts,
+    codespace: r.codespace.name && r.codespace.forwarding_domain ? { name: r.codespace.name, domain: r.codespace.forwarding_domain } : null,
     uploadDir: r.upload_dir,
     uploadMaxBytes: r.upload_max_bytes,
     planDir: path.resolve(projectDir, r.save.default_path),
@@ -201,4 +228,13 @@ export function loadReviewConfig({ args, env, projectDir }: LoadOptions): Review
     home,
     projectDir,
   };
+}
+
+/**
+ * The hosts a review server on `port` answers to besides loopback:
+ * SERVICE_ALLOWED_HOSTS, and in a Codespace the port's forwarded host.
+ */
+export function servedHosts(config: Pick<ReviewConfig, 'allowedHosts' | 'codespace'>, port: number): string[] {
+  const { codespace } = config;
+  return codespace ? [...config.allowedHosts, `${codespace.name}-${port}.${codespace.domain}`] : [...config.allowedHosts];
 }

@@ -3,6 +3,7 @@ import Koa, { type Context, type Middleware, type Next } from 'koa';
 import { koaBody } from 'koa-body';
 import type { Logger } from 'pino';
 import type { ReviewConfig } from '../config/review.ts';
+import { hostGuard } from '../http/host-guard.ts';
 import { errorHandler, noSniff, renderPlainError, spaFallback } from '../http/middleware.ts';
 import { webDocument } from '../http/web-document.ts';
 import { listAgents } from './agents.ts';
@@ -23,6 +24,8 @@ export interface ReviewAppOptions {
   routes: Router;
   /** The single-page document for unmatched paths; the built web UI by default. */
   document?: () => string;
+  /** Hosts served besides loopback; `config.allowedHosts` by default (see servedHosts). */
+  allowedHosts?: readonly string[];
 }
 
 /**
@@ -46,13 +49,36 @@ export function sameOriginPosts(): Middleware {
   };
 }
 
-/** A POST body is JSON (or the upload's multipart); an empty body stands for `{}`. */
+export const UPLOAD_PATH = '/api/upload';
+
+/**
+ * A POST body is JSON (multipart on the upload route only: a plain HTML form
+ * can send it cross-site); an empty body stands for `{}`.
+ */
 function jsonOrMultipartPosts(): Middleware {
   return async (ctx: Context, next: Next) => {
     // `is()` is null when there is no body at all.
-    if (ctx.method === 'POST' && ctx.request.is('json', 'multipart') === false) throw reviewErrors.notJson();
+    const accepted = ctx.path === UPLOAD_PATH ? ctx.request.is('json', 'multipart') : ctx.request.is('json');
+    if (ctx.method === 'POST' && accepted === false) throw reviewErrors.notJson();
     await next();
   };
+}
+
+/** The decision bodies' JSON parser; a body that is not in its declared Content-Encoding is a 400. */
+function jsonBody(): Middleware {
+  return koaBody({
+    json: true,
+    jsonStrict: false,
+    jsonLimit: JSON_BODY_LIMIT_BYTES,
+    multipart: false,
+    urlencoded: false,
+    text: false,
+    onError: (error) => {
+      // zlib's codes (Z_DATA_ERROR, Z_BUF_ERROR): a gzip or deflate header on bytes that are not.
+      if (/^Z_/.test(String((error as NodeJS.ErrnoException).code))) throw reviewErrors.badEncoding();
+      throw error;
+    },
+  });
 }
 
 /** The routes both review kinds serve: images, uploads and the agent list. */
@@ -60,14 +86,15 @@ function sharedRoutes({ config, log }: ReviewAppOptions): Router {
   const images = { uploadDir: config.uploadDir, projectDir: config.projectDir, maxBytes: config.uploadMaxBytes, log };
   const router = new Router();
   router.get('/api/image', serveImage(images));
-  router.post('/api/upload', ...uploadImage(images));
+  router.post(UPLOAD_PATH, ...uploadImage(images));
   router.get('/api/agents', listAgents({ origin: config.origin, opencodeServerUrl: config.opencodeServerUrl, log }));
   return router;
 }
 
 /**
  * A review instance's Koa app, composed in one place:
- * errors as `{"error"}` → nosniff → SPA fallback for anything unmatched →
+ * errors as `{"error"}` → nosniff → served hosts only (before any route, the
+ * document included) → SPA fallback for anything unmatched →
  * same-origin POSTs → JSON-only POSTs → JSON body → the kind's routes →
  * the shared routes (`/api/image`, `/api/upload`, `/api/agents`).
  *
@@ -79,10 +106,11 @@ export function createReviewApp(options: ReviewAppOptions): Koa {
   app.silent = true; // errors are logged once, by errorHandler
   app.use(errorHandler(renderPlainError, options.log));
   app.use(noSniff());
+  app.use(hostGuard(options.allowedHosts ?? options.config.allowedHosts, reviewErrors.hostNotServed));
   app.use(spaFallback(options.document ?? webDocument));
   app.use(sameOriginPosts());
   app.use(jsonOrMultipartPosts());
-  app.use(koaBody({ json: true, jsonStrict: false, jsonLimit: JSON_BODY_LIMIT_BYTES, multipart: false, urlencoded: false, text: false }));
+  app.use(jsonBody());
   app.use(options.routes.routes());
   app.use(sharedRoutes(options).routes());
   return app;

@@ -7,10 +7,11 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
 import { SIGNAL_EXIT_CODES, type CommandContext } from '../command.ts';
-import type { ReviewConfig } from '../config/review.ts';
+import { servedHosts, type ReviewConfig } from '../config/review.ts';
 import { close, listen } from '../http/server.ts';
 import { createReviewApp } from './app.ts';
 import { reviewErrors } from './errors.ts';
+import { createUploadDir } from './images.ts';
 
 /**
  * The one decision of a review. Routes call `decide()`; the instance waits on
@@ -136,13 +137,23 @@ export async function runReview<D>(options: ReviewOptions<D>): Promise<number> {
   // Fail before serving if the decision file can never be written.
   if (config.decisionFile) await mkdir(path.dirname(config.decisionFile), { recursive: true });
 
+  const uploadDir = await createUploadDir(config.uploadDir);
   const gate = new DecisionGate<D>();
-  const app = createReviewApp({ config, log, routes: options.routes(gate), document: options.document });
-  const server = createServer(app.callback());
+  const server = createServer();
   const address = await listen(server, { port: config.port, host: config.host });
+  // Only now is the port known, which a Codespace's forwarded host names. Attached
+  // before any I/O callback can run, so no request arrives without a handler.
+  const app = createReviewApp({
+    config: { ...config, uploadDir },
+    log,
+    routes: options.routes(gate),
+    document: options.document,
+    allowedHosts: servedHosts(config, address.port),
+  });
+  server.on('request', app.callback());
   const url = `http://localhost:${address.port}/`;
   io.stderr.write(`${options.title}: ${url}\n`);
-  log.info({ url, host: config.host, port: address.port, remote: config.remote }, 'review server listening');
+  log.info({ url, host: config.host, port: address.port, remote: config.remote, uploadDir }, 'review server listening');
   if (!config.remote) openBrowser(url, config.browser, log);
   options.onListening?.(url);
 
