@@ -1,6 +1,7 @@
 import type { Context, Middleware, Next } from 'koa';
 import type { Logger } from 'pino';
 import { toHttpError, type HttpError } from './errors.ts';
+import { documentHeaders } from './web-document.ts';
 
 /** How a family writes an HttpError into a response body. */
 export type ErrorRenderer = (error: HttpError, ctx: Context) => unknown;
@@ -36,15 +37,17 @@ export function noSniff(): Middleware {
 
 /**
  * Whatever no route answered gets the single-page document, so that
- * client-side routes survive a reload.
+ * client-side routes survive a reload; with its CSP, and never in a frame.
  */
 export function spaFallback(document: () => string): Middleware {
   return async (ctx: Context, next: Next) => {
     await next();
     if (ctx.status !== 404 || ctx.body != null) return;
     ctx.status = 200;
+    const html = document();
+    ctx.set(documentHeaders(html));
     ctx.type = 'text/html; charset=utf-8';
-    ctx.body = document();
+    ctx.body = html;
   };
 }
 
