@@ -15,6 +15,8 @@ export const reviewErrors = {
   noFile: () => new HttpError(400, 'No file provided'),
   notAnImage: () => new HttpError(400, 'Unsupported file type: only PNG, JPEG and WebP images are accepted'),
   uploadTooLarge: (limitBytes: number) => new HttpError(413, `Upload too large: the limit is ${formatBytes(limitBytes)}`),
+  tooManyFields: (limit: number) => new HttpError(413, `Too many form fields: the limit is ${limit}`),
+  fieldsTooLarge: (limitBytes: number) => new HttpError(413, `Form fields too large: the limit is ${formatBytes(limitBytes)} in all`),
   malformedUpload: (cause: unknown) => new HttpError(400, 'Malformed multipart/form-data body', { cause }),
   uploadFailed: (cause: unknown) => new HttpError(500, 'Upload failed: the file could not be stored', { cause }),
 
@@ -37,9 +39,14 @@ export const reviewErrors = {
   // Code review: the repository could not be read (the message says why)
   gitFailed: (cause: unknown) => new HttpError(500, `Git error: ${cause instanceof Error ? cause.message : String(cause)}`, { cause }),
 
+  // Every request
+  hostNotServed: (host: string) =>
+    new HttpError(403, `Host ${JSON.stringify(host)} is not served here: add its name to SERVICE_ALLOWED_HOSTS (comma-separated) to use it`),
+
   // Every POST
   crossOrigin: () => new HttpError(403, 'Cross-origin request refused'),
   notJson: () => new HttpError(415, 'Unsupported Content-Type: send application/json (multipart/form-data for /api/upload)'),
+  badEncoding: () => new HttpError(400, 'The request body does not match its Content-Encoding'),
   bodyNotObject: () => new HttpError(400, 'Request body must be a JSON object'),
   /** A field of the wrong type or value; `field` is its path, e.g. `notevault.tags` or `annotations[2].side`. */
   invalidField: (field: string, expected: string) => new HttpError(400, `Invalid field ${field}: must be ${expected}`),

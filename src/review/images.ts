@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, open, realpath, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, realpath, rename, rm, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { fileTypeFromBuffer } from 'file-type';
 import type { Context, Middleware, Next } from 'koa';
@@ -21,13 +21,23 @@ const SNIFF_BYTES = 4100;
 const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 
 export interface ImageOptions {
-  /** Where uploads are stored (config `uploadDir`, `/tmp/gatehouse`). */
+  /** Where uploads are stored: this process's own folder (see createUploadDir). */
   uploadDir: string;
   /** The reviewed project's folder: its images may be shown too. */
   projectDir: string;
   /** Largest accepted upload (config `uploadMaxBytes`, 10 MiB). */
   maxBytes: number;
   log: Logger;
+}
+
+/**
+ * This process's own upload folder, `<prefix>-XXXXXX`: mkdtemp creates it
+ * new (mode 0700), so no other local user can have planted it or a symlink
+ * in its place, as they could a fixed name in a shared /tmp.
+ */
+export async function createUploadDir(prefix: string): Promise<string> {
+  await mkdir(path.dirname(prefix), { recursive: true, mode: 0o700 });
+  return mkdtemp(`${prefix}-`);
 }
 
 /** The image type of the file's first bytes, or undefined when it is not a PNG, JPEG or WebP. */
@@ -94,42 +104,67 @@ export function serveImage({ uploadDir, projectDir }: ImageOptions): Middleware 
   };
 }
 
-/** Multipart parsing for the upload route only: the file goes straight to a temporary name in the upload dir. */
+/** formidable's error codes for the limits the upload form has besides the file's size. */
+const TOO_MANY_FIELDS = 1007;
+const FIELDS_TOO_LARGE = 1006;
+const MAX_FIELDS = 20;
+const MAX_FIELDS_BYTES = 64 * 1024;
+
+/** The refusal for a formidable error: the message names the limit that was hit. */
+function uploadRefusal(error: unknown, maxBytes: number): HttpError {
+  const { httpCode, code } = error as { httpCode?: number; code?: number };
+  if (code === TOO_MANY_FIELDS) return reviewErrors.tooManyFields(MAX_FIELDS);
+  if (code === FIELDS_TOO_LARGE) return reviewErrors.fieldsTooLarge(MAX_FIELDS_BYTES);
+  if (httpCode === 413) return reviewErrors.uploadTooLarge(maxBytes);
+  if (httpCode !== undefined && httpCode >= 400 && httpCode < 500) return reviewErrors.malformedUpload(error);
+  return reviewErrors.uploadFailed(error);
+}
+
+/**
+ * Multipart parsing for the upload route only. Each request's parts land in
+ * a staging folder of its own inside the upload dir, removed once the request
+ * is answered: whatever the refusal (a limit, a broken body, a client gone),
+ * nothing it wrote stays behind. The accepted file is moved out before that.
+ */
 function multipartBody({ uploadDir, maxBytes }: ImageOptions): Middleware {
-  const parse = koaBody({
-    multipart: true,
-    json: false,
-    urlencoded: false,
-    text: false,
-    formidable: {
-      uploadDir,
-      maxFileSize: maxBytes,
-      maxTotalFileSize: maxBytes,
-      maxFields: 20,
-      maxFieldsSize: 64 * 1024,
-      allowEmptyFiles: true,
-      minFileSize: 0,
-      // Only the `file` field is written to disk; other file fields are dropped unread.
-      filter: (part) => part.name === 'file',
-      filename: () => `.upload-${randomUUID()}.part`,
-    },
-    onError: (error) => {
-      const status = (error as { httpCode?: number }).httpCode;
-      if (status === 413) throw reviewErrors.uploadTooLarge(maxBytes);
-      if (status !== undefined && status >= 400 && status < 500) throw reviewErrors.malformedUpload(error);
-      throw reviewErrors.uploadFailed(error);
-    },
-  });
   return async (ctx: Context, next: Next) => {
     const declared = Number(ctx.get('content-length') || 0);
     // Refuse at once what cannot fit, before reading a byte of it.
     if (declared > maxBytes + MULTIPART_OVERHEAD_BYTES) throw reviewErrors.uploadTooLarge(maxBytes);
+    let staging: string;
     try {
       await mkdir(uploadDir, { recursive: true, mode: 0o700 });
+      staging = await mkdtemp(path.join(uploadDir, '.incoming-'));
     } catch (error) {
       throw reviewErrors.uploadFailed(error);
     }
-    await parse(ctx, next);
+    const parse = koaBody({
+      multipart: true,
+      json: false,
+      urlencoded: false,
+      text: false,
+      formidable: {
+        uploadDir: staging,
+        maxFileSize: maxBytes,
+        maxTotalFileSize: maxBytes,
+        maxFields: MAX_FIELDS,
+        maxFieldsSize: MAX_FIELDS_BYTES,
+        allowEmptyFiles: true,
+        minFileSize: 0,
+        // Only the `file` field is written to disk; other file fields are dropped unread.
+        filter: (part) => part.name === 'file',
+        filename: () => `.upload-${randomUUID()}.part`,
+      },
+      onError: (error) => {
+        throw uploadRefusal(error, maxBytes);
+      },
+    });
+    try {
+      await parse(ctx, next);
+    } finally {
+      // Retries: a part's file may still be closing when the refusal is thrown.
+      await rm(staging, { recursive: true, force: true, maxRetries: 3 }).catch(() => undefined);
+    }
   };
 }
 
@@ -141,14 +176,12 @@ function uploadedFiles(ctx: Context): File[] {
 /**
  * `POST /api/upload` (multipart, field `file`): checks the type by its magic
  * bytes and stores it as `<uploadDir>/<uuid>.<ext>` → `{path}`. The file is
- * written under a temporary name first and renamed once accepted, so a
- * refused or broken upload leaves nothing behind.
+ * staged first (see multipartBody) and moved out once accepted, so a refused
+ * or broken upload leaves nothing behind.
  */
 export function uploadImage(options: ImageOptions): Middleware[] {
   const store: Middleware = async (ctx: Context) => {
-    const files = uploadedFiles(ctx);
-    const [file, ...extra] = files;
-    await Promise.all(extra.map((f) => unlink(f.filepath).catch(() => undefined)));
+    const [file] = uploadedFiles(ctx);
     if (!file) throw reviewErrors.noFile();
     try {
       let type: { ext: string } | undefined;
@@ -164,7 +197,6 @@ export function uploadImage(options: ImageOptions): Middleware[] {
       options.log.info({ path: stored, bytes: file.size }, 'image uploaded');
       ctx.body = { path: stored } satisfies UploadResponse;
     } catch (error) {
-      await unlink(file.filepath).catch(() => undefined);
       if (error instanceof HttpError) throw error;
       throw reviewErrors.uploadFailed(error);
     }
