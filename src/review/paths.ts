@@ -20,8 +20,10 @@ async function realOrResolved(p: string): Promise<string> {
  * Where `target` really lands: the realpath of its deepest existing ancestor
  * plus the segments that do not exist yet (which cannot be symlinks), so a
  * folder that is about to be created is judged by where it will be created.
+ * Null when the path cannot be resolved at all (a NUL byte, a symlink loop, a
+ * name too long, a folder it may not look into): nothing can be written there.
  */
-export async function realTarget(target: string): Promise<string> {
+export async function realTarget(target: string): Promise<string | null> {
   const missing: string[] = [];
   let current = path.resolve(target);
   for (;;) {
@@ -29,7 +31,7 @@ export async function realTarget(target: string): Promise<string> {
       return path.join(await realpath(current), ...missing.reverse());
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') return null;
       const parent = path.dirname(current);
       if (parent === current) return path.resolve(target);
       missing.push(path.basename(current));
@@ -45,6 +47,7 @@ export async function realTarget(target: string): Promise<string> {
  */
 export async function resolveInsideRoots(target: string, roots: readonly string[]): Promise<string | null> {
   const real = await realTarget(target);
+  if (real === null) return null;
   for (const root of roots) {
     if (isInside(real, await realOrResolved(root))) return real;
   }

@@ -40,6 +40,8 @@ export class FieldReader {
   optionalString(key: string): string | undefined {
     const value = this.#present(key);
     if (value !== undefined && typeof value !== 'string') throw reviewErrors.invalidField(join(this.path, key), 'a string');
+    // A lone surrogate is no text: it can be neither URL-encoded nor written as UTF-8.
+    if (value !== undefined && !value.isWellFormed()) throw reviewErrors.invalidField(join(this.path, key), 'well-formed Unicode text');
     return value;
   }
 

@@ -75,7 +75,7 @@ export async function noteFolder(request: NotevaultRequest, options: NoteOptions
     throw reviewErrors.pathNotAllowed('notevault.vaultPath');
   }
   const target = await realTarget(path.join(vault, folder));
-  if (!isInside(target, vault)) throw reviewErrors.pathNotAllowed('notevault.folder');
+  if (target === null || !isInside(target, vault)) throw reviewErrors.pathNotAllowed('notevault.folder');
   return target;
 }
 

@@ -122,6 +122,8 @@ export function planRoutes({ plan, permissionMode, config, log, now = () => new 
       const request = readApprove(readBody(ctx.request.body));
       const folder = await planSaveFolder(request.planSave, config);
       const vaultFolder = request.notevault && (await noteFolder(request.notevault, noteOptions));
+      // Built before anything is written: a decision that fails must leave nothing behind.
+      const memoUrl = request.notememo && notememoUrl(config.notememoUrlTemplate, request.notememo.plan);
       await gate.decide(ctx, async () => {
         const at = now();
         const savedPath = folder === null ? null : await saving('plan', () => savePlan(folder, plan, 'approved', null, at));
@@ -132,7 +134,7 @@ export function planRoutes({ plan, permissionMode, config, log, now = () => new 
             ok: true,
             ...(savedPath !== null && { savedPath }),
             ...(notePath !== undefined && { notevaultPath: notePath }),
-            ...(request.notememo && { notememoUrl: notememoUrl(config.notememoUrlTemplate, request.notememo.plan) }),
+            ...(memoUrl !== undefined && { notememoUrl: memoUrl }),
           } satisfies DecisionResponse,
           decision: {
             decision: 'approved',
