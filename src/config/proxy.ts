@@ -56,6 +56,10 @@ export interface ProxyConfig {
   /** `auth_mode` with `auto` resolved. */
   effectiveAuthMode: EffectiveAuthMode;
   apiKey: string;
+  /** Browser origins allowed (`*`: any, only where every request needs a key). */
+  corsAllowedOrigins: string[];
+  /** Hosts besides loopback that keyless requests may name. */
+  allowedHosts: string[];
   maxBodyBytes: number;
   upstreams: UpstreamConfig[];
   /** Client-facing model name → upstream model name. */
@@ -84,6 +88,20 @@ function proxySchema() {
         env: 'PROXY_ALLOW_LAN_ACCESS',
       },
       api_key: { doc: 'The key clients must present.', format: String, default: '', env: 'PROXY_API_KEY', sensitive: true },
+      cors: {
+        allowed_origins: {
+          doc: 'Browser origins (scheme://host[:port]) allowed to call the proxy; * only when requests need a key.',
+          format: 'string-list',
+          default: [] as string[],
+          env: 'PROXY_CORS_ALLOWED_ORIGINS',
+        },
+      },
+      allowed_hosts: {
+        doc: 'Host names (or addresses) besides loopback that requests needing no key may be sent to.',
+        format: 'string-list',
+        default: [] as string[],
+        env: 'PROXY_ALLOWED_HOSTS',
+      },
       max_body_bytes: { doc: 'Largest accepted request body.', format: 'nat', default: 50 * 1024 * 1024 },
       // Validated item by item in resolveUpstreams, so each message names e.g. proxy.upstreams[1].base_url.
       upstreams: { doc: 'Upstreams in routing order.', format: Array, default: [] as unknown[], sensitive: true },
@@ -168,6 +186,40 @@ function resolveAliases(raw: Record<string, unknown>): Record<string, string> {
   return aliases;
 }
 
+/** The shortest key accepted when the port is open to the network. */
+const MIN_LAN_KEY_LENGTH = 16;
+
+/**
+ * A key that is blank or padded with whitespace would match what a client
+ * sends by accident (`?key=+` is a space), and a short one is guessable from
+ * the network.
+ */
+function checkApiKey(key: string, allowLanAccess: boolean): void {
+  if (key === '') return;
+  if (key.trim() !== key) fail('proxy.api_key', 'PROXY_API_KEY must not be blank or begin or end with whitespace');
+  if (allowLanAccess && key.length < MIN_LAN_KEY_LENGTH) {
+    fail('proxy.api_key', `PROXY_API_KEY must be at least ${MIN_LAN_KEY_LENGTH} characters with allow_lan_access true`);
+  }
+}
+
+/**
+ * Origins as browsers send them (`scheme://host[:port]`, no path). `*` only
+ * where the model and MCP routes need a key (`/healthz` may stay open: it
+ * says no more than "ok").
+ */
+function resolveOrigins(origins: string[], mode: EffectiveAuthMode): string[] {
+  return origins.map((origin, i) => {
+    const key = `proxy.cors.allowed_origins[${i}]`;
+    if (origin === '*') {
+      if (mode === 'off') fail(key, '* lets any web page use the proxy, so it needs a key on every request: auth_mode resolves to off');
+      return origin;
+    }
+    const url = httpUrl(key, origin);
+    if (url.origin !== origin.replace(/\/$/, '').toLowerCase()) fail(key, 'must be an origin: scheme://host[:port], no path');
+    return url.origin;
+  });
+}
+
 /** Reads a JSON or YAML file (YAML is a superset of JSON). */
 function readConfigFile(file: string): Record<string, unknown> {
   let text: string;
@@ -233,6 +285,8 @@ export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConf
   if (effectiveAuthMode === 'off' && allowLanAccess) {
     fail('proxy.auth_mode', 'off with allow_lan_access true would expose the upstreams to the whole network: set proxy.api_key and use auto, all_except_health or strict');
   }
+  checkApiKey(p.api_key, allowLanAccess);
+  const corsAllowedOrigins = resolveOrigins(p.cors.allowed_origins, effectiveAuthMode);
   if (effectiveAuthMode === 'off' && p.api_key !== '') warnings.push('proxy.api_key is set but auth_mode resolves to off: the key is not checked');
 
   const upstreams = resolveUpstreams(p.upstreams, env);
@@ -247,6 +301,8 @@ export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConf
     authMode: p.auth_mode,
     effectiveAuthMode,
     apiKey: p.api_key,
+    corsAllowedOrigins,
+    allowedHosts: p.allowed_hosts,
     maxBodyBytes: p.max_body_bytes,
     upstreams,
     modelAliases,

@@ -1,10 +1,10 @@
-import cors from '@koa/cors';
 import Router from '@koa/router';
 import Koa, { type Middleware } from 'koa';
 import type { ProxyConfig } from '../config/proxy.ts';
-import { errorHandler } from '../http/middleware.ts';
+import { errorHandler, noSniff } from '../http/middleware.ts';
 import type { Logger } from '../log.ts';
 import { authenticate } from './auth.ts';
+import { allowedOrigins, keylessHosts } from './browser.ts';
 import { geminiModelEndpoint, jsonModelEndpoint, multipartModelEndpoint } from './endpoints.ts';
 import { proxyErrors } from './errors.ts';
 import { renderProxyError } from './families.ts';
@@ -24,12 +24,6 @@ export interface ProxyApp {
   endMcpSessions(): Promise<void>;
   /** Ends the upstream pools, once in-flight requests are done. */
   close(): Promise<void>;
-}
-
-/** CORS only for browsers (requests with an Origin): SDKs and agents never send one. */
-function browserCors(): Middleware {
-  const handle = cors({ maxAge: 600 });
-  return (ctx, next) => (ctx.get('origin') ? handle(ctx, next) : next());
 }
 
 type Method = 'GET' | 'POST';
@@ -53,8 +47,9 @@ const noRoute: Middleware = async (ctx) => {
 };
 
 /**
- * The proxy, in request order: log line, error shapes, CORS (preflights end
- * here), authentication, MCP, then the endpoint table.
+ * The proxy, in request order: log line, error shapes, nosniff, browser
+ * origins (CORS; preflights end here), hosts of keyless requests,
+ * authentication, MCP, then the endpoint table.
  */
 export function createProxyApp(config: ProxyConfig, { env, log }: { env: NodeJS.ProcessEnv; log: Logger }): ProxyApp {
   const upstreams = config.upstreams.map(createUpstream);
@@ -103,7 +98,9 @@ export function createProxyApp(config: ProxyConfig, { env, log }: { env: NodeJS.
   app
     .use(requestLog(log))
     .use(errorHandler(renderProxyError, log))
-    .use(browserCors())
+    .use(noSniff())
+    .use(allowedOrigins(config.corsAllowedOrigins))
+    .use(keylessHosts(config.effectiveAuthMode, config.allowedHosts))
     .use(authenticate(config.effectiveAuthMode, config.apiKey))
     .use(mcp)
     .use(exactRoutes(fixed))

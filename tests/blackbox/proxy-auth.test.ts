@@ -54,7 +54,8 @@ describe.each([
 ])('auth_mode $mode with allow_lan_access', ({ mode, healthNeedsKey }) => {
   let proxy: ProxyContainer;
   beforeAll(async () => {
-    proxy = await startProxyContainer({ proxy: { auth_mode: mode } }, { PROXY_API_KEY: KEY, PROXY_ALLOW_LAN_ACCESS: 'true' });
+    // Browsers from any origin, as keys are required (the preflight test below).
+    proxy = await startProxyContainer({ proxy: { auth_mode: mode, cors: { allowed_origins: ['*'] } } }, { PROXY_API_KEY: KEY, PROXY_ALLOW_LAN_ACCESS: 'true' });
   });
   afterAll(async () => {
     await proxy?.stop();
