@@ -4,11 +4,17 @@ import type { Context } from 'koa';
 import type { ClientGone } from './client-gone.ts';
 import { forwardableHeaders, HOP_BY_HOP, streamUpstream, type Upstream, type UpstreamRequest } from './upstreams.ts';
 
-/** The client's query string without the `key` parameter (a proxy credential). */
+/**
+ * The client's query string without the `key` parameter (a proxy credential)
+ * in any spelling: `ke%79` and `KEY` decode to a name an upstream may read as
+ * `key` too.
+ */
 export function forwardableQuery(querystring: string): string {
-  if (!querystring.includes('key=')) return querystring;
+  if (!/key|%/i.test(querystring)) return querystring;
   const params = new URLSearchParams(querystring);
-  params.delete('key');
+  for (const name of new Set(params.keys())) {
+    if (name.trim().toLowerCase() === 'key') params.delete(name);
+  }
   return params.toString();
 }
 

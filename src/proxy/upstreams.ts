@@ -23,8 +23,15 @@ const CLIENT_CREDENTIAL_HEADERS = ['authorization', 'x-api-key', 'x-goog-api-key
 /** Hop-by-hop headers (RFC 9110 §7.6.1): they describe one connection, in either direction. */
 export const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
-/** What a client's request header set loses on its way up: hop-by-hop, proxy credentials, and what undici computes itself. */
-const NOT_FORWARDED = new Set([...HOP_BY_HOP, 'proxy-authorization', 'proxy-authenticate', 'host', 'content-length', 'expect']);
+/**
+ * What a client's request header set loses on its way up: hop-by-hop, proxy
+ * credentials, what undici computes itself, and what only a browser sends
+ * (its cookies and where the page came from), which no upstream API uses.
+ */
+const NOT_FORWARDED = new Set([
+  ...HOP_BY_HOP, 'proxy-authorization', 'proxy-authenticate', 'host', 'content-length', 'expect',
+  'cookie', 'origin', 'referer',
+]);
 
 export function createUpstream(config: UpstreamConfig): Upstream {
   const url = new URL(config.baseUrl);
