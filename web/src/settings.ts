@@ -1,6 +1,7 @@
-// Reviewer settings kept in cookies: the server's port changes from run to
-// run, and cookies (unlike localStorage) are scoped to the host, not the port.
-// Pure: reads and writes go through the cookie string passed in.
+// Reviewer settings kept in the page's localStorage, so per origin: every port
+// of a host is its own origin, and a page on another port (which shares the
+// host's cookies) cannot preset them. Pure: reads and writes go through the
+// store passed in.
 import { PERMISSION_MODES, type PermissionMode } from '../../src/review/contract.ts';
 
 export interface Settings {
@@ -33,22 +34,11 @@ export const defaultSettings: Settings = {
 };
 
 const PREFIX = 'gatehouse.';
-const ONE_YEAR = 365 * 24 * 3600;
 
-/** Cookie name → decoded value, ignoring malformed pairs. */
-export function parseCookies(cookie: string): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const pair of cookie.split(';')) {
-    const eq = pair.indexOf('=');
-    if (eq < 0) continue;
-    const name = pair.slice(0, eq).trim();
-    try {
-      out.set(name, decodeURIComponent(pair.slice(eq + 1).trim()));
-    } catch {
-      // A cookie some other page wrote with bad escapes is not ours to fail on.
-    }
-  }
-  return out;
+/** The part of `Storage` settings use (localStorage in the page, a Map-backed stand-in in tests). */
+export interface SettingsStore {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
 }
 
 function coerce<K extends keyof Settings>(key: K, raw: string): Settings[K] | undefined {
@@ -60,34 +50,37 @@ function coerce<K extends keyof Settings>(key: K, raw: string): Settings[K] | un
   return raw as Settings[K];
 }
 
-/** Settings from a `document.cookie` string; missing or invalid values fall back to the defaults. */
-export function readSettings(cookie: string): Settings {
-  const jar = parseCookies(cookie);
+/** Settings from the store; missing or invalid values fall back to the defaults. */
+export function readSettings(store: Pick<SettingsStore, 'getItem'>): Settings {
   const settings: Settings = { ...defaultSettings };
   for (const key of Object.keys(defaultSettings) as (keyof Settings)[]) {
-    const raw = jar.get(PREFIX + key);
-    if (raw === undefined) continue;
+    const raw = store.getItem(PREFIX + key);
+    if (raw === null) continue;
     const value = coerce(key, raw);
     if (value !== undefined) (settings as unknown as Record<string, unknown>)[key] = value;
   }
   return settings;
 }
 
-/** The `Set-Cookie`-style strings to assign to `document.cookie`, one per changed setting. */
-export function settingCookies(changes: Partial<Settings>): string[] {
-  return Object.entries(changes).map(([key, value]) => {
-    const raw = typeof value === 'boolean' ? (value ? '1' : '0') : String(value);
-    return `${PREFIX}${key}=${encodeURIComponent(raw)}; Path=/; Max-Age=${ONE_YEAR}; SameSite=Lax`;
-  });
+/** Writes each changed setting to the store. */
+export function writeSettings(store: Pick<SettingsStore, 'setItem'>, changes: Partial<Settings>): void {
+  for (const [key, value] of Object.entries(changes)) {
+    store.setItem(PREFIX + key, typeof value === 'boolean' ? (value ? '1' : '0') : String(value));
+  }
 }
 
+/** From the least to the most permissive. */
+const PERMISSIVENESS: readonly PermissionMode[] = ['plan', 'default', 'acceptEdits', 'bypassPermissions'];
+
 /**
- * The mode an approval starts at: the reviewer's last choice, else the session's
- * mode, except "plan": Claude Code is in plan mode while it asks to leave it.
+ * The mode an approval starts at: the session's mode, except "plan" (Claude
+ * Code is in plan mode while it asks to leave it), or the reviewer's last
+ * choice when that is no more permissive. A more permissive mode is only ever
+ * what the reviewer picks on the page itself.
  */
 export function initialPermissionMode(saved: Settings['permissionMode'], session: string | undefined): PermissionMode {
-  if (saved !== '') return saved;
-  return (PERMISSION_MODES as readonly string[]).includes(session ?? '') && session !== 'plan' ? (session as PermissionMode) : 'default';
+  const current = (PERMISSION_MODES as readonly string[]).includes(session ?? '') && session !== 'plan' ? (session as PermissionMode) : 'default';
+  return saved !== '' && PERMISSIVENESS.indexOf(saved) <= PERMISSIVENESS.indexOf(current) ? saved : current;
 }
 
 /** The tags field as a list: comma or space separated, `#` optional, no duplicates. */

@@ -1,28 +1,28 @@
 import { describe, expect, it } from 'vitest';
-import { defaultSettings, initialPermissionMode, parseCookies, parseTags, readSettings, settingCookies } from '../../../web/src/settings.ts';
+import { defaultSettings, initialPermissionMode, parseTags, readSettings, writeSettings } from '../../../web/src/settings.ts';
 
-describe('cookie settings', () => {
-  it('reads defaults from an empty jar', () => {
-    expect(readSettings('')).toEqual(defaultSettings);
+/** A Map standing in for the page's localStorage. */
+function memoryStore(entries: Record<string, string> = {}) {
+  const map = new Map(Object.entries(entries));
+  return { map, getItem: (key: string) => map.get(key) ?? null, setItem: (key: string, value: string) => void map.set(key, value) };
+}
+
+describe('stored settings', () => {
+  it('reads defaults from an empty store', () => {
+    expect(readSettings(memoryStore())).toEqual(defaultSettings);
   });
 
-  it('round-trips every setting through the cookie strings it writes', () => {
+  it('round-trips every setting through the store', () => {
     const changes = { theme: 'dark', permissionMode: 'acceptEdits', planSaveEnabled: false, planSavePath: '/home/me/plans; x=1', notevaultTags: 'a, b #c', notememoEnabled: true, diffLayout: 'split' } as const;
-    const jar = settingCookies(changes)
-      .map((c) => c.split(';')[0])
-      .join('; ');
-    expect(readSettings(`other=1; ${jar}`)).toEqual({ ...defaultSettings, ...changes });
+    const store = memoryStore({ other: '1' });
+    writeSettings(store, changes);
+    expect(readSettings(store)).toEqual({ ...defaultSettings, ...changes });
+    expect(store.map.get('gatehouse.planSaveEnabled')).toBe('0');
   });
 
-  it('writes host-wide, long-lived cookies (the port changes from run to run)', () => {
-    const [cookie] = settingCookies({ theme: 'light' });
-    expect(cookie).toBe('gatehouse.theme=light; Path=/; Max-Age=31536000; SameSite=Lax');
-  });
-
-  it('ignores invalid values and malformed pairs', () => {
-    expect(readSettings('gatehouse.permissionMode=yolo').permissionMode).toBe('');
-    expect(readSettings('gatehouse.theme=pink; gatehouse.planSaveEnabled=yes; gatehouse.diffLayout=%E0%A4%A; junk')).toEqual(defaultSettings);
-    expect(parseCookies('a=%41; b; c=1=2')).toEqual(new Map([['a', 'A'], ['c', '1=2']]));
+  it('ignores invalid values', () => {
+    expect(readSettings(memoryStore({ 'gatehouse.permissionMode': 'yolo' })).permissionMode).toBe('');
+    expect(readSettings(memoryStore({ 'gatehouse.theme': 'pink', 'gatehouse.planSaveEnabled': 'yes', 'gatehouse.diffLayout': '%E0' }))).toEqual(defaultSettings);
   });
 
   it('splits tags on commas and spaces, drops # and duplicates', () => {
@@ -32,8 +32,12 @@ describe('cookie settings', () => {
 });
 
 describe('initial permission mode', () => {
-  it("is the reviewer's last choice, else the session's mode, but never plan mode by default", () => {
-    expect(initialPermissionMode('bypassPermissions', 'default')).toBe('bypassPermissions');
+  it("is the session's mode, never plan mode by default, or the reviewer's last choice when no more permissive", () => {
+    // A page on another origin could have stored the choice: never more permissive than the agent's mode.
+    expect(initialPermissionMode('bypassPermissions', 'default')).toBe('default');
+    expect(initialPermissionMode('acceptEdits', 'plan')).toBe('default');
+    expect(initialPermissionMode('acceptEdits', 'bypassPermissions')).toBe('acceptEdits');
+    expect(initialPermissionMode('default', 'acceptEdits')).toBe('default');
     expect(initialPermissionMode('', 'acceptEdits')).toBe('acceptEdits');
     expect(initialPermissionMode('', 'plan')).toBe('default');
     expect(initialPermissionMode('', undefined)).toBe('default');
