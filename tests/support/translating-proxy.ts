@@ -15,7 +15,7 @@ import { createLogger } from '../../src/log.ts';
 import { createProxyApp } from '../../src/proxy/app.ts';
 import { CHAT_ONLY_PREFIX, startScriptedUpstream, type ScriptedUpstream } from './scripted-upstream.ts';
 
-export const API_KEY = 'test-proxy-key';
+export const API_KEY = 'test-proxy-key-0123456789';
 
 /** The proxy configuration for upstreams at `origin` (as the proxy reaches them); `lan` for a container. */
 export function translationConfig(origin: string, lan = false): Record<string, unknown> {

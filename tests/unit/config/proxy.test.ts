@@ -36,13 +36,13 @@ describe('loadProxyConfig', () => {
   });
 
   it('auto with LAN access is all_except_health and binds 0.0.0.0', () => {
-    expect(load({ PROXY_ALLOW_LAN_ACCESS: 'true', PROXY_API_KEY: 'k' })).toMatchObject({ host: '0.0.0.0', effectiveAuthMode: 'all_except_health', apiKey: 'k' });
+    expect(load({ PROXY_ALLOW_LAN_ACCESS: 'true', PROXY_API_KEY: 'k-0123456789abcdef' })).toMatchObject({ host: '0.0.0.0', effectiveAuthMode: 'all_except_health', apiKey: 'k-0123456789abcdef' });
   });
 
   it('env vars override the file, which overrides the defaults', () => {
-    const config = file({ proxy: { port: 9000, auth_mode: 'strict', api_key: 'from-file', allow_lan_access: true } });
-    expect(load({}, ['--config', config])).toMatchObject({ port: 9000, effectiveAuthMode: 'strict', apiKey: 'from-file', host: '0.0.0.0' });
-    expect(load({ PROXY_PORT: '9100', PROXY_API_KEY: 'from-env', PROXY_AUTH_MODE: 'all_except_health' }, ['--config', config])).toMatchObject({ port: 9100, apiKey: 'from-env', effectiveAuthMode: 'all_except_health' });
+    const config = file({ proxy: { port: 9000, auth_mode: 'strict', api_key: 'from-file-0123456789', allow_lan_access: true } });
+    expect(load({}, ['--config', config])).toMatchObject({ port: 9000, effectiveAuthMode: 'strict', apiKey: 'from-file-0123456789', host: '0.0.0.0' });
+    expect(load({ PROXY_PORT: '9100', PROXY_API_KEY: 'from-env-0123456789', PROXY_AUTH_MODE: 'all_except_health' }, ['--config', config])).toMatchObject({ port: 9100, apiKey: 'from-env-0123456789', effectiveAuthMode: 'all_except_health' });
   });
 
   it('reads the file from PROXY_CONFIG, and YAML as well as JSON', () => {
