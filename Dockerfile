@@ -30,8 +30,8 @@ COPY --from=build /package ./
 COPY config ./config
 RUN chmod 0755 dist/src/cli.js \
  && ln -s /app/dist/src/cli.js /usr/local/bin/gatehouse \
- && mkdir -p /data/plans /tmp/gatehouse /work \
- && chown node:node /data/plans /tmp/gatehouse /work
+ && mkdir -p /data/plans /work \
+ && chown node:node /data/plans /work
 # Reviews run in the mounted project (`-v "$PWD:/work"`), so relative paths mean what the user expects.
 WORKDIR /work
 USER node

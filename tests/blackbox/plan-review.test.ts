@@ -85,7 +85,7 @@ describe('plan review in a container (remote mode, port 19432)', () => {
     // /api/upload
     const uploaded = await call(u, 'POST', 'api/upload', imageForm(PNG));
     expect(uploaded.status).toBe(200);
-    expect(uploaded.body['path']).toMatch(/^\/tmp\/gatehouse\/[0-9a-f-]{36}\.png$/);
+    expect(uploaded.body['path']).toMatch(/^\/tmp\/gatehouse-[A-Za-z0-9]{6}\/[0-9a-f-]{36}\.png$/);
     expect(await call(u, 'GET', `api/image?path=${uploaded.body['path']}`)).toMatchObject({ status: 200, body: PNG });
     expect(await call(u, 'POST', 'api/upload', imageForm(WEBP, { filename: 'x.webp', type: 'image/webp' }))).toMatchObject({ status: 200 });
     expect(await call(u, 'POST', 'api/upload', imageForm(GIF))).toMatchObject({ status: 400, body: { error: 'Unsupported file type: only PNG, JPEG and WebP images are accepted' } });

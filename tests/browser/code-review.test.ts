@@ -1,6 +1,7 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserSuite, decisionOf, openCodeReview, screenshot, unlabelledControls } from '../support/browser.ts';
+import { closedPort } from '../support/proxy-container.ts';
 import { TempRepo } from '../support/git-repo.ts';
 
 const BEFORE = `export class RateLimiter {
@@ -51,7 +52,7 @@ beforeAll(() => {
 
 afterAll(() => repo?.cleanup());
 
-const codeReview = () => openCodeReview(suite, repo.dir);
+const codeReview = (args: string[] = []) => openCodeReview(suite, repo.dir, args);
 
 function lineButton(page: Page, file: string, side: 'old' | 'new', line: number) {
   return page.getByRole('button', { name: `Comment on ${side} line ${line} of ${file}`, exact: true });
@@ -158,7 +159,9 @@ describe('code review in the browser', () => {
   });
 
   it('comments in the split view by keyboard and asks before an approval drops comments', async () => {
-    const { review, page, errors } = await codeReview();
+    // Settings live per origin: both reviews on one port, as a fixed SERVICE_PORT would have them.
+    const port = String(await closedPort());
+    const { review, page, errors } = await codeReview(['--port', port]);
     await page.getByRole('button', { name: 'Split', exact: true }).click();
     await page.locator('.dl.split').first().waitFor();
     await screenshot(page, 'code-split');
@@ -193,7 +196,7 @@ describe('code review in the browser', () => {
       { id: expect.any(String), type: 'concern', filePath: 'app.py', lineStart: 2, lineEnd: 2, side: 'old', text: 'The greeting changed: is anything parsing it?' },
     ]);
     // The layout choice is a setting: it stays for the next review.
-    const again = await codeReview();
+    const again = await codeReview(['--port', port]);
     await again.page.locator('.dl.split').first().waitFor();
     again.review.stop();
     await again.review.exited;

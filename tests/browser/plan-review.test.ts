@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserSuite, decisionOf, inPage, naturalWidth, newPage, giveFile, screenshot, selectText, startReview, tempDir, unlabelledControls } from '../support/browser.ts';
+import { closedPort } from '../support/proxy-container.ts';
 
 const PLAN = `# Add rate limiting to the gateway
 
@@ -209,17 +210,18 @@ describe('plan review in the browser', () => {
         decision: { behavior: 'allow', updatedPermissions: [{ type: 'setMode', mode: 'bypassPermissions', destination: 'session' }] },
       },
     });
-    // The choice is remembered for the next review.
+    // The choice is remembered, but never preselected above the agent's own mode (issue 15): the reviewer picks it again.
     const next = await planReview();
-    expect(await next.page.getByRole('combobox', { name: 'Permission mode after approval' }).inputValue()).toBe('bypassPermissions');
+    expect(await next.page.getByRole('combobox', { name: 'Permission mode after approval' }).inputValue()).toBe('default');
     next.review.stop();
     await next.review.exited;
     await suite.browser.context.clearCookies();
     expect(errors.concat(next.errors)).toEqual([]);
   });
 
-  it('keeps settings in cookies across servers on other ports, and sends them with the decision', async () => {
-    const first = await planReview();
+  it('keeps settings per origin across servers on the same port, and sends them with the decision', async () => {
+    const port = String(await closedPort());
+    const first = await planReview(['--port', port]);
     await first.page.getByRole('button', { name: 'Settings' }).click();
     const settings = first.page.getByRole('dialog', { name: 'Settings' });
     await settings.getByRole('checkbox', { name: /Save each approved or denied plan/ }).uncheck();
@@ -230,8 +232,8 @@ describe('plan review in the browser', () => {
     const one = await first.review.exited;
     expect(decisionOf(one.stdout)['savedPath']).toBeNull();
 
-    const second = await planReview();
-    expect(new URL(second.review.url).port).not.toBe(new URL(first.review.url).port);
+    const second = await planReview(['--port', port]);
+    expect(new URL(second.review.url).port).toBe(new URL(first.review.url).port);
     await second.page.getByRole('button', { name: 'Settings' }).click();
     expect(await second.page.getByRole('checkbox', { name: /Save each approved or denied plan/ }).isChecked()).toBe(false);
     await second.page.getByRole('checkbox', { name: /Save each approved or denied plan/ }).check();
@@ -252,7 +254,7 @@ describe('plan review in the browser', () => {
     await page.getByRole('button', { name: 'Comment', exact: true }).click();
     await page.locator('.popover textarea').fill('See the screenshot:');
     await page.locator('.popover input[type=file]').setInputFiles(imageFile);
-    await expect.poll(() => page.locator('.popover textarea').inputValue()).toMatch(/!\[screenshot\.png\]\(\/tmp\/gatehouse\/[\w-]+\.png\)/);
+    await expect.poll(() => page.locator('.popover textarea').inputValue()).toMatch(/!\[screenshot\.png\]\(\/tmp\/gatehouse-\w{6}\/[\w-]+\.png\)/);
     // Pasted and dropped images take the same path.
     await giveFile(page, 'paste', '.popover textarea', 'pasted.png', 'image/png', PNG);
     await expect.poll(() => page.locator('.popover textarea').inputValue()).toMatch(/!\[pasted\.png\]/);

@@ -115,8 +115,9 @@ export async function startReview(args: string[], options: { env?: Record<string
 export async function openCodeReview(
   suite: BrowserSuite,
   repoDir: string,
+  args: string[] = [],
 ): Promise<{ review: Review; page: Page; errors: string[] }> {
-  const review = await startReview(['code-review', '--repo', repoDir], { home: suite.home });
+  const review = await startReview(['code-review', '--repo', repoDir, ...args], { home: suite.home });
   const { page, errors } = await newPage(suite.browser);
   await page.goto(review.url);
   await page.locator('.file-head').first().waitFor();
