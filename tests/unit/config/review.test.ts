@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/config/errors.ts';
-import { loadReviewConfig } from '../../../src/config/review.ts';
+import { loadReviewConfig, servedHosts } from '../../../src/config/review.ts';
 import { parseReviewArgs } from '../../../src/review/args.ts';
 
 const projectDir = '/work/project';
@@ -66,6 +66,17 @@ describe('loadReviewConfig', () => {
     expect(c.decisionFile).toBe(path.join(projectDir, 'out/d.json'));
     expect(c).toMatchObject({ planDir: '/data/plans', allowedRoots: ['/a', '/b'], uploadDir: '/var/up', opencodeServerUrl: 'http://oc:4096', browser: 'firefox' });
     expect(() => load({ GATEHOUSE_UPLOAD_DIR: 'relative' })).toThrow(/upload_dir/);
+  });
+});
+
+describe('served hosts', () => {
+  it('are SERVICE_ALLOWED_HOSTS, plus in a Codespace the forwarded host of the port', () => {
+    expect(servedHosts(load(), 19432)).toEqual([]);
+    const lan = load({ SERVICE_ALLOWED_HOSTS: 'review.lan, 192.168.1.20' });
+    expect(servedHosts(lan, 19432)).toEqual(['review.lan', '192.168.1.20']);
+    const codespace = load({ CODESPACE_NAME: 'fuzzy-space', GITHUB_CODESPACES_PORT_FORWARDING_DOMAIN: 'app.github.dev' });
+    expect(servedHosts(codespace, 19432)).toEqual(['fuzzy-space-19432.app.github.dev']);
+    expect(load({ CODESPACE_NAME: 'fuzzy-space' }).codespace).toBeNull();
   });
 });
 

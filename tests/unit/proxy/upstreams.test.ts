@@ -41,6 +41,18 @@ describe('forwardableQuery', () => {
   });
 });
 
+describe('what goes upstream (issue 15)', () => {
+  it("drops the proxy's key parameter in every spelling, and nothing else", () => {
+    expect(forwardableQuery('ke%79=a&KEY=b&Key=c&%6B%65%79=d&alt=sse&keys=1&monkey=2')).toBe('alt=sse&keys=1&monkey=2');
+  });
+
+  it("drops the browser's cookies, Origin and Referer", () => {
+    expect(forwardableHeaders({ cookie: 'session=1', origin: 'http://app.example', referer: 'http://app.example/', 'content-type': 'application/json' })).toEqual({
+      'content-type': 'application/json',
+    });
+  });
+});
+
 describe('upstreamFailure', () => {
   const upstream = createUpstream(config);
   const coded = (code: string) => Object.assign(new Error(code), { code });

@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import path from 'node:path';
 import Router from '@koa/router';
@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReviewConfig } from '../../../src/config/review.ts';
 import { close, listen } from '../../../src/http/server.ts';
 import { createReviewApp } from '../../../src/review/app.ts';
+import { createUploadDir } from '../../../src/review/images.ts';
 import { GIF, JPEG, PNG, WEBP, imageForm } from '../../support/images.ts';
 import { silentLog, testReviewConfig } from '../../support/review.ts';
 
@@ -104,6 +105,28 @@ describe('POST /api/upload', () => {
     expect(await upload(imageForm(huge))).toMatchObject({ status: 413 });
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(await readdir(config.uploadDir)).toEqual(before);
+  });
+
+  it('names the limit hit by too many or too large form fields, and keeps nothing of the file streamed before them', async () => {
+    const before = await readdir(config.uploadDir, { recursive: true });
+    const file = new Blob([new Uint8Array(Buffer.concat([PNG, Buffer.alloc(40 * 1024)]))], { type: 'image/png' });
+    const many = new FormData();
+    many.append('file', file, 'a.png');
+    for (let i = 0; i < 21; i++) many.append(`f${i}`, 'x');
+    expect(await upload(many)).toEqual({ status: 413, body: { error: 'Too many form fields: the limit is 20' } });
+    const large = new FormData();
+    large.append('file', file, 'a.png');
+    large.append('note', 'x'.repeat(65 * 1024));
+    expect(await upload(large)).toEqual({ status: 413, body: { error: 'Form fields too large: the limit is 65536 bytes in all' } });
+    expect(await readdir(config.uploadDir, { recursive: true })).toEqual(before);
+  });
+
+  it('gets a folder of its own per process: new, mode 0700, next to the configured prefix', async () => {
+    const prefix = path.join(root, 'per-process', 'gatehouse');
+    const [one, two] = [await createUploadDir(prefix), await createUploadDir(prefix)];
+    expect(one).not.toBe(two);
+    expect(path.basename(one)).toMatch(/^gatehouse-\w{6}$/);
+    expect((await stat(one)).mode & 0o777).toBe(0o700);
   });
 
   it('is 400 for a broken multipart body', async () => {

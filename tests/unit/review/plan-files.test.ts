@@ -83,6 +83,15 @@ describe('path checks', () => {
     expect(isInside('/a/..b', '/a')).toBe(true);
   });
 
+  it('resolveInsideRoots is null for a path that cannot be resolved: NUL, a symlink loop, a name too long', async () => {
+    const allowed = path.join(root, 'allowed-unresolvable');
+    await mkdir(allowed, { recursive: true });
+    await symlink('loop', path.join(allowed, 'loop'));
+    for (const target of [path.join(allowed, 'a\0b'), path.join(allowed, 'loop', 'x'), path.join(allowed, 'x'.repeat(70_000))]) {
+      expect(await resolveInsideRoots(target, [allowed]), target.slice(0, 80)).toBeNull();
+    }
+  });
+
   it('resolveInsideRoots follows .. and symlinks (existing or not) before judging', async () => {
     const allowed = path.join(root, 'allowed');
     const outside = path.join(root, 'outside');

@@ -1,0 +1,45 @@
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { hostAllowed, hostnameOf, isLoopbackHostname } from '../../../src/http/host-guard.ts';
+import { documentPolicy } from '../../../src/http/web-document.ts';
+
+describe('Host header checks', () => {
+  it.each([
+    ['localhost:19432', 'localhost'],
+    ['LocalHost.', 'localhost'],
+    ['127.0.0.1:8045', '127.0.0.1'],
+    ['[::1]:8045', '::1'],
+    ['[::1]', '::1'],
+    ['review.lan', 'review.lan'],
+    ['', ''],
+  ])('%j names %j', (host, name) => {
+    expect(hostnameOf(host)).toBe(name);
+  });
+
+  it('knows loopback names and addresses, and nothing that only looks like them', () => {
+    for (const name of ['localhost', 'app.localhost', '127.0.0.1', '127.1.2.3', '::1', '::ffff:127.0.0.1']) expect(isLoopbackHostname(name), name).toBe(true);
+    for (const name of ['0.0.0.0', 'localhost.evil.example', '127.0.0.1.evil.example', '10.0.0.1', 'evil.example', '::ffff:10.0.0.1', '']) {
+      expect(isLoopbackHostname(name), name).toBe(false);
+    }
+  });
+
+  it('serves loopback and the allowed names on any port; refuses the rest and a missing Host', () => {
+    const allowed = ['review.lan', '192.168.1.20:19432', 'Space-19432.app.github.dev'];
+    for (const host of ['localhost:1', '127.0.0.1', 'review.lan:19432', 'REVIEW.LAN', '192.168.1.20', 'space-19432.app.github.dev']) expect(hostAllowed(host, allowed), host).toBe(true);
+    for (const host of ['evil.example', 'review.lan.evil.example', 'space-8080.app.github.dev', '']) expect(hostAllowed(host, allowed), host).toBe(false);
+  });
+});
+
+describe('documentPolicy', () => {
+  it("lets only the document's own inline scripts run, talks to its origin only, and may not be framed", () => {
+    const html = '<html><head><script type="module" crossorigin>run()</script><script src="/x.js"></script><style>b{}</style></head></html>';
+    const hash = createHash('sha256').update('run()').digest('base64');
+    const policy = documentPolicy(html);
+    expect(policy).toContain(`script-src 'sha256-${hash}'`);
+    expect(policy.match(/sha256-/g)).toHaveLength(1);
+    expect(policy).toContain("frame-ancestors 'none'");
+    expect(policy).toContain("connect-src 'self'");
+    expect(policy).toContain("default-src 'none'");
+    expect(documentPolicy('<html></html>')).toContain("script-src 'none'");
+  });
+});
