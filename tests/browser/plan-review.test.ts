@@ -272,7 +272,7 @@ describe('plan review in the browser', () => {
     await page.getByTestId('send-feedback').click();
     const { stdout } = await review.exited;
     const feedback = String(decisionOf(stdout)['feedback']);
-    const uploaded = /\((\/tmp\/gatehouse\/[\w-]+\.png)\)/.exec(feedback)?.[1];
+    const uploaded = /\((\/tmp\/gatehouse-\w{6}\/[\w-]+\.png)\)/.exec(feedback)?.[1];
     expect(uploaded).toBeDefined();
     expect(readFileSync(String(uploaded))).toEqual(PNG);
     expect(errors).toEqual([]);
