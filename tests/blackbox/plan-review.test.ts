@@ -300,9 +300,10 @@ describe('the review service of docker-compose.yml', () => {
 
   it('runs a plan review from the mounted project and saves into the plans volume', async () => {
     const name = `${project}-review`;
-    await compose('run', '-d', '--no-deps', '--name', name, 'review', 'plan', 'PLAN.md', '--decision-file', 'decision.json');
-    const { stdout: ip } = await run('docker', ['inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', name]);
-    const base = `http://${ip.trim()}:19432/`;
+    // Published on a random loopback port: the server answers loopback hosts, not the container's network address.
+    await compose('run', '-d', '--no-deps', '--name', name, '--publish', '127.0.0.1::19432', 'review', 'plan', 'PLAN.md', '--decision-file', 'decision.json');
+    const { stdout: published } = await run('docker', ['port', name, '19432']);
+    const base = `http://${published.trim().split('\n')[0]}/`;
     let planBody: unknown;
     for (let i = 0; i < 50 && planBody === undefined; i++) {
       planBody = await fetch(`${base}api/plan`).then((r) => r.json(), () => new Promise((resolve) => setTimeout(() => resolve(undefined), 200)));
