@@ -211,11 +211,14 @@ function resolveOrigins(origins: string[], mode: EffectiveAuthMode): string[] {
   return origins.map((origin, i) => {
     const key = `proxy.cors.allowed_origins[${i}]`;
     if (origin === '*') {
-      if (mode === 'off') fail(key, '* lets any web page use the proxy, so it needs a key on every request: auth_mode resolves to off');
+      if (mode === 'off') {
+        fail(key, '* lets any web page use the proxy, so it needs a key on every request: auth_mode resolves to off');
+      }
       return origin;
     }
     const url = httpUrl(key, origin);
-    if (url.origin !== origin.replace(/\/$/, '').toLowerCase()) fail(key, 'must be an origin: scheme://host[:port], no path');
+    const asWritten = origin.replace(/\/$/, '').toLowerCase();
+    if (url.origin !== asWritten) fail(key, 'must be an origin: scheme://host[:port], no path');
     return url.origin;
   });
 }

@@ -215,7 +215,9 @@ export function loadReviewConfig({ args, env, projectDir }: LoadOptions): Review
     repo,
     diffType,
     allowedHosts: r.allowed_hosts,
-    codespace: r.codespace.name && r.codespace.forwarding_domain ? { name: r.codespace.name, domain: r.codespace.forwarding_domain } : null,
+    codespace: r.codespace.name && r.codespace.forwarding_domain
+      ? { name: r.codespace.name, domain: r.codespace.forwarding_domain }
+      : null,
     uploadDir: r.upload_dir,
     uploadMaxBytes: r.upload_max_bytes,
     planDir: path.resolve(projectDir, r.save.default_path),
@@ -236,5 +238,6 @@ export function loadReviewConfig({ args, env, projectDir }: LoadOptions): Review
  */
 export function servedHosts(config: Pick<ReviewConfig, 'allowedHosts' | 'codespace'>, port: number): string[] {
   const { codespace } = config;
-  return codespace ? [...config.allowedHosts, `${codespace.name}-${port}.${codespace.domain}`] : [...config.allowedHosts];
+  const forwarded = codespace ? [`${codespace.name}-${port}.${codespace.domain}`] : [];
+  return [...config.allowedHosts, ...forwarded];
 }

@@ -48,7 +48,10 @@ export function documentPolicy(html: string): string {
 
 let lastPolicy: { html: string; headers: Readonly<Record<string, string>> } | undefined;
 
-/** The headers a UI document is served with: its CSP and `X-Frame-Options: DENY` (for browsers without frame-ancestors). */
+/**
+ * The headers a UI document is served with: its CSP, and `X-Frame-Options:
+ * DENY` for browsers without frame-ancestors.
+ */
 export function documentHeaders(html: string): Readonly<Record<string, string>> {
   if (lastPolicy?.html !== html) {
     lastPolicy = { html, headers: { 'Content-Security-Policy': documentPolicy(html), 'X-Frame-Options': 'DENY' } };

@@ -27,7 +27,11 @@ export const BROWSER_REQUEST_HEADERS = [
  */
 export function allowedOrigins(origins: readonly string[]): Middleware {
   const any = origins.includes('*');
-  const handle = cors({ maxAge: 600, allowHeaders: BROWSER_REQUEST_HEADERS, origin: any ? '*' : (ctx) => ctx.get('origin') });
+  const handle = cors({
+    maxAge: 600,
+    allowHeaders: BROWSER_REQUEST_HEADERS,
+    origin: any ? '*' : (ctx) => ctx.get('origin'),
+  });
   return (ctx: Context, next: Next) => {
     const origin = ctx.get('origin');
     if (!origin) return next();

@@ -8,10 +8,17 @@ import { HttpError } from '../http/errors.ts';
  */
 export const proxyErrors = {
   unauthorized: () => new HttpError(401, 'Invalid or missing API key', { kind: 'invalid_api_key' }),
-  originNotAllowed: (origin: string) =>
-    new HttpError(403, `Origin ${origin} may not use this proxy: add it to proxy.cors.allowed_origins (PROXY_CORS_ALLOWED_ORIGINS)`, { kind: 'origin_not_allowed' }),
-  hostNotAllowed: (host: string) =>
-    new HttpError(403, `Host ${JSON.stringify(host)} is not served to requests without a key: add it to proxy.allowed_hosts (PROXY_ALLOWED_HOSTS)`, { kind: 'host_not_allowed' }),
+  originNotAllowed: (origin: string) => new HttpError(
+    403,
+    `Origin ${origin} may not use this proxy: add it to proxy.cors.allowed_origins (PROXY_CORS_ALLOWED_ORIGINS)`,
+    { kind: 'origin_not_allowed' },
+  ),
+  hostNotAllowed: (host: string) => new HttpError(
+    403,
+    `Host ${JSON.stringify(host)} is not served to requests without a key: `
+      + 'add it to proxy.allowed_hosts (PROXY_ALLOWED_HOSTS)',
+    { kind: 'host_not_allowed' },
+  ),
   invalidJson: () => new HttpError(400, 'Invalid JSON body', { kind: 'invalid_json' }),
   notJsonObject: () => new HttpError(400, 'The request body must be a JSON object', { kind: 'invalid_json' }),
   badField: (field: string, expected: string) => new HttpError(400, `\`${field}\` must be ${expected}`, { kind: 'invalid_request' }),

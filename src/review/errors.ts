@@ -16,7 +16,8 @@ export const reviewErrors = {
   notAnImage: () => new HttpError(400, 'Unsupported file type: only PNG, JPEG and WebP images are accepted'),
   uploadTooLarge: (limitBytes: number) => new HttpError(413, `Upload too large: the limit is ${formatBytes(limitBytes)}`),
   tooManyFields: (limit: number) => new HttpError(413, `Too many form fields: the limit is ${limit}`),
-  fieldsTooLarge: (limitBytes: number) => new HttpError(413, `Form fields too large: the limit is ${formatBytes(limitBytes)} in all`),
+  fieldsTooLarge: (limitBytes: number) =>
+    new HttpError(413, `Form fields too large: the limit is ${formatBytes(limitBytes)} in all`),
   malformedUpload: (cause: unknown) => new HttpError(400, 'Malformed multipart/form-data body', { cause }),
   uploadFailed: (cause: unknown) => new HttpError(500, 'Upload failed: the file could not be stored', { cause }),
 
@@ -40,8 +41,11 @@ export const reviewErrors = {
   gitFailed: (cause: unknown) => new HttpError(500, `Git error: ${cause instanceof Error ? cause.message : String(cause)}`, { cause }),
 
   // Every request
-  hostNotServed: (host: string) =>
-    new HttpError(403, `Host ${JSON.stringify(host)} is not served here: add its name to SERVICE_ALLOWED_HOSTS (comma-separated) to use it`),
+  hostNotServed: (host: string) => new HttpError(
+    403,
+    `Host ${JSON.stringify(host)} is not served here: `
+      + 'add its name to SERVICE_ALLOWED_HOSTS (comma-separated) to use it',
+  ),
 
   // Every POST
   crossOrigin: () => new HttpError(403, 'Cross-origin request refused'),

@@ -41,7 +41,9 @@ export class FieldReader {
     const value = this.#present(key);
     if (value !== undefined && typeof value !== 'string') throw reviewErrors.invalidField(join(this.path, key), 'a string');
     // A lone surrogate is no text: it can be neither URL-encoded nor written as UTF-8.
-    if (value !== undefined && !value.isWellFormed()) throw reviewErrors.invalidField(join(this.path, key), 'well-formed Unicode text');
+    if (value !== undefined && !value.isWellFormed()) {
+      throw reviewErrors.invalidField(join(this.path, key), 'well-formed Unicode text');
+    }
     return value;
   }
 

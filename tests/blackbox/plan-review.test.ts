@@ -301,7 +301,8 @@ describe('the review service of docker-compose.yml', () => {
   it('runs a plan review from the mounted project and saves into the plans volume', async () => {
     const name = `${project}-review`;
     // Published on a random loopback port: the server answers loopback hosts, not the container's network address.
-    await compose('run', '-d', '--no-deps', '--name', name, '--publish', '127.0.0.1::19432', 'review', 'plan', 'PLAN.md', '--decision-file', 'decision.json');
+    const review = ['review', 'plan', 'PLAN.md', '--decision-file', 'decision.json'];
+    await compose('run', '-d', '--no-deps', '--name', name, '--publish', '127.0.0.1::19432', ...review);
     const { stdout: published } = await run('docker', ['port', name, '19432']);
     const base = `http://${published.trim().split('\n')[0]}/`;
     let planBody: unknown;

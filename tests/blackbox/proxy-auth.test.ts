@@ -55,7 +55,8 @@ describe.each([
   let proxy: ProxyContainer;
   beforeAll(async () => {
     // Browsers from any origin, as keys are required (the preflight test below).
-    proxy = await startProxyContainer({ proxy: { auth_mode: mode, cors: { allowed_origins: ['*'] } } }, { PROXY_API_KEY: KEY, PROXY_ALLOW_LAN_ACCESS: 'true' });
+    const config = { proxy: { auth_mode: mode, cors: { allowed_origins: ['*'] } } };
+    proxy = await startProxyContainer(config, { PROXY_API_KEY: KEY, PROXY_ALLOW_LAN_ACCESS: 'true' });
   });
   afterAll(async () => {
     await proxy?.stop();

@@ -6,7 +6,11 @@ import { rawRequest } from '../support/raw-http.ts';
 import { startReviewContainer, type ReviewContainer } from '../support/review-container.ts';
 
 const PLAN = '# Add Caching Layer\n\n1. Add Redis\n';
-const HOST_REFUSED = (host: string) => ({ error: `Host ${JSON.stringify(host)} is not served here: add its name to SERVICE_ALLOWED_HOSTS (comma-separated) to use it` });
+const HOST_REFUSED = (host: string) => ({
+  error: `Host ${JSON.stringify(host)} is not served here: `
+    + 'add its name to SERVICE_ALLOWED_HOSTS (comma-separated) to use it',
+});
+const NOT_JSON = 'Unsupported Content-Type: send application/json (multipart/form-data for /api/upload)';
 
 const started: ReviewContainer[] = [];
 afterEach(async () => {
@@ -17,15 +21,26 @@ async function review(): Promise<ReviewContainer> {
   const c = await startReviewContainer({
     command: [],
     files: [{ content: PLAN, target: '/work/PLAN.md' }],
-    env: { SERVICE_ALLOWED_HOSTS: 'review.lan, 192.168.1.20', CODESPACE_NAME: 'fuzzy-space', GITHUB_CODESPACES_PORT_FORWARDING_DOMAIN: 'app.github.dev' },
+    env: {
+      SERVICE_ALLOWED_HOSTS: 'review.lan, 192.168.1.20',
+      CODESPACE_NAME: 'fuzzy-space',
+      GITHUB_CODESPACES_PORT_FORWARDING_DOMAIN: 'app.github.dev',
+    },
     // Another local user's plant: /tmp/gatehouse as a symlink into a folder they read.
-    shell: 'mkdir /work/planted && ln -s /work/planted /tmp/gatehouse && ln -s loop /work/loop && exec gatehouse plan /work/PLAN.md',
+    shell: 'mkdir /work/planted && ln -s /work/planted /tmp/gatehouse && ln -s loop /work/loop'
+      + ' && exec gatehouse plan /work/PLAN.md',
   });
   started.push(c);
   return c;
 }
 
-async function json(c: ReviewContainer, method: string, path: string, body: unknown, headers: Record<string, string> = {}) {
+async function json(
+  c: ReviewContainer,
+  method: string,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+) {
   const res = await rawRequest(c.url + path, {
     method,
     headers: { 'content-type': 'application/json', ...headers },
@@ -46,26 +61,31 @@ async function shell(c: ReviewContainer, command: string): Promise<string> {
 }
 
 describe('review server (container, remote mode): cross-site and local attacks', () => {
-  it('refuses every request naming another host (DNS rebinding), GETs and the page included; serves the configured ones', async () => {
+  it('refuses every request naming another host (DNS rebinding), the page too; serves the listed ones', async () => {
     const c = await review();
     const evil = 'evil.example:19432';
-    const approve = await json(c, 'POST', 'api/approve', { permissionMode: 'bypassPermissions' }, { host: evil, origin: `http://${evil}` });
+    const headers = { host: evil, origin: `http://${evil}` };
+    const approve = await json(c, 'POST', 'api/approve', { permissionMode: 'bypassPermissions' }, headers);
     expect(approve).toEqual({ status: 403, body: HOST_REFUSED(evil) });
     const plan = await rawRequest(`${c.url}api/plan`, { headers: { host: 'evil.example' } });
-    expect({ status: plan.status, body: JSON.parse(plan.text) }).toEqual({ status: 403, body: HOST_REFUSED('evil.example') });
+    expect(plan.status).toBe(403);
+    expect(JSON.parse(plan.text)).toEqual(HOST_REFUSED('evil.example'));
     const page = await rawRequest(c.url, { headers: { host: evil } });
     expect(page.status).toBe(403);
     expect(page.text).not.toContain('<html');
     const otherPort = await rawRequest(`${c.url}api/plan`, { headers: { host: 'fuzzy-space-8080.app.github.dev' } });
     expect(otherPort.status).toBe(403);
 
-    for (const host of ['localhost:19432', '127.0.0.1', '[::1]:19432', 'review.lan:19432', '192.168.1.20', 'fuzzy-space-19432.app.github.dev']) {
+    const served = ['localhost:19432', '127.0.0.1', '[::1]:19432', 'review.lan:19432', '192.168.1.20'];
+    served.push('fuzzy-space-19432.app.github.dev');
+    for (const host of served) {
       const res = await rawRequest(`${c.url}api/plan`, { headers: { host } });
       expect(res.status, host).toBe(200);
     }
 
     // Nothing was decided: the reviewer still decides, with the mode they chose.
-    expect(await json(c, 'POST', 'api/approve', { permissionMode: 'default', planSave: { enabled: false } })).toEqual({ status: 200, body: { ok: true } });
+    const approved = await json(c, 'POST', 'api/approve', { permissionMode: 'default', planSave: { enabled: false } });
+    expect(approved).toEqual({ status: 200, body: { ok: true } });
     const done = await c.finish();
     expect(JSON.parse(done.stdout)).toMatchObject({ decision: 'approved', permissionMode: 'default' });
   });
@@ -87,23 +107,25 @@ describe('review server (container, remote mode): cross-site and local attacks',
     const data = new FormData();
     data.append('permissionMode', 'bypassPermissions');
     for (const path of ['api/approve', 'api/deny']) {
-      expect(await form(c, path, data)).toEqual({ status: 415, body: { error: 'Unsupported Content-Type: send application/json (multipart/form-data for /api/upload)' } });
+      expect(await form(c, path, data)).toEqual({ status: 415, body: { error: NOT_JSON } });
     }
     expect((await json(c, 'POST', 'api/deny', { planSave: { enabled: false } })).status).toBe(200);
     expect(JSON.parse((await c.finish()).stdout)).toMatchObject({ decision: 'denied' });
   });
 
-  it('stores uploads in a folder of its own (mode 0700, not the planted one); refused uploads leave nothing and name the limit hit', async () => {
+  it('stores uploads in its own folder (0700, not the planted one); refusals leave nothing', async () => {
     const c = await review();
     const big = new Blob([new Uint8Array(Buffer.concat([PNG, Buffer.alloc(120 * 1024)]))], { type: 'image/png' });
     const tooMany = new FormData();
     tooMany.append('file', big, 'shot.png');
     for (let i = 0; i < 25; i++) tooMany.append(`field${i}`, 'x');
-    expect(await form(c, 'api/upload', tooMany)).toEqual({ status: 413, body: { error: 'Too many form fields: the limit is 20' } });
+    const manyRefused = { status: 413, body: { error: 'Too many form fields: the limit is 20' } };
+    expect(await form(c, 'api/upload', tooMany)).toEqual(manyRefused);
     const tooLarge = new FormData();
     tooLarge.append('file', big, 'shot.png');
     tooLarge.append('note', 'x'.repeat(70 * 1024));
-    expect(await form(c, 'api/upload', tooLarge)).toEqual({ status: 413, body: { error: 'Form fields too large: the limit is 65536 bytes in all' } });
+    const largeRefused = { status: 413, body: { error: 'Form fields too large: the limit is 65536 bytes in all' } };
+    expect(await form(c, 'api/upload', tooLarge)).toEqual(largeRefused);
     expect(await shell(c, 'find /tmp/gatehouse-* /work/planted -mindepth 1')).toBe('');
 
     const ok = new FormData();
@@ -113,10 +135,11 @@ describe('review server (container, remote mode): cross-site and local attacks',
     const file = String((stored.body as { path: string }).path);
     expect(file).toMatch(/^\/tmp\/gatehouse-[A-Za-z0-9]{6}\/[0-9a-f-]{36}\.png$/);
     const folder = file.slice(0, file.lastIndexOf('/'));
-    expect(await shell(c, `stat -c '%a %U' ${folder} && find /tmp/gatehouse-* /work/planted -mindepth 1`)).toBe(`700 node\n${file}`);
+    const listing = await shell(c, `stat -c '%a %U' ${folder} && find /tmp/gatehouse-* /work/planted -mindepth 1`);
+    expect(listing).toBe(`700 node\n${file}`);
   });
 
-  it('answers bad paths, ill-formed text and a body that is not gzip with 400, writing nothing; the review still decides', async () => {
+  it('answers bad paths, ill-formed text, a non-gzip body with 400, writing nothing; still decides', async () => {
     const c = await review();
     const refusedPath = (field: string) => `Invalid field ${field}: must be a folder inside an allowed root`;
     const long = 'x'.repeat(70_000);
@@ -128,13 +151,23 @@ describe('review server (container, remote mode): cross-site and local attacks',
       [{ notevault: { vaultPath: '/work', plan: PLAN, folder: 'loop/notes' } }, refusedPath('notevault.folder')],
       [{ notevault: { vaultPath: '/work', plan: PLAN, folder: long } }, refusedPath('notevault.folder')],
     ];
-    for (const [body, error] of cases) expect(await json(c, 'POST', 'api/approve', body), JSON.stringify(body).slice(0, 80)).toEqual({ status: 400, body: { error } });
+    for (const [body, error] of cases) {
+      const answer = await json(c, 'POST', 'api/approve', body);
+      expect(answer, JSON.stringify(body).slice(0, 80)).toEqual({ status: 400, body: { error } });
+    }
     // A lone surrogate, as JSON text: it used to fail after the plan file was written.
-    expect(await json(c, 'POST', 'api/approve', '{"notememo":{"plan":"\\ud800"}}')).toEqual({ status: 400, body: { error: 'Invalid field notememo.plan: must be well-formed Unicode text' } });
-    expect(await json(c, 'POST', 'api/approve', '{}', { 'content-encoding': 'gzip' })).toEqual({ status: 400, body: { error: 'The request body does not match its Content-Encoding' } });
+    const surrogate = await json(c, 'POST', 'api/approve', '{"notememo":{"plan":"\\ud800"}}');
+    expect(surrogate).toEqual({
+      status: 400,
+      body: { error: 'Invalid field notememo.plan: must be well-formed Unicode text' },
+    });
+    const notGzip = await json(c, 'POST', 'api/approve', '{}', { 'content-encoding': 'gzip' });
+    expect(notGzip).toEqual({ status: 400, body: { error: 'The request body does not match its Content-Encoding' } });
     expect(await shell(c, 'find /data/plans /work -newer /work/PLAN.md -type f')).toBe('');
 
-    expect(await json(c, 'POST', 'api/approve', {})).toMatchObject({ status: 200, body: { ok: true, savedPath: expect.stringMatching(/^\/data\/plans\//) } });
+    const approved = await json(c, 'POST', 'api/approve', {});
+    const savedPath = expect.stringMatching(/^\/data\/plans\//);
+    expect(approved).toMatchObject({ status: 200, body: { ok: true, savedPath } });
     expect((await c.finish()).exitCode).toBe(0);
   });
 });

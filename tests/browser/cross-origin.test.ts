@@ -39,7 +39,8 @@ describe('the review UI against a page on another origin', () => {
     const { page, errors } = await newPage(suite.browser);
     const console: string[] = [];
     page.on('console', (message) => console.push(message.text()));
-    attackerPage = `<!doctype html><p>Win a prize!</p><iframe id="victim" src="${review.url}" style="opacity:0.05" width="1000" height="700"></iframe>`;
+    attackerPage = '<!doctype html><p>Win a prize!</p>'
+      + `<iframe id="victim" src="${review.url}" style="opacity:0.05" width="1000" height="700"></iframe>`;
     await page.goto(attackerOrigin);
     const frame = page.frameLocator('#victim');
     await expect.poll(() => console.some((line) => line.includes("frame-ancestors 'none'"))).toBe(true);
@@ -55,17 +56,20 @@ describe('the review UI against a page on another origin', () => {
     expect(errors.concat(direct.errors)).toEqual([]);
   });
 
-  it("ignores the settings another port presets (cookies it shares, its own storage): plan saving on, the agent's mode", async () => {
+  it("ignores settings another port presets (shared cookies, own storage): saving on, the agent's mode", async () => {
     const { page } = await newPage(suite.browser);
     attackerPage = `<!doctype html><script>
-      for (const c of ['gatehouse.permissionMode=bypassPermissions', 'gatehouse.planSaveEnabled=0']) document.cookie = c + '; Path=/; Max-Age=3600';
+      for (const c of ['gatehouse.permissionMode=bypassPermissions', 'gatehouse.planSaveEnabled=0']) {
+        document.cookie = c + '; Path=/; Max-Age=3600';
+      }
       localStorage.setItem('gatehouse.permissionMode', 'bypassPermissions');
       localStorage.setItem('gatehouse.planSaveEnabled', '0');
       document.title = 'preset';
     </script>`;
     await page.goto(attackerOrigin);
     await expect.poll(() => page.title()).toBe('preset');
-    expect((await suite.browser.context.cookies('http://localhost')).map((c) => c.name)).toContain('gatehouse.permissionMode');
+    const cookies = await suite.browser.context.cookies('http://localhost');
+    expect(cookies.map((c) => c.name)).toContain('gatehouse.permissionMode');
 
     const review = await startReview(['plan', 'plan.md'], { home: suite.home, cwd: project });
     const { page: victim, errors } = await newPage(suite.browser);
@@ -78,7 +82,8 @@ describe('the review UI against a page on another origin', () => {
     await victim.getByRole('button', { name: 'Approve' }).click();
     const { code, stdout } = await review.exited;
     expect(code).toBe(0);
-    expect(decisionOf(stdout)).toMatchObject({ decision: 'approved', permissionMode: 'default', savedPath: expect.stringMatching(/-approved\.md$/) });
+    const savedPath = expect.stringMatching(/-approved\.md$/);
+    expect(decisionOf(stdout)).toMatchObject({ decision: 'approved', permissionMode: 'default', savedPath });
     await suite.browser.context.clearCookies();
     expect(errors).toEqual([]);
   });

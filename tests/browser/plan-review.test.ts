@@ -210,7 +210,7 @@ describe('plan review in the browser', () => {
         decision: { behavior: 'allow', updatedPermissions: [{ type: 'setMode', mode: 'bypassPermissions', destination: 'session' }] },
       },
     });
-    // The choice is remembered, but never preselected above the agent's own mode (issue 15): the reviewer picks it again.
+    // The choice is remembered, but never preselected above the agent's own mode: the reviewer picks it again.
     const next = await planReview();
     expect(await next.page.getByRole('combobox', { name: 'Permission mode after approval' }).inputValue()).toBe('default');
     next.review.stop();

@@ -79,7 +79,8 @@ const PERMISSIVENESS: readonly PermissionMode[] = ['plan', 'default', 'acceptEdi
  * what the reviewer picks on the page itself.
  */
 export function initialPermissionMode(saved: Settings['permissionMode'], session: string | undefined): PermissionMode {
-  const current = (PERMISSION_MODES as readonly string[]).includes(session ?? '') && session !== 'plan' ? (session as PermissionMode) : 'default';
+  const known = (PERMISSION_MODES as readonly string[]).includes(session ?? '');
+  const current = known && session !== 'plan' ? (session as PermissionMode) : 'default';
   return saved !== '' && PERMISSIVENESS.indexOf(saved) <= PERMISSIVENESS.indexOf(current) ? saved : current;
 }
 

@@ -111,10 +111,10 @@ describe('loadProxyConfig', () => {
 
   it.each([
     [{ auth_mode: 'strict', api_key: ' ' }, /proxy\.api_key: PROXY_API_KEY must not be blank/],
-    [{ auth_mode: 'strict', api_key: 'padded-key-0123456789\n' }, /proxy\.api_key: .*must not be blank or begin or end with whitespace/],
-    [{ allow_lan_access: true, api_key: 'fifteen-chars-x' }, /proxy\.api_key: PROXY_API_KEY must be at least 16 characters with allow_lan_access true/],
+    [{ auth_mode: 'strict', api_key: 'padded-key-0123456789\n' }, /proxy\.api_key: .* begin or end with whitespace/],
+    [{ allow_lan_access: true, api_key: 'fifteen-chars-x' }, /proxy\.api_key: .* at least 16 characters/],
     [{ cors: { allowed_origins: ['*'] } }, /proxy\.cors\.allowed_origins\[0\]: \* lets any web page use the proxy/],
-    [{ cors: { allowed_origins: ['app.example'] } }, /proxy\.cors\.allowed_origins\[0\]: must be an absolute http\(s\) URL/],
+    [{ cors: { allowed_origins: ['app.example'] } }, /proxy\.cors\.allowed_origins\[0\]: must be an absolute http/],
     [{ cors: { allowed_origins: ['http://app.example/ui'] } }, /proxy\.cors\.allowed_origins\[0\]: must be an origin/],
   ])('%j refuses to start (keys and browser origins)', (proxy, message) => {
     expect(failure(() => withProxy(proxy))).toMatch(message);
@@ -122,11 +122,17 @@ describe('loadProxyConfig', () => {
 
   it('reads browser origins and keyless hosts from the file or the env; * where keys are required', () => {
     expect(load()).toMatchObject({ corsAllowedOrigins: [], allowedHosts: [] });
-    expect(withProxy({ cors: { allowed_origins: ['http://App.example:3000/'] }, allowed_hosts: ['proxy.lan'] })).toMatchObject({
+    const listed = withProxy({ cors: { allowed_origins: ['http://App.example:3000/'] }, allowed_hosts: ['proxy.lan'] });
+    expect(listed).toMatchObject({
       corsAllowedOrigins: ['http://app.example:3000'],
       allowedHosts: ['proxy.lan'],
     });
-    const env = { PROXY_CORS_ALLOWED_ORIGINS: '*', PROXY_ALLOWED_HOSTS: 'a.lan, b.lan', PROXY_AUTH_MODE: 'all_except_health', PROXY_API_KEY: 'short' };
+    const env = {
+      PROXY_CORS_ALLOWED_ORIGINS: '*',
+      PROXY_ALLOWED_HOSTS: 'a.lan, b.lan',
+      PROXY_AUTH_MODE: 'all_except_health',
+      PROXY_API_KEY: 'short',
+    };
     expect(load(env)).toMatchObject({ corsAllowedOrigins: ['*'], allowedHosts: ['a.lan', 'b.lan'] });
   });
 

@@ -74,7 +74,10 @@ describe('served hosts', () => {
     expect(servedHosts(load(), 19432)).toEqual([]);
     const lan = load({ SERVICE_ALLOWED_HOSTS: 'review.lan, 192.168.1.20' });
     expect(servedHosts(lan, 19432)).toEqual(['review.lan', '192.168.1.20']);
-    const codespace = load({ CODESPACE_NAME: 'fuzzy-space', GITHUB_CODESPACES_PORT_FORWARDING_DOMAIN: 'app.github.dev' });
+    const codespace = load({
+      CODESPACE_NAME: 'fuzzy-space',
+      GITHUB_CODESPACES_PORT_FORWARDING_DOMAIN: 'app.github.dev',
+    });
     expect(servedHosts(codespace, 19432)).toEqual(['fuzzy-space-19432.app.github.dev']);
     expect(load({ CODESPACE_NAME: 'fuzzy-space' }).codespace).toBeNull();
   });

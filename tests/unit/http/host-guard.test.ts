@@ -17,22 +17,27 @@ describe('Host header checks', () => {
   });
 
   it('knows loopback names and addresses, and nothing that only looks like them', () => {
-    for (const name of ['localhost', 'app.localhost', '127.0.0.1', '127.1.2.3', '::1', '::ffff:127.0.0.1']) expect(isLoopbackHostname(name), name).toBe(true);
-    for (const name of ['0.0.0.0', 'localhost.evil.example', '127.0.0.1.evil.example', '10.0.0.1', 'evil.example', '::ffff:10.0.0.1', '']) {
-      expect(isLoopbackHostname(name), name).toBe(false);
-    }
+    const loopback = ['localhost', 'app.localhost', '127.0.0.1', '127.1.2.3', '::1', '::ffff:127.0.0.1'];
+    for (const name of loopback) expect(isLoopbackHostname(name), name).toBe(true);
+    const others = ['0.0.0.0', 'localhost.evil.example', '127.0.0.1.evil.example', '10.0.0.1', 'evil.example', ''];
+    others.push('::ffff:10.0.0.1');
+    for (const name of others) expect(isLoopbackHostname(name), name).toBe(false);
   });
 
   it('serves loopback and the allowed names on any port; refuses the rest and a missing Host', () => {
     const allowed = ['review.lan', '192.168.1.20:19432', 'Space-19432.app.github.dev'];
-    for (const host of ['localhost:1', '127.0.0.1', 'review.lan:19432', 'REVIEW.LAN', '192.168.1.20', 'space-19432.app.github.dev']) expect(hostAllowed(host, allowed), host).toBe(true);
-    for (const host of ['evil.example', 'review.lan.evil.example', 'space-8080.app.github.dev', '']) expect(hostAllowed(host, allowed), host).toBe(false);
+    const served = ['localhost:1', '127.0.0.1', 'review.lan:19432', 'REVIEW.LAN', '192.168.1.20'];
+    served.push('space-19432.app.github.dev');
+    for (const host of served) expect(hostAllowed(host, allowed), host).toBe(true);
+    const refused = ['evil.example', 'review.lan.evil.example', 'space-8080.app.github.dev', ''];
+    for (const host of refused) expect(hostAllowed(host, allowed), host).toBe(false);
   });
 });
 
 describe('documentPolicy', () => {
   it("lets only the document's own inline scripts run, talks to its origin only, and may not be framed", () => {
-    const html = '<html><head><script type="module" crossorigin>run()</script><script src="/x.js"></script><style>b{}</style></head></html>';
+    const html = '<html><head><script type="module" crossorigin>run()</script><script src="/x.js"></script>'
+      + '<style>b{}</style></head></html>';
     const hash = createHash('sha256').update('run()').digest('base64');
     const policy = documentPolicy(html);
     expect(policy).toContain(`script-src 'sha256-${hash}'`);

@@ -47,9 +47,9 @@ describe('what goes upstream (issue 15)', () => {
   });
 
   it("drops the browser's cookies, Origin and Referer", () => {
-    expect(forwardableHeaders({ cookie: 'session=1', origin: 'http://app.example', referer: 'http://app.example/', 'content-type': 'application/json' })).toEqual({
-      'content-type': 'application/json',
-    });
+    const browser = { cookie: 'session=1', origin: 'http://app.example', referer: 'http://app.example/' };
+    const json = { 'content-type': 'application/json' };
+    expect(forwardableHeaders({ ...browser, ...json })).toEqual(json);
   });
 });
 

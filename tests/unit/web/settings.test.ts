@@ -1,10 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import { defaultSettings, initialPermissionMode, parseTags, readSettings, writeSettings } from '../../../web/src/settings.ts';
+import {
+  defaultSettings,
+  initialPermissionMode,
+  parseTags,
+  readSettings,
+  writeSettings,
+} from '../../../web/src/settings.ts';
 
 /** A Map standing in for the page's localStorage. */
 function memoryStore(entries: Record<string, string> = {}) {
   const map = new Map(Object.entries(entries));
-  return { map, getItem: (key: string) => map.get(key) ?? null, setItem: (key: string, value: string) => void map.set(key, value) };
+  return {
+    map,
+    getItem: (key: string) => map.get(key) ?? null,
+    setItem: (key: string, value: string) => void map.set(key, value),
+  };
 }
 
 describe('stored settings', () => {
@@ -13,7 +23,15 @@ describe('stored settings', () => {
   });
 
   it('round-trips every setting through the store', () => {
-    const changes = { theme: 'dark', permissionMode: 'acceptEdits', planSaveEnabled: false, planSavePath: '/home/me/plans; x=1', notevaultTags: 'a, b #c', notememoEnabled: true, diffLayout: 'split' } as const;
+    const changes = {
+      theme: 'dark',
+      permissionMode: 'acceptEdits',
+      planSaveEnabled: false,
+      planSavePath: '/home/me/plans; x=1',
+      notevaultTags: 'a, b #c',
+      notememoEnabled: true,
+      diffLayout: 'split',
+    } as const;
     const store = memoryStore({ other: '1' });
     writeSettings(store, changes);
     expect(readSettings(store)).toEqual({ ...defaultSettings, ...changes });
@@ -22,7 +40,9 @@ describe('stored settings', () => {
 
   it('ignores invalid values', () => {
     expect(readSettings(memoryStore({ 'gatehouse.permissionMode': 'yolo' })).permissionMode).toBe('');
-    expect(readSettings(memoryStore({ 'gatehouse.theme': 'pink', 'gatehouse.planSaveEnabled': 'yes', 'gatehouse.diffLayout': '%E0' }))).toEqual(defaultSettings);
+    const invalid = memoryStore({ 'gatehouse.theme': 'pink', 'gatehouse.planSaveEnabled': 'yes' });
+    invalid.setItem('gatehouse.diffLayout', '');
+    expect(readSettings(invalid)).toEqual(defaultSettings);
   });
 
   it('splits tags on commas and spaces, drops # and duplicates', () => {
