@@ -1,6 +1,7 @@
 import type { Context, Middleware, Next } from 'koa';
 import type { Logger } from 'pino';
 import { toHttpError, type HttpError } from './errors.ts';
+import { dropRestOfBody } from './refused-body.ts';
 import { documentHeaders } from './web-document.ts';
 
 /** How a family writes an HttpError into a response body. */
@@ -12,19 +13,32 @@ export const renderPlainError: ErrorRenderer = (error) => ({ error: error.messag
 /**
  * Catches everything thrown downstream and answers with the family's error
  * body. Only 5xx are logged as errors, with the cause the client never sees.
+ * A client that hung up gets nothing: its leaving (an aborted body read, an
+ * aborted upstream call) is no server error, and the request log says 499.
  */
 export function errorHandler(render: ErrorRenderer, log: Logger): Middleware {
   return async (ctx: Context, next: Next) => {
     try {
       await next();
     } catch (thrown) {
+      if (clientLeft(ctx)) {
+        ctx.respond = false;
+        return;
+      }
       const error = toHttpError(thrown);
+      // Body parsers stop reading at their limit: the client must still get to read the 413.
+      if (error.status === 413) dropRestOfBody(ctx.req);
       if (error.status >= 500) log.error({ err: error.cause ?? error, path: ctx.path }, error.message);
       ctx.status = error.status;
       ctx.set(error.headers);
       ctx.body = render(error, ctx);
     }
   };
+}
+
+/** The connection closed before the response was complete. */
+function clientLeft(ctx: Context): boolean {
+  return ctx.res.destroyed && !ctx.res.writableFinished;
 }
 
 /** Browsers must never second-guess a response's type. */

@@ -1,26 +1,14 @@
 import type { IncomingMessage } from 'node:http';
 import type { HttpError } from '../http/errors.ts';
+import { dropRestOfBody } from '../http/refused-body.ts';
 import { proxyErrors } from './errors.ts';
 
-/** How long the rest of an oversized body is read and dropped, so its client can see the 413. */
-const LINGER_MS = 10_000;
-
 /**
- * The 413 for an oversized body. The rest of the body is read and thrown away
- * (for at most LINGER_MS, then the socket is dropped): a client still sending
- * would otherwise hit a closed socket (EPIPE) instead of reading the answer.
+ * The 413 for an oversized body. The rest of the body is read and thrown
+ * away from here on (see dropRestOfBody), so the client can read the answer.
  */
 export function tooLarge(req: IncomingMessage, limit: number): HttpError {
-  if (!req.readableEnded && !req.destroyed) {
-    const timer = setTimeout(() => req.destroy(), LINGER_MS);
-    timer.unref();
-    req.once('close', () => clearTimeout(timer));
-    // Whoever was reading (a data handler or an async iterator) is done with it.
-    req.removeAllListeners('readable');
-    req.removeAllListeners('data');
-    req.on('data', () => undefined);
-    req.resume();
-  }
+  dropRestOfBody(req);
   return proxyErrors.tooLarge(limit);
 }
 

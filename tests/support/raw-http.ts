@@ -1,4 +1,5 @@
 import { request, type IncomingHttpHeaders } from 'node:http';
+import { connect, type Socket } from 'node:net';
 
 export interface RawResponse {
   status: number;
@@ -41,4 +42,128 @@ export function rawRequestScript(url: string, options: RawRequestOptions = {}): 
     res.on('end', () => console.log(res.statusCode, res.headers['x-content-type-options'], t));
   });
   r.end(${JSON.stringify(options.body ?? '')});`;
+}
+
+/**
+ * HTTP/1.1 by hand over a socket, for what fetch hides: a client still
+ * sending a body while the answer comes back, a connection reset, a client
+ * hanging up halfway through its body.
+ */
+
+export interface RawRequest {
+  path: string;
+  headers: Record<string, string>;
+  /** The body's first bytes; the rest is `x` up to `bodyBytes`. */
+  bodyPrefix: string;
+  bodyBytes: number;
+  /** A declared Content-Length, or chunked transfer coding (no length). */
+  framing: 'content-length' | 'chunked';
+  /** Hang up (destroy the socket) after this many body bytes. */
+  hangUpAfter?: number;
+}
+
+export interface RawAnswer {
+  /** 0 when no status line arrived. */
+  status: number;
+  /** The response body as text. */
+  text: string;
+  json: unknown;
+  /** The socket error the client saw (EPIPE, ECONNRESET…), if any. */
+  error: string | undefined;
+}
+
+const CHUNK = 64 * 1024;
+
+function waitWritable(socket: Socket): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      socket.off('drain', done);
+      socket.off('close', done);
+      resolve();
+    };
+    socket.on('drain', done);
+    socket.on('close', done);
+  });
+}
+
+/** The body's pieces as they go on the wire (chunk-framed when `chunked`). */
+function* bodyPieces(request: RawRequest): Generator<Buffer> {
+  const filler = Buffer.alloc(CHUNK, 'x');
+  let sent = 0;
+  let first = true;
+  while (sent < request.bodyBytes) {
+    const data = first ? Buffer.concat([Buffer.from(request.bodyPrefix), filler]).subarray(0, CHUNK) : filler;
+    first = false;
+    const piece = data.subarray(0, Math.min(data.length, request.bodyBytes - sent));
+    sent += piece.length;
+    yield request.framing === 'chunked' ? Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n')]) : piece;
+  }
+  if (request.framing === 'chunked') yield Buffer.from('0\r\n\r\n');
+}
+
+function parseAnswer(raw: Buffer, error: string | undefined): RawAnswer {
+  const text = raw.toString('utf8');
+  const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0);
+  const body = text.slice(text.indexOf('\r\n\r\n') + 4);
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    json = undefined;
+  }
+  return { status, text: status === 0 ? text : body, json, error };
+}
+
+/**
+ * Sends the request, writing the body as fast as the connection takes it
+ * while reading whatever comes back, then half-closes and reads until the
+ * server closes. Socket errors are part of the answer, never thrown.
+ */
+export async function rawExchange(base: URL, request: RawRequest): Promise<RawAnswer> {
+  const socket = connect(Number(base.port), base.hostname);
+  const received: Buffer[] = [];
+  let error: string | undefined;
+  socket.on('data', (chunk: Buffer) => received.push(chunk));
+  socket.on('error', (e: NodeJS.ErrnoException) => (error ??= e.code ?? e.message));
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  await new Promise<void>((resolve) => {
+    socket.once('connect', resolve);
+    socket.once('close', resolve);
+  });
+  const framing = request.framing === 'chunked' ? 'transfer-encoding: chunked' : `content-length: ${request.bodyBytes}`;
+  const head = [`POST ${request.path} HTTP/1.1`, `host: ${base.host}`, ...Object.entries(request.headers).map(([k, v]) => `${k}: ${v}`), framing, '', ''];
+  socket.write(head.join('\r\n'));
+  let written = 0;
+  for (const piece of bodyPieces(request)) {
+    if (socket.destroyed) break;
+    if (request.hangUpAfter !== undefined && written + piece.length >= request.hangUpAfter) {
+      socket.write(piece.subarray(0, request.hangUpAfter - written));
+      socket.destroy();
+      break;
+    }
+    written += piece.length;
+    if (!socket.write(piece)) await waitWritable(socket);
+  }
+  if (!socket.destroyed) socket.end();
+  await closed;
+  return parseAnswer(Buffer.concat(received), error);
+}
+
+export interface LogLine {
+  level: number;
+  msg?: string;
+  status?: number;
+  [field: string]: unknown;
+}
+
+/** The JSON lines of a process's log (pino), skipping anything else. */
+export function logLines(output: string): LogLine[] {
+  return output.split('\n').flatMap((line) => {
+    if (!line.startsWith('{')) return [];
+    try {
+      return [JSON.parse(line) as LogLine];
+    } catch {
+      return [];
+    }
+  });
 }
