@@ -6,6 +6,9 @@ import { HttpError } from '../http/errors.ts';
  * OpenAI's `error.code`). Same-protocol upstream errors are not here: they pass
  * through as the upstream sent them (translated ones use upstreamError).
  */
+/** The kind of an upstream's own error relayed in a translated answer (also mid-stream). */
+export const UPSTREAM_ERROR_KIND = 'upstream_error';
+
 export const proxyErrors = {
   unauthorized: () => new HttpError(401, 'Invalid or missing API key', { kind: 'invalid_api_key' }),
   originNotAllowed: (origin: string) => new HttpError(
@@ -32,7 +35,9 @@ export const proxyErrors = {
   invalidRequest: (message: string) => new HttpError(400, message, { kind: 'invalid_request' }),
   previousResponseNotFound: (id: string) => new HttpError(404, `Previous response with id '${id}' not found.`, { kind: 'previous_response_not_found' }),
   /** A translated request's upstream error: its status and message in the client's shape. */
-  upstreamError: (status: number, message: string, headers: Record<string, string>) => new HttpError(status, message, { kind: 'upstream_error', headers }),
+  upstreamError: (status: number, message: string, headers: Record<string, string>) => new HttpError(status, message, { kind: UPSTREAM_ERROR_KIND, headers }),
   upstreamUnreachable: (upstream: string) => new HttpError(502, `Upstream ${upstream} is unreachable`, { kind: 'upstream_unreachable' }),
+  /** Cuts the streams still open when the shutdown grace runs out (as their protocol's error event). */
+  shuttingDown: () => new HttpError(503, 'The proxy is shutting down', { kind: 'shutting_down' }),
   upstreamTimeout: (upstream: string, ms: number) => new HttpError(504, `Upstream ${upstream} did not answer within ${ms} ms`, { kind: 'upstream_timeout' }),
 } as const;

@@ -81,6 +81,11 @@ function geminiStatus(status: number): string {
   }
 }
 
+/** OpenAI's error body, the same for answers and for stream error events. */
+export function openaiError(status: number, message: string, kind: string | null): { error: Record<string, unknown> } {
+  return { error: { message, type: openaiType(status), param: null, code: kind } };
+}
+
 /**
  * An error body in `family`'s shape. OpenAI's `code` is the error's kind
  * (`invalid_api_key`, `model_not_found`, …), as OpenAI's own codes are.
@@ -89,7 +94,7 @@ export function errorBody(family: Family, error: HttpError): unknown {
   const { status, message } = error;
   switch (family) {
     case 'openai':
-      return { error: { message, type: openaiType(status), param: null, code: error.kind ?? null } };
+      return openaiError(status, message, error.kind ?? null);
     case 'anthropic':
       return { type: 'error', error: { type: anthropicType(status), message } };
     case 'gemini':

@@ -121,7 +121,8 @@ export type StreamEvent =
   | { type: 'tool_args'; index: number; delta: string }
   | { type: 'usage'; usage: Usage }
   | { type: 'stop'; reason: StopReason; stopSequence?: string }
-  | { type: 'error'; status: number; message: string };
+  /** `kind` is the proxy's own error kind (OpenAI's `code`); upstream errors have none. */
+  | { type: 'error'; status: number; message: string; kind?: string };
 
 /** A stream decoder: fed upstream body text as it arrives. */
 export interface StreamDecoder {

@@ -1,4 +1,6 @@
 /** OpenAI chat completions (`/v1/chat/completions`) ⇄ the internal form. */
+import { UPSTREAM_ERROR_KIND } from '../errors.ts';
+import { openaiError } from '../families.ts';
 import {
   TranslateError,
   type Adapter, type Conversation, type ContentPart, type JsonObject, type Message, type ModelResponse, type Part,
@@ -344,7 +346,7 @@ class ChatStreamEncoder implements StreamEncoder {
         return out;
       }
       case 'error':
-        return sse({ error: { message: e.message, type: errorType(e.status), code: e.status } });
+        return sse(openaiError(e.status, e.message, e.kind ?? UPSTREAM_ERROR_KIND));
     }
   }
 

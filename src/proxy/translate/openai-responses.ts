@@ -325,7 +325,7 @@ class ResponsesStreamEncoder implements StreamEncoder {
         return out + this.ev(status === 'completed' ? 'response.completed' : 'response.incomplete', { response: r });
       }
       case 'error':
-        return this.ev('error', { code: errorType(e.status), message: e.message, param: null });
+        return this.ev('error', { code: e.kind ?? errorType(e.status), message: e.message, param: null });
     }
   }
 
