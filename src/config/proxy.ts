@@ -61,6 +61,8 @@ export interface ProxyConfig {
   /** Hosts besides loopback that keyless requests may name. */
   allowedHosts: string[];
   maxBodyBytes: number;
+  /** How long in-flight requests may finish after SIGTERM/SIGINT before open streams are cut. */
+  shutdownGraceMs: number;
   upstreams: UpstreamConfig[];
   /** Client-facing model name → upstream model name. */
   modelAliases: Record<string, string>;
@@ -103,6 +105,12 @@ function proxySchema() {
         env: 'PROXY_ALLOWED_HOSTS',
       },
       max_body_bytes: { doc: 'Largest accepted request body.', format: 'nat', default: 50 * 1024 * 1024 },
+      shutdown_grace_ms: {
+        doc: 'After SIGTERM/SIGINT: how long in-flight requests may finish before open streams end with an error event.',
+        format: 'nat',
+        default: 2_000,
+        env: 'PROXY_SHUTDOWN_GRACE_MS',
+      },
       // Validated item by item in resolveUpstreams, so each message names e.g. proxy.upstreams[1].base_url.
       upstreams: { doc: 'Upstreams in routing order.', format: Array, default: [] as unknown[], sensitive: true },
       model_aliases: { doc: 'Client model name → upstream model name.', format: Object, default: {} as Record<string, unknown> },
@@ -307,6 +315,7 @@ export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConf
     corsAllowedOrigins,
     allowedHosts: p.allowed_hosts,
     maxBodyBytes: p.max_body_bytes,
+    shutdownGraceMs: p.shutdown_grace_ms,
     upstreams,
     modelAliases,
     mcpServers,

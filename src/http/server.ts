@@ -44,14 +44,15 @@ export async function listen(server: Server, { port, host, retries = 5, retryDel
 
 /**
  * Stops accepting, lets in-flight responses finish for up to `graceMs`, then
- * drops whatever connection is left (idle keep-alive sockets would otherwise
- * hold the process open).
+ * runs `beforeDrop` (which may end the answers still open in some orderly
+ * way) and drops whatever connection is left (idle keep-alive sockets would
+ * otherwise hold the process open).
  */
-export async function close(server: Server, graceMs = 2_000): Promise<void> {
+export async function close(server: Server, graceMs = 2_000, beforeDrop: () => Promise<void> = async () => undefined): Promise<void> {
   if (!server.listening) return;
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
-  const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+  const timer = setTimeout(() => void beforeDrop().finally(() => server.closeAllConnections()), graceMs);
   timer.unref();
   await closed;
   clearTimeout(timer);

@@ -11,6 +11,7 @@ import { renderProxyError } from './families.ts';
 import { detectModel, healthz, telemetrySink, warmup } from './internal.ts';
 import { mcpRoutes } from './mcp/index.ts';
 import { ModelCatalog, modelInfo, modelList } from './models.ts';
+import { OpenStreams } from './open-streams.ts';
 import { requestLog } from './request-log.ts';
 import { ModelRouter } from './routing.ts';
 import { closeUpstreams, createUpstream } from './upstreams.ts';
@@ -22,6 +23,8 @@ export interface ProxyApp {
    * remote relays end. Runs while the server drains, so those answers still go out.
    */
   endMcpSessions(): Promise<void>;
+  /** Ends the streams still open with their protocol's error event (the shutdown grace ran out). */
+  cutStreams(): Promise<void>;
   /** Ends the upstream pools, once in-flight requests are done. */
   close(): Promise<void>;
 }
@@ -55,7 +58,8 @@ export function createProxyApp(config: ProxyConfig, { env, log }: { env: NodeJS.
   const upstreams = config.upstreams.map(createUpstream);
   const models = new ModelRouter(upstreams, config.modelAliases);
   const catalog = new ModelCatalog(models, log);
-  const deps = { router: models, maxBodyBytes: config.maxBodyBytes };
+  const streams = new OpenStreams();
+  const deps = { router: models, maxBodyBytes: config.maxBodyBytes, streams };
   const mcp = mcpRoutes(config.mcpServers, { env, log, maxBodyBytes: config.maxBodyBytes });
 
   // Routes without parameters, also looked up by exact path (see exactRoutes).
@@ -112,6 +116,7 @@ export function createProxyApp(config: ProxyConfig, { env, log }: { env: NodeJS.
   return {
     app,
     endMcpSessions: () => mcp.close(),
+    cutStreams: () => streams.cutAll(proxyErrors.shuttingDown()),
     close: () => closeUpstreams(upstreams),
   };
 }

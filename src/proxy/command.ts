@@ -13,7 +13,8 @@ const LOG_FLUSH_MS = 500;
 
 /**
  * `gatehouse proxy [--config FILE]`: serves until SIGINT/SIGTERM, then lets
- * in-flight requests finish (briefly), closes upstream pools and MCP
+ * in-flight requests finish for `shutdown_grace_ms` (streams still open then
+ * end with their protocol's error event), closes upstream pools and MCP
  * processes, and exits 0.
  */
 export async function runProxy(ctx: CommandContext): Promise<number> {
@@ -37,7 +38,7 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
     log.flush();
     return 0;
   } finally {
-    await Promise.allSettled([close(server), proxy.endMcpSessions()]);
+    await Promise.allSettled([close(server, config.shutdownGraceMs, () => proxy.cutStreams()), proxy.endMcpSessions()]);
     clearInterval(flushTimer);
     await proxy.close();
     await flushed();

@@ -4,6 +4,7 @@ import { parseJsonObject, readBody } from './body.ts';
 import { proxyErrors } from './errors.ts';
 import { boundaryOf, multipartStream, readMultipartHead, withModel } from './multipart.ts';
 import { clientGone } from './client-gone.ts';
+import type { OpenStreams } from './open-streams.ts';
 import { forward } from './passthrough.ts';
 import { passesThrough, type Endpoint, type ModelRouter, type Route } from './routing.ts';
 import { handleTranslated } from './translate/handler.ts';
@@ -20,6 +21,7 @@ export interface ProxyState {
 export interface EndpointDeps {
   router: ModelRouter;
   maxBodyBytes: number;
+  streams: OpenStreams;
 }
 
 const COUNT_ENDPOINTS: ReadonlySet<Endpoint> = new Set(['messages.count_tokens', 'countTokens']);
@@ -55,7 +57,7 @@ interface ModelRequest {
 }
 
 /** Routes a parsed model request: pass through, translate, or count locally. */
-async function dispatch(ctx: Context, router: ModelRouter, request: ModelRequest): Promise<void> {
+async function dispatch(ctx: Context, { router, streams }: EndpointDeps, request: ModelRequest): Promise<void> {
   const state = ctx.state as ProxyState;
   state.model = request.model;
   state.stream = request.stream;
@@ -66,7 +68,10 @@ async function dispatch(ctx: Context, router: ModelRouter, request: ModelRequest
   const { upstream, mappedModel } = resolution;
   state.upstream = upstream.config.name;
   const signal = clientGone(ctx);
-  if (passThrough) return forward(ctx, { upstream, path: request.path(mappedModel), body: request.bytes(mappedModel), signal });
+  if (passThrough) {
+    const stream = request.stream ? { streams, endpoint: request.endpoint } : undefined;
+    return forward(ctx, { upstream, path: request.path(mappedModel), body: request.bytes(mappedModel), signal, stream });
+  }
   const route: Route = {
     family: request.family,
     endpoint: request.endpoint,
@@ -77,18 +82,19 @@ async function dispatch(ctx: Context, router: ModelRouter, request: ModelRequest
     body: request.body,
     raw: request.raw,
     signal,
+    streams,
   };
   return handleTranslated(ctx, route);
 }
 
 /** An OpenAI or Anthropic JSON endpoint: the model is the body's `model`. */
-export function jsonModelEndpoint({ router, maxBodyBytes }: EndpointDeps, family: Protocol, endpoint: Endpoint): Middleware {
+export function jsonModelEndpoint(deps: EndpointDeps, family: Protocol, endpoint: Endpoint): Middleware {
   return async (ctx) => {
-    const raw = await readBody(ctx.req, maxBodyBytes);
+    const raw = await readBody(ctx.req, deps.maxBodyBytes);
     const body = parseJsonObject(raw);
     const model = requireModel(body['model']);
     const path = upstreamPath(family, ctx.path);
-    return dispatch(ctx, router, {
+    return dispatch(ctx, deps, {
       family,
       endpoint,
       model,
@@ -109,16 +115,16 @@ const GEMINI_METHODS = new Set<Endpoint>(['generateContent', 'streamGenerateCont
  * (`gemini-2.5-flash:streamGenerateContent`), and the spec's
  * `/v1beta/models/:model/countTokens`.
  */
-export function geminiModelEndpoint({ router, maxBodyBytes }: EndpointDeps, fixedMethod?: Endpoint): Middleware {
+export function geminiModelEndpoint(deps: EndpointDeps, fixedMethod?: Endpoint): Middleware {
   return async (ctx) => {
     const param = (ctx as Context & { params: Record<string, string> }).params['model'] ?? '';
     const match = fixedMethod ? [param, param, fixedMethod] : /^(.+):([A-Za-z]+)$/.exec(param);
     const method = match?.[2] as Endpoint | undefined;
     if (!match || !method || !GEMINI_METHODS.has(method)) throw proxyErrors.routeNotFound(ctx.method, ctx.path);
     const model = requireModel(match[1]?.replace(/^models\//, ''));
-    const raw = await readBody(ctx.req, maxBodyBytes);
+    const raw = await readBody(ctx.req, deps.maxBodyBytes);
     const body = parseJsonObject(raw);
-    return dispatch(ctx, router, {
+    return dispatch(ctx, deps, {
       family: 'gemini',
       endpoint: method,
       model,

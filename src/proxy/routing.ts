@@ -1,5 +1,6 @@
 import type { Protocol, UpstreamConfig } from '../config/proxy.ts';
 import type { ClientGone } from './client-gone.ts';
+import type { OpenStreams } from './open-streams.ts';
 import type { Upstream } from './upstreams.ts';
 
 /**
@@ -41,6 +42,8 @@ export interface Route {
   raw: Buffer;
   /** Aborted when the client disconnects: pass it to sendUpstream. */
   signal: ClientGone;
+  /** Where a streamed answer registers, so a shutdown can end it with an error event. */
+  streams: OpenStreams;
 }
 
 /**

@@ -2,7 +2,8 @@ import type { Context } from 'koa';
 import type { Dispatcher } from 'undici';
 import type { Protocol } from '../../config/proxy.ts';
 import { proxyErrors } from '../errors.ts';
-import type { Route } from '../routing.ts';
+import type { HttpError } from '../../http/errors.ts';
+import type { Endpoint, Route } from '../routing.ts';
 import { sendUpstream, upstreamFailure } from '../upstreams.ts';
 import { anthropic } from './anthropic.ts';
 import { rememberReasoning, restoreReasoning } from './carry.ts';
@@ -17,15 +18,29 @@ import { parseJsonData } from './wire.ts';
 
 const UPSTREAMS: Record<Protocol, UpstreamAdapter> = { openai: openaiChat, anthropic, gemini };
 
+/** The client side of each endpoint that translation serves. */
+const CLIENTS: Partial<Record<Endpoint, ClientAdapter>> = {
+  'chat.completions': openaiChat,
+  responses: openaiResponses,
+  messages: anthropic,
+  generateContent: gemini,
+  streamGenerateContent: gemini,
+};
+
 function clientAdapter(route: Route): ClientAdapter {
-  switch (route.endpoint) {
-    case 'chat.completions': return openaiChat;
-    case 'responses': return openaiResponses;
-    case 'messages': return anthropic;
-    case 'generateContent':
-    case 'streamGenerateContent': return gemini;
-    default: throw proxyErrors.noTranslation(route.family, route.upstream.config.protocol, route.endpoint);
-  }
+  const client = CLIENTS[route.endpoint];
+  if (!client) throw proxyErrors.noTranslation(route.family, route.upstream.config.protocol, route.endpoint);
+  return client;
+}
+
+/** The error event with which an SSE stream of `endpoint` ends, in its client's wire; undefined if it has none. */
+export function streamErrorEvent(endpoint: Endpoint, error: HttpError): string | undefined {
+  const conv: Conversation = { model: '', system: undefined, messages: [], stream: true, sse: true };
+  return CLIENTS[endpoint]?.streamEncoder(conv).encode(errorEvent(error));
+}
+
+function errorEvent(error: HttpError): StreamEvent {
+  return { type: 'error', status: error.status, message: error.message, ...(error.kind !== undefined && { kind: error.kind }) };
 }
 
 function upstreamPath(protocol: Protocol, model: string, stream: boolean): { path: string; query?: string } {
@@ -206,7 +221,10 @@ function streamTranslated(
       res.destroy();
       return;
     }
-    const failure = upstreamFailure(route.upstream, error);
-    finish([{ type: 'error', status: failure.status, message: failure.message }]);
+    finish([errorEvent(upstreamFailure(route.upstream, error))]);
+  });
+  route.streams.add(res, (error) => {
+    body.destroy();
+    finish([errorEvent(error)]);
   });
 }
