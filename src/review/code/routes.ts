@@ -3,6 +3,7 @@ import type { Context } from 'koa';
 import type { Logger } from 'pino';
 import type { ReviewConfig } from '../../config/review.ts';
 import { DIFF_TYPES, type DiffType } from '../../git/diff-type.ts';
+import { sendJson } from '../../http/json-bytes.ts';
 import {
   ANNOTATION_TYPES,
   LINE_SIDES,
@@ -17,6 +18,7 @@ import { readBody, type FieldReader } from '../validate.ts';
 import { fromGit } from './git-errors.ts';
 import { diffLines } from './lines.ts';
 import type { DiffResult, GitContext, GitRepository } from '../../git/repository.ts';
+import { DiffAnswers } from './diff-answers.ts';
 
 /** What a code review returns; `timeout` is set only when nobody answered in time. */
 export interface CodeDecision {
@@ -76,19 +78,22 @@ export function codeReviewRoutes({ repo, diffType: initial, config, log }: CodeR
   return (gate: DecisionGate<CodeDecision>): Router => {
     const router = new Router();
     let diffType = initial;
-
-    router.get('/api/diff', async (ctx: Context) => {
-      const type = diffType;
+    const answers = new DiffAnswers(async (type) => {
       const [diff, gitContext]: [DiffResult, GitContext] = await fromGit(() => Promise.all([repo.diff(type), repo.context()]));
-      ctx.body = {
-        rawPatch: diff.rawPatch,
-        gitRef: diff.gitRef,
-        origin: config.origin,
-        diffType: type,
-        gitContext,
-        sharingEnabled: config.sharingEnabled,
-      } satisfies DiffResponse;
+      return {
+        state: [JSON.stringify(gitContext), diff.gitRef, diff.latin1Patch],
+        answer: {
+          rawPatch: diff.rawPatch,
+          gitRef: diff.gitRef,
+          origin: config.origin,
+          diffType: type,
+          gitContext,
+          sharingEnabled: config.sharingEnabled,
+        } satisfies DiffResponse,
+      };
     });
+
+    router.get('/api/diff', async (ctx: Context) => sendJson(ctx, await answers.get(diffType)));
 
     router.post('/api/diff/switch', async (ctx: Context) => {
       const type = readDiffType(readBody(ctx.request.body));

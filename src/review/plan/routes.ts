@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
 import { PERMISSION_MODES, type PermissionMode, type ReviewConfig } from '../../config/review.ts';
+import { jsonBytes, sendJson } from '../../http/json-bytes.ts';
 import type { DecisionResponse, NotevaultRequest, PlanResponse, VaultsResponse } from '../contract.ts';
 import { reviewErrors } from '../errors.ts';
 import type { DecisionGate } from '../instance.ts';
@@ -109,10 +110,10 @@ export function planRoutes({ plan, permissionMode, config, log, now = () => new 
     const router = new Router();
     const noteOptions = { configPath: config.notevaultConfigPath, allowedRoots: config.allowedRoots, home: config.home, projectDir: config.projectDir };
 
-    router.get('/api/plan', (ctx: Context) => {
-      const body: PlanResponse = { plan, origin: config.origin, permissionMode, sharingEnabled: config.sharingEnabled };
-      ctx.body = body;
-    });
+    // The plan never changes during a review: one serialisation serves every read.
+    const answer: PlanResponse = { plan, origin: config.origin, permissionMode, sharingEnabled: config.sharingEnabled };
+    const planAnswer = jsonBytes(answer);
+    router.get('/api/plan', (ctx: Context) => sendJson(ctx, planAnswer));
 
     router.get('/api/notevault/vaults', async (ctx: Context) => {
       ctx.body = { vaults: await listVaults(config.notevaultConfigPath) } satisfies VaultsResponse;
