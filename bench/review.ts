@@ -1,0 +1,135 @@
+/**
+ * `npm run bench:review`: the plan review server under many concurrent reads
+ * of a large plan. A 5 MB plan with non-ASCII text throughout (V8 holds such
+ * text at two bytes a character) is read by 200 clients at once
+ * (`GET /api/plan`, each reading the whole answer), and the server process's
+ * peak RSS, its CPU time and the wall time of the 200 reads are measured.
+ *
+ * Side by side in one run, each round in fresh processes (so the peak RSS is
+ * that round's): gatehouse's plan routes (the answer serialised once), and a
+ * baseline with the same review app whose `/api/plan` builds and serialises
+ * the answer on every read, as it did before. Rounds alternate which goes
+ * first; ratios are paired round by round (median with the range).
+ *
+ * Env: BENCH_ROUNDS (5), BENCH_READERS (200), BENCH_PLAN_MB (5).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import Router from '@koa/router';
+import { Agent, request } from 'undici';
+import { createReviewApp } from '../src/review/app.ts';
+import { DecisionGate } from '../src/review/instance.ts';
+import { planRoutes, type PlanDecision } from '../src/review/plan/routes.ts';
+import { silentLog, testReviewConfig } from '../tests/support/review.ts';
+import { median } from './stats.ts';
+
+const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
+const READERS = Number(process.env['BENCH_READERS'] ?? 200);
+const PLAN_MB = Number(process.env['BENCH_PLAN_MB'] ?? 5);
+const VARIANTS = ['gatehouse', 'baseline'] as const;
+type Variant = (typeof VARIANTS)[number];
+
+/** A plan of `mb` megabytes (UTF-8) with non-ASCII characters on every line. */
+function largePlan(mb: number): string {
+  const lines = ['# Übersicht: ein großer Plan — 大きな計画'];
+  let bytes = 0;
+  for (let i = 0; bytes < mb * 1024 * 1024; i++) {
+    const line = `- Schritt ${i}: prüfe die Größe der Änderung, the naïve café, ☕ ${'lorem ipsum '.repeat(4)}`;
+    lines.push(line);
+    bytes += Buffer.byteLength(line) + 1;
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+// ---------------------------------------------------------------- child role
+
+async function serve(variant: Variant, planFile: string): Promise<void> {
+  const plan = readFileSync(planFile, 'utf8');
+  const { config } = await testReviewConfig();
+  const permissionMode = 'plan';
+  let routes: Router;
+  if (variant === 'gatehouse') {
+    routes = planRoutes({ plan, permissionMode, config, log: silentLog })(new DecisionGate<PlanDecision>());
+  } else {
+    // The answer built and serialised on every read (Koa stringifies an object body per response).
+    routes = new Router().get('/api/plan', (ctx) => {
+      ctx.body = { plan, origin: config.origin, permissionMode, sharingEnabled: config.sharingEnabled };
+    });
+  }
+  const server = createReviewApp({ config, log: silentLog, routes, document: () => '' }).listen(0, '127.0.0.1');
+  server.once('listening', () => process.send?.({ port: (server.address() as AddressInfo).port }));
+  process.on('message', () => {
+    const usage = process.resourceUsage();
+    process.send?.({ peakRssMb: usage.maxRSS / 1024, cpuMs: (usage.userCPUTime + usage.systemCPUTime) / 1000 }, () => process.exit(0));
+  });
+}
+
+// ---------------------------------------------------------------- orchestration
+
+interface Measure {
+  peakRssMb: number;
+  cpuMs: number;
+  wallMs: number;
+}
+
+async function measure(variant: Variant, planFile: string, expectedBytes: number): Promise<Measure> {
+  const child: ChildProcess = spawn(process.execPath, [import.meta.filename, 'serve', variant, planFile], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const next = () => new Promise<Record<string, number>>((resolve, reject) => {
+    child.once('message', (m) => resolve(m as Record<string, number>));
+    child.once('exit', (code) => reject(new Error(`${variant} server exited with ${code}`)));
+  });
+  const { port } = await next();
+  const agent = new Agent({ connections: READERS, pipelining: 0 });
+  const started = performance.now();
+  const sizes = await Promise.all(Array.from({ length: READERS }, async () => {
+    const res = await request(`http://127.0.0.1:${port}/api/plan`, { dispatcher: agent });
+    let size = 0;
+    for await (const chunk of res.body) size += (chunk as Buffer).length;
+    return size;
+  }));
+  const wallMs = performance.now() - started;
+  await agent.close();
+  if (sizes.some((s) => s !== expectedBytes)) throw new Error(`${variant}: an answer had the wrong size`);
+  child.send('report');
+  const { peakRssMb = NaN, cpuMs = NaN } = await next();
+  return { peakRssMb, cpuMs, wallMs };
+}
+
+const fmt = (xs: number[], digits = 0) => `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-bench-review-'));
+  try {
+    const plan = largePlan(PLAN_MB);
+    const planFile = path.join(dir, 'PLAN.md');
+    writeFileSync(planFile, plan);
+    const { config } = await testReviewConfig();
+    const expectedBytes = Buffer.byteLength(JSON.stringify({ plan, origin: config.origin, permissionMode: 'plan', sharingEnabled: config.sharingEnabled }));
+    console.log(`GET /api/plan: ${(Buffer.byteLength(plan) / 1024 / 1024).toFixed(1)} MB plan (non-ASCII on every line), ${READERS} concurrent reads, ${ROUNDS} rounds\n`);
+    const results: Record<Variant, Measure[]> = { gatehouse: [], baseline: [] };
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = round % 2 === 0 ? VARIANTS : [...VARIANTS].reverse();
+      for (const variant of order) {
+        const m = await measure(variant, planFile, expectedBytes);
+        results[variant].push(m);
+        console.log(`round ${round + 1} ${variant.padEnd(9)} peak RSS ${m.peakRssMb.toFixed(0)} MB, wall ${m.wallMs.toFixed(0)} ms, CPU ${m.cpuMs.toFixed(0)} ms`);
+      }
+    }
+    const column = (v: Variant, key: keyof Measure) => results[v].map((m) => m[key]);
+    const ratio = (key: keyof Measure) => results.baseline.map((b, i) => b[key] / (results.gatehouse[i] as Measure)[key]);
+    console.log('\n| measure | gatehouse (serialised once) | baseline (serialised per read) | baseline ÷ gatehouse, paired |');
+    console.log('|---|---|---|---|');
+    console.log(`| server peak RSS, MB | ${fmt(column('gatehouse', 'peakRssMb'))} | ${fmt(column('baseline', 'peakRssMb'))} | ${fmt(ratio('peakRssMb'), 2)} |`);
+    console.log(`| wall time of the ${READERS} reads, ms | ${fmt(column('gatehouse', 'wallMs'))} | ${fmt(column('baseline', 'wallMs'))} | ${fmt(ratio('wallMs'), 2)} |`);
+    console.log(`| server CPU, ms | ${fmt(column('gatehouse', 'cpuMs'))} | ${fmt(column('baseline', 'cpuMs'))} | ${fmt(ratio('cpuMs'), 2)} |`);
+    console.log('\nMedians with the range over the rounds. Aim: under 300 MB peak RSS and under 1 s for the 200 reads.');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[2] === 'serve') await serve(process.argv[3] as Variant, process.argv[4] as string);
+else await main();
