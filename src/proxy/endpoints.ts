@@ -80,7 +80,7 @@ async function dispatch(ctx: Context, { router, streams }: EndpointDeps, request
     upstreamModel: mappedModel,
     stream: request.stream,
     body: request.body,
-    raw: request.raw,
+    rawBytes: request.raw.length,
     signal,
     streams,
   };

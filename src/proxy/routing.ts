@@ -38,8 +38,11 @@ export interface Route {
   stream: boolean;
   /** The parsed JSON request body (for multipart requests: empty). */
   body: Record<string, unknown>;
-  /** The raw request body as received. */
-  raw: Buffer;
+  /**
+   * The size of the request body as received. Only its size: translation
+   * keeps no reference to the raw bytes, so they go once the body is parsed.
+   */
+  rawBytes: number;
   /** Aborted when the client disconnects: pass it to sendUpstream. */
   signal: ClientGone;
   /** Where a streamed answer registers, so a shutdown can end it with an error event. */

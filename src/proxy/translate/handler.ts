@@ -9,6 +9,7 @@ import { anthropic } from './anthropic.ts';
 import { rememberReasoning, restoreReasoning } from './carry.ts';
 import { Collector } from './collect.ts';
 import { gemini } from './gemini.ts';
+import { jsonBody } from './json-body.ts';
 import { TranslateError, type ClientAdapter, type Conversation, type JsonObject, type ModelResponse, type StreamEvent, type UpstreamAdapter } from './model.ts';
 import { openaiChat } from './openai-chat.ts';
 import { openaiResponses, responseId } from './openai-responses.ts';
@@ -99,13 +100,17 @@ export async function handleTranslated(ctx: Context, route: Route): Promise<void
   const conv = decode(client, ctx, route);
   continueConversation(conv);
   restoreReasoning(reasoningStore, conv);
-  const body = translating(400, () => JSON.stringify(upstream.encodeRequest({ ...conv, model: route.upstreamModel })));
+  const { body, length } = jsonBody(translating(400, () => upstream.encodeRequest({ ...conv, model: route.upstreamModel })), route.rawBytes);
   const { path, query } = upstreamPath(protocol, route.upstreamModel, conv.stream);
   const response = await sendUpstream(route.upstream, {
     method: 'POST',
     path,
     ...(query === undefined ? {} : { query }),
-    headers: { 'content-type': 'application/json', accept: conv.stream ? 'text/event-stream' : 'application/json' },
+    headers: {
+      'content-type': 'application/json',
+      accept: conv.stream ? 'text/event-stream' : 'application/json',
+      ...(length !== undefined && { 'content-length': String(length) }),
+    },
     body,
     signal: route.signal,
   });
@@ -118,7 +123,7 @@ export async function handleTranslated(ctx: Context, route: Route): Promise<void
     const text = await readAll(route, response);
     const res = translating(502, () => upstream.decodeResponse(parseUpstreamJson(text)));
     rememberReasoning(reasoningStore, res);
-    if (route.endpoint === 'responses') storeResponse(conv, res, route.raw.length);
+    if (route.endpoint === 'responses') storeResponse(conv, res, route.rawBytes);
     ctx.status = 200;
     ctx.body = client.encodeResponse(res, conv);
     return;
@@ -179,7 +184,7 @@ function streamTranslated(
     if (!collector.error && collector.stop !== undefined) {
       const answer = { ...collector.response(), id: collector.id };
       rememberReasoning(reasoningStore, answer);
-      if (keepText) storeResponse(conv, answer, route.raw.length);
+      if (keepText) storeResponse(conv, answer, route.rawBytes);
     }
     res.end(encoder.end());
   };

@@ -1,0 +1,79 @@
+/**
+ * A translated request's body for the upstream. A large one (a base64 image
+ * or document) is written out in pieces as it is sent, never held whole as
+ * one JSON text and once more as the bytes of that text: translation then
+ * holds the client's decoded request and little else per request.
+ */
+import { Readable } from 'node:stream';
+
+/** Bodies from this size on are streamed; smaller ones are one string (the fast path). */
+const STREAM_FROM_BYTES = 1024 * 1024;
+/** Long strings are escaped this many characters at a time; output goes out in pieces of about this size. */
+const PIECE = 64 * 1024;
+
+export interface JsonBody {
+  body: string | Readable;
+  /** The byte length, when the body is streamed (undici works it out for a string). */
+  length?: number;
+}
+
+/** `value` as JSON text for the upstream; `sizeHint` is the client's request size, which the upstream's tracks. */
+export function jsonBody(value: unknown, sizeHint: number): JsonBody {
+  if (sizeHint < STREAM_FROM_BYTES) return { body: JSON.stringify(value) };
+  let length = 0;
+  for (const piece of jsonPieces(value)) length += Buffer.byteLength(piece);
+  return { body: Readable.from(batched(value), { objectMode: false }), length };
+}
+
+async function* batched(value: unknown): AsyncGenerator<Buffer> {
+  let pending = '';
+  for (const piece of jsonPieces(value)) {
+    pending += piece;
+    if (pending.length >= PIECE) {
+      yield Buffer.from(pending);
+      pending = '';
+    }
+  }
+  if (pending !== '') yield Buffer.from(pending);
+}
+
+/** A string's JSON text in pieces of at most PIECE characters, never splitting a surrogate pair. */
+function* stringPieces(text: string): Generator<string> {
+  if (text.length <= PIECE) {
+    yield JSON.stringify(text);
+    return;
+  }
+  yield '"';
+  for (let start = 0; start < text.length;) {
+    let end = Math.min(start + PIECE, text.length);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
+    yield JSON.stringify(text.slice(start, end)).slice(1, -1);
+    start = end;
+  }
+  yield '"';
+}
+
+/** JSON.stringify's text for plain data (no toJSON, no replacer), in pieces. */
+export function* jsonPieces(value: unknown): Generator<string> {
+  if (typeof value === 'string') return yield* stringPieces(value);
+  if (value === null || typeof value !== 'object') return yield JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) {
+    yield '[';
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) yield ',';
+      const item: unknown = value[i];
+      yield* jsonPieces(item === undefined || typeof item === 'function' || typeof item === 'symbol' ? null : item);
+    }
+    return yield ']';
+  }
+  yield '{';
+  let first = true;
+  for (const [key, item] of Object.entries(value)) {
+    if (item === undefined || typeof item === 'function' || typeof item === 'symbol') continue;
+    yield `${first ? '' : ','}${JSON.stringify(key)}:`;
+    first = false;
+    yield* jsonPieces(item);
+  }
+  yield '}';
+}
