@@ -13,9 +13,16 @@
  * Scenarios are a list: a translated path is one more entry with its own
  * client path/body and the model that routes to another protocol.
  *
+ * Then memory: a 20 MB base64 image in a chat request, IMAGE_IN_FLIGHT at
+ * once, passed through (OpenAI chat to the OpenAI upstream) and translated
+ * (the same image from an Anthropic client), taking turns each round: the
+ * proxy process's peak RSS above its RSS before the burst, per request in
+ * flight, and as a multiple of the body's size.
+ *
  * Env: BENCH_ROUNDS (6), BENCH_SECONDS per run (2), BENCH_MAX_REQUESTS per run (20000),
- * BENCH_CONCURRENCY (1,64), BENCH_ONLY (a scenario name part), BENCH_GATEHOUSE_NODE_ARGS
- * (e.g. `--cpu-prof` to profile the proxy process).
+ * BENCH_CONCURRENCY (1,64), BENCH_ONLY (a scenario name part; `image` for the memory case
+ * alone), BENCH_IMAGE_ROUNDS (4), BENCH_GATEHOUSE_NODE_ARGS (e.g. `--cpu-prof` to profile
+ * the proxy process).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -35,6 +42,9 @@ const CONCURRENCY = (process.env['BENCH_CONCURRENCY'] ?? '1,64').split(',').map(
 /** Runs only the scenarios whose name contains this. */
 const ONLY = process.env['BENCH_ONLY'] ?? '';
 const SSE_EVENTS = 100;
+const IMAGE_MB = 20;
+const IMAGE_IN_FLIGHT = 10;
+const IMAGE_ROUNDS = Number(process.env['BENCH_IMAGE_ROUNDS'] ?? 4);
 
 interface Scenario {
   name: string;
@@ -236,6 +246,75 @@ async function load(port: number, pathname: string, body: string, concurrency: n
   return { rps: latencies.length / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99), errors, cpu };
 }
 
+/** A process's resident set now and at its peak (MB), from /proc. */
+function rss(pid: number | undefined): { now: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1]) / 1024;
+  return { now: kb('VmRSS'), peak: kb('VmHWM') };
+}
+
+/** The two requests of the memory case, each carrying the same base64 image of IMAGE_MB. */
+function imageRequests(): { name: string; path: string; body: string }[] {
+  const data = Buffer.alloc((IMAGE_MB * 1024 * 1024 * 3) / 4, 7).toString('base64');
+  const text = { type: 'text', text: 'What is in this image?' };
+  return [
+    {
+      name: 'pass-through (OpenAI chat)',
+      path: '/v1/chat/completions',
+      body: JSON.stringify({ model: 'gpt-bench', messages: [{ role: 'user', content: [text, { type: 'image_url', image_url: { url: `data:image/png;base64,${data}` } }] }] }),
+    },
+    {
+      name: 'translated (Anthropic → OpenAI)',
+      path: '/v1/messages',
+      body: JSON.stringify({ model: 'gpt-bench', max_tokens: 64, messages: [{ role: 'user', content: [text, { type: 'image', source: { type: 'base64', media_type: 'image/png', data } }] }] }),
+    },
+  ];
+}
+
+/**
+ * IMAGE_IN_FLIGHT requests at once, each with the image, to a fresh gatehouse
+ * (memory a process once took is seldom given back): its peak RSS above its
+ * RSS before the burst, per request.
+ */
+async function imageBurst(upstreamPort: number, dir: string, request: { path: string; body: string }): Promise<number> {
+  const { proc, port } = await startGatehouse(upstreamPort, dir);
+  const pid = proc.pid;
+  const pool = new Pool(`http://127.0.0.1:${port}`, { connections: IMAGE_IN_FLIGHT });
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` };
+  const before = rss(pid).now;
+  const statuses = await Promise.all(Array.from({ length: IMAGE_IN_FLIGHT }, async () => {
+    const response = await pool.request({ method: 'POST', path: request.path, headers, body: request.body });
+    await response.body.dump();
+    return response.statusCode;
+  }));
+  await pool.close();
+  const { peak } = rss(pid);
+  proc.kill('SIGTERM');
+  await once(proc, 'exit');
+  if (statuses.some((s) => s !== 200)) throw new Error(`image case ${request.path}: statuses ${statuses.join(',')}`);
+  return (peak - before) / IMAGE_IN_FLIGHT;
+}
+
+async function imageCase(upstreamPort: number, dir: string): Promise<void> {
+  const requests = imageRequests();
+  const bodyMb = Buffer.byteLength(requests[0]?.body ?? '') / 1024 / 1024;
+  console.log(`\nMemory: ${IMAGE_IN_FLIGHT} requests in flight, each with a ${IMAGE_MB} MB base64 image (body ${bodyMb.toFixed(1)} MB), ${IMAGE_ROUNDS} rounds`);
+  const perRequest = requests.map(() => [] as number[]);
+  for (let round = 0; round < IMAGE_ROUNDS; round++) {
+    for (let i = 0; i < requests.length; i++) {
+      const k = (round + i) % requests.length;
+      const mb = await imageBurst(upstreamPort, dir, requests[k] as (typeof requests)[number]);
+      perRequest[k]?.push(mb);
+      console.log(`  round ${round + 1} ${requests[k]?.name}: ${mb.toFixed(1)} MB per request in flight`);
+    }
+  }
+  const range = (xs: number[], digits: number, scale = 1) => `${(median(xs) / scale).toFixed(digits)} (${(Math.min(...xs) / scale).toFixed(digits)}–${(Math.max(...xs) / scale).toFixed(digits)})`;
+  const ratios = (perRequest[1] ?? []).map((t, i) => t / (perRequest[0]?.[i] ?? NaN));
+  console.log('\n| image case | peak RSS per request in flight, MB | × body size |\n|---|---|---|');
+  requests.forEach((r, k) => console.log(`| ${r.name} | ${range(perRequest[k] ?? [], 1)} | ${range(perRequest[k] ?? [], 2, bodyMb)} |`));
+  console.log(`\nTranslated ÷ pass-through, paired by round: ${range(ratios, 2)}. Medians with the range; aim: translated under 2.5× the body size.`);
+}
+
 /** A signed difference: `+0.12` or `-0.02`, never `+-0.02`. */
 const signed = (x: number, digits: number) => `${x >= 0 ? '+' : ''}${x.toFixed(digits)}`;
 
@@ -320,6 +399,7 @@ async function main(): Promise<void> {
       console.log('\n| translated scenario | gatehouse pass-through (same rounds) | gatehouse translated | req/s ratio | added p50 | added CPU |\n|---|---|---|---|---|---|');
       for (const row of paired) console.log(row);
     }
+    if ('image'.includes(ONLY)) await imageCase(upstream.port, dir);
   } finally {
     for (const proc of children) proc.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });
