@@ -257,16 +257,25 @@ function rss(pid: number | undefined): { now: number; peak: number } {
 function imageRequests(): { name: string; path: string; body: string }[] {
   const data = Buffer.alloc((IMAGE_MB * 1024 * 1024 * 3) / 4, 7).toString('base64');
   const text = { type: 'text', text: 'What is in this image?' };
+  const image = { type: 'image_url', image_url: { url: `data:image/png;base64,${data}` } };
+  const source = { type: 'base64', media_type: 'image/png', data };
   return [
     {
       name: 'pass-through (OpenAI chat)',
       path: '/v1/chat/completions',
-      body: JSON.stringify({ model: 'gpt-bench', messages: [{ role: 'user', content: [text, { type: 'image_url', image_url: { url: `data:image/png;base64,${data}` } }] }] }),
+      body: JSON.stringify({
+        model: 'gpt-bench',
+        messages: [{ role: 'user', content: [text, image] }],
+      }),
     },
     {
       name: 'translated (Anthropic → OpenAI)',
       path: '/v1/messages',
-      body: JSON.stringify({ model: 'gpt-bench', max_tokens: 64, messages: [{ role: 'user', content: [text, { type: 'image', source: { type: 'base64', media_type: 'image/png', data } }] }] }),
+      body: JSON.stringify({
+        model: 'gpt-bench',
+        max_tokens: 64,
+        messages: [{ role: 'user', content: [text, { type: 'image', source }] }],
+      }),
     },
   ];
 }
@@ -298,7 +307,8 @@ async function imageBurst(upstreamPort: number, dir: string, request: { path: st
 async function imageCase(upstreamPort: number, dir: string): Promise<void> {
   const requests = imageRequests();
   const bodyMb = Buffer.byteLength(requests[0]?.body ?? '') / 1024 / 1024;
-  console.log(`\nMemory: ${IMAGE_IN_FLIGHT} requests in flight, each with a ${IMAGE_MB} MB base64 image (body ${bodyMb.toFixed(1)} MB), ${IMAGE_ROUNDS} rounds`);
+  const each = `each with a ${IMAGE_MB} MB base64 image (body ${bodyMb.toFixed(1)} MB)`;
+  console.log(`\nMemory: ${IMAGE_IN_FLIGHT} requests in flight, ${each}, ${IMAGE_ROUNDS} rounds`);
   const perRequest = requests.map(() => [] as number[]);
   for (let round = 0; round < IMAGE_ROUNDS; round++) {
     for (let i = 0; i < requests.length; i++) {
@@ -308,11 +318,18 @@ async function imageCase(upstreamPort: number, dir: string): Promise<void> {
       console.log(`  round ${round + 1} ${requests[k]?.name}: ${mb.toFixed(1)} MB per request in flight`);
     }
   }
-  const range = (xs: number[], digits: number, scale = 1) => `${(median(xs) / scale).toFixed(digits)} (${(Math.min(...xs) / scale).toFixed(digits)}–${(Math.max(...xs) / scale).toFixed(digits)})`;
+  const range = (xs: number[], digits: number, scale = 1) => {
+    const [mid, low, high] = [median(xs), Math.min(...xs), Math.max(...xs)].map((x) => (x / scale).toFixed(digits));
+    return `${mid} (${low}–${high})`;
+  };
   const ratios = (perRequest[1] ?? []).map((t, i) => t / (perRequest[0]?.[i] ?? NaN));
   console.log('\n| image case | peak RSS per request in flight, MB | × body size |\n|---|---|---|');
-  requests.forEach((r, k) => console.log(`| ${r.name} | ${range(perRequest[k] ?? [], 1)} | ${range(perRequest[k] ?? [], 2, bodyMb)} |`));
-  console.log(`\nTranslated ÷ pass-through, paired by round: ${range(ratios, 2)}. Medians with the range; aim: translated under 2.5× the body size.`);
+  requests.forEach((r, k) => {
+    const mb = perRequest[k] ?? [];
+    console.log(`| ${r.name} | ${range(mb, 1)} | ${range(mb, 2, bodyMb)} |`);
+  });
+  console.log(`\nTranslated ÷ pass-through, paired by round: ${range(ratios, 2)}.`);
+  console.log('Medians with the range; aim: translated under 2.5× the body size.');
 }
 
 /** A signed difference: `+0.12` or `-0.02`, never `+-0.02`. */

@@ -63,7 +63,8 @@ async function serve(variant: Variant, planFile: string): Promise<void> {
   server.once('listening', () => process.send?.({ port: (server.address() as AddressInfo).port }));
   process.on('message', () => {
     const usage = process.resourceUsage();
-    process.send?.({ peakRssMb: usage.maxRSS / 1024, cpuMs: (usage.userCPUTime + usage.systemCPUTime) / 1000 }, () => process.exit(0));
+    const cpuMs = (usage.userCPUTime + usage.systemCPUTime) / 1000;
+    process.send?.({ peakRssMb: usage.maxRSS / 1024, cpuMs }, () => process.exit(0));
   });
 }
 
@@ -76,7 +77,8 @@ interface Measure {
 }
 
 async function measure(variant: Variant, planFile: string, expectedBytes: number): Promise<Measure> {
-  const child: ChildProcess = spawn(process.execPath, [import.meta.filename, 'serve', variant, planFile], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const args = [import.meta.filename, 'serve', variant, planFile];
+  const child: ChildProcess = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const next = () => new Promise<Record<string, number>>((resolve, reject) => {
     child.once('message', (m) => resolve(m as Record<string, number>));
     child.once('exit', (code) => reject(new Error(`${variant} server exited with ${code}`)));
@@ -98,7 +100,8 @@ async function measure(variant: Variant, planFile: string, expectedBytes: number
   return { peakRssMb, cpuMs, wallMs };
 }
 
-const fmt = (xs: number[], digits = 0) => `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
+const fmt = (xs: number[], digits = 0) =>
+  `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-bench-review-'));
@@ -107,25 +110,33 @@ async function main(): Promise<void> {
     const planFile = path.join(dir, 'PLAN.md');
     writeFileSync(planFile, plan);
     const { config } = await testReviewConfig();
-    const expectedBytes = Buffer.byteLength(JSON.stringify({ plan, origin: config.origin, permissionMode: 'plan', sharingEnabled: config.sharingEnabled }));
-    console.log(`GET /api/plan: ${(Buffer.byteLength(plan) / 1024 / 1024).toFixed(1)} MB plan (non-ASCII on every line), ${READERS} concurrent reads, ${ROUNDS} rounds\n`);
+    const answer = { plan, origin: config.origin, permissionMode: 'plan', sharingEnabled: config.sharingEnabled };
+    const expectedBytes = Buffer.byteLength(JSON.stringify(answer));
+    const planMb = (Buffer.byteLength(plan) / 1024 / 1024).toFixed(1);
+    console.log(`GET /api/plan: ${planMb} MB plan (non-ASCII), ${READERS} reads at once, ${ROUNDS} rounds\n`);
     const results: Record<Variant, Measure[]> = { gatehouse: [], baseline: [] };
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? VARIANTS : [...VARIANTS].reverse();
       for (const variant of order) {
         const m = await measure(variant, planFile, expectedBytes);
         results[variant].push(m);
-        console.log(`round ${round + 1} ${variant.padEnd(9)} peak RSS ${m.peakRssMb.toFixed(0)} MB, wall ${m.wallMs.toFixed(0)} ms, CPU ${m.cpuMs.toFixed(0)} ms`);
+        const [rss, wall, cpu] = [m.peakRssMb, m.wallMs, m.cpuMs].map((x) => x.toFixed(0));
+        const figures = `peak RSS ${rss} MB, wall ${wall} ms, CPU ${cpu} ms`;
+        console.log(`round ${round + 1} ${variant.padEnd(9)} ${figures}`);
       }
     }
-    const column = (v: Variant, key: keyof Measure) => results[v].map((m) => m[key]);
-    const ratio = (key: keyof Measure) => results.baseline.map((b, i) => b[key] / (results.gatehouse[i] as Measure)[key]);
-    console.log('\n| measure | gatehouse (serialised once) | baseline (serialised per read) | baseline ÷ gatehouse, paired |');
+    const row = (label: string, key: keyof Measure) => {
+      const ratios = results.baseline.map((b, i) => b[key] / (results.gatehouse[i] as Measure)[key]);
+      const of = (v: Variant) => fmt(results[v].map((m) => m[key]));
+      const cells = [of('gatehouse'), of('baseline'), fmt(ratios, 2)];
+      console.log(`| ${label} | ${cells.join(' | ')} |`);
+    };
+    console.log('\n| measure | gatehouse (serialised once) | baseline (per read) | baseline ÷ gatehouse, paired |');
     console.log('|---|---|---|---|');
-    console.log(`| server peak RSS, MB | ${fmt(column('gatehouse', 'peakRssMb'))} | ${fmt(column('baseline', 'peakRssMb'))} | ${fmt(ratio('peakRssMb'), 2)} |`);
-    console.log(`| wall time of the ${READERS} reads, ms | ${fmt(column('gatehouse', 'wallMs'))} | ${fmt(column('baseline', 'wallMs'))} | ${fmt(ratio('wallMs'), 2)} |`);
-    console.log(`| server CPU, ms | ${fmt(column('gatehouse', 'cpuMs'))} | ${fmt(column('baseline', 'cpuMs'))} | ${fmt(ratio('cpuMs'), 2)} |`);
-    console.log('\nMedians with the range over the rounds. Aim: under 300 MB peak RSS and under 1 s for the 200 reads.');
+    row('server peak RSS, MB', 'peakRssMb');
+    row(`wall time of the ${READERS} reads, ms`, 'wallMs');
+    row('server CPU, ms', 'cpuMs');
+    console.log('\nMedians with the range over the rounds. Aim: under 300 MB peak RSS and under 1 s for the reads.');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -106,7 +106,7 @@ function proxySchema() {
       },
       max_body_bytes: { doc: 'Largest accepted request body.', format: 'nat', default: 50 * 1024 * 1024 },
       shutdown_grace_ms: {
-        doc: 'After SIGTERM/SIGINT: how long in-flight requests may finish before open streams end with an error event.',
+        doc: 'After SIGTERM/SIGINT: how long in-flight requests may finish before open streams are ended.',
         format: 'nat',
         default: 2_000,
         env: 'PROXY_SHUTDOWN_GRACE_MS',

@@ -48,7 +48,11 @@ export async function listen(server: Server, { port, host, retries = 5, retryDel
  * way) and drops whatever connection is left (idle keep-alive sockets would
  * otherwise hold the process open).
  */
-export async function close(server: Server, graceMs = 2_000, beforeDrop: () => Promise<void> = async () => undefined): Promise<void> {
+export async function close(
+  server: Server,
+  graceMs = 2_000,
+  beforeDrop: () => Promise<void> = async () => undefined,
+): Promise<void> {
   if (!server.listening) return;
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();

@@ -70,7 +70,8 @@ async function dispatch(ctx: Context, { router, streams }: EndpointDeps, request
   const signal = clientGone(ctx);
   if (passThrough) {
     const stream = request.stream ? { streams, endpoint: request.endpoint } : undefined;
-    return forward(ctx, { upstream, path: request.path(mappedModel), body: request.bytes(mappedModel), signal, stream });
+    const path = request.path(mappedModel);
+    return forward(ctx, { upstream, path, body: request.bytes(mappedModel), signal, stream });
   }
   const route: Route = {
     family: request.family,

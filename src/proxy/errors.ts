@@ -35,7 +35,8 @@ export const proxyErrors = {
   invalidRequest: (message: string) => new HttpError(400, message, { kind: 'invalid_request' }),
   previousResponseNotFound: (id: string) => new HttpError(404, `Previous response with id '${id}' not found.`, { kind: 'previous_response_not_found' }),
   /** A translated request's upstream error: its status and message in the client's shape. */
-  upstreamError: (status: number, message: string, headers: Record<string, string>) => new HttpError(status, message, { kind: UPSTREAM_ERROR_KIND, headers }),
+  upstreamError: (status: number, message: string, headers: Record<string, string>) =>
+    new HttpError(status, message, { kind: UPSTREAM_ERROR_KIND, headers }),
   upstreamUnreachable: (upstream: string) => new HttpError(502, `Upstream ${upstream} is unreachable`, { kind: 'upstream_unreachable' }),
   /** Cuts the streams still open when the shutdown grace runs out (as their protocol's error event). */
   shuttingDown: () => new HttpError(503, 'The proxy is shutting down', { kind: 'shutting_down' }),

@@ -74,7 +74,8 @@ function passThroughCut(res: ServerResponse, endpoint: Endpoint): StreamCut {
  * body in a stream pipeline, and the body stream and pipe alone cost a
  * measurable share of the per-request budget.
  */
-export async function forward(ctx: Context, { upstream, path, body, signal, headers, stream }: ForwardRequest): Promise<void> {
+export async function forward(ctx: Context, forwarded: ForwardRequest): Promise<void> {
+  const { upstream, path, body, signal, headers, stream } = forwarded;
   const request: UpstreamRequest = {
     method: 'POST',
     path,

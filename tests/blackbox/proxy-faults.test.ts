@@ -6,7 +6,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeUpstream } from '../support/fake-upstream.ts';
-import { HOST_FROM_CONTAINER, readUntil, startProxyContainer, type ProxyContainer } from '../support/proxy-container.ts';
+import { HOST_FROM_CONTAINER, readUntil, startProxyContainer } from '../support/proxy-container.ts';
+import type { ProxyContainer } from '../support/proxy-container.ts';
 import { logLines, rawExchange, type LogLine } from '../support/raw-http.ts';
 
 const run = promisify(execFile);
@@ -29,7 +30,7 @@ async function startFaultsProxy(fake: FakeUpstream): Promise<ProxyContainer> {
         shutdown_grace_ms: GRACE_MS,
         upstreams: [
           { name: 'oa', protocol: 'openai', base_url: at('openai/v1'), api_key: 'up-openai', models: ['gpt-*'] },
-          { name: 'an', protocol: 'anthropic', base_url: at('anthropic'), api_key: 'up-anthropic', models: ['claude-*'] },
+          { name: 'an', protocol: 'anthropic', base_url: at('anthropic'), api_key: 'up-an', models: ['claude-*'] },
           { name: 'ge', protocol: 'gemini', base_url: at('gemini'), api_key: 'up-gemini', models: ['gemini-*'] },
         ],
       },
@@ -39,10 +40,13 @@ async function startFaultsProxy(fake: FakeUpstream): Promise<ProxyContainer> {
 }
 
 /** What each family's 413 looks like (families.ts). */
+const TOO_LARGE_MESSAGE = `Request body larger than ${MAX_BODY} bytes`;
 const TOO_LARGE = {
-  openai: { error: { message: `Request body larger than ${MAX_BODY} bytes`, type: 'invalid_request_error', param: null, code: 'request_too_large' } },
-  anthropic: { type: 'error', error: { type: 'request_too_large', message: `Request body larger than ${MAX_BODY} bytes` } },
-  gemini: { error: { code: 413, message: `Request body larger than ${MAX_BODY} bytes`, status: 'INVALID_ARGUMENT' } },
+  openai: {
+    error: { message: TOO_LARGE_MESSAGE, type: 'invalid_request_error', param: null, code: 'request_too_large' },
+  },
+  anthropic: { type: 'error', error: { type: 'request_too_large', message: TOO_LARGE_MESSAGE } },
+  gemini: { error: { code: 413, message: TOO_LARGE_MESSAGE, status: 'INVALID_ARGUMENT' } },
 };
 
 const REFUSED = [
@@ -90,7 +94,8 @@ describe('gatehouse proxy (container): refusals and hang-ups', () => {
             bodyBytes: OVERSIZED,
             framing,
           });
-          outcomes.push(answer.status === 413 && JSON.stringify(answer.json) === JSON.stringify(shape) ? 'ok' : `${answer.status} ${answer.error ?? answer.text.slice(0, 200)}`);
+          const shaped = answer.status === 413 && JSON.stringify(answer.json) === JSON.stringify(shape);
+          outcomes.push(shaped ? 'ok' : `${answer.status} ${answer.error ?? answer.text.slice(0, 200)}`);
         }
         expect(outcomes).toEqual(Array.from({ length: ATTEMPTS }, () => 'ok'));
       });
@@ -99,26 +104,52 @@ describe('gatehouse proxy (container): refusals and hang-ups', () => {
 
   describe('a client that hangs up is one info line (499 before any answer) and no error, on every path', () => {
     // [case, what the client does, the status logged: 499 before any answer, the answer's own once under way]
+    const user = [{ role: 'user', content: 'hi' }];
+    const gemini = { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] };
     const hangUps: [string, () => Promise<void>, number][] = [
-      ['translated, before the answer (Anthropic client, OpenAI upstream)', () => abortWhenSeen('/v1/messages', { model: 'gpt-slow-t1', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }, 'gpt-slow-t1'), 499],
-      ['translated, before the answer (Gemini client, OpenAI upstream)', () => abortWhenSeen('/v1beta/models/gpt-slow-t2:generateContent', { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }, 'gpt-slow-t2'), 499],
-      ['translated stream, mid-answer (OpenAI client, Anthropic upstream)', () => abortMidStream('/v1/chat/completions', { model: 'claude-hang-t3', stream: true, messages: [{ role: 'user', content: 'hi' }] }), 200],
-      ['pass-through, before the answer', () => abortWhenSeen('/v1/chat/completions', { model: 'gpt-slow-p1', messages: [] }, 'gpt-slow-p1'), 499],
+      [
+        'translated, before the answer (Anthropic client, OpenAI upstream)',
+        () => abortWhenSeen('/v1/messages', { model: 'gpt-slow-t1', max_tokens: 5, messages: user }, 'gpt-slow-t1'),
+        499,
+      ],
+      [
+        'translated, before the answer (Gemini client, OpenAI upstream)',
+        () => abortWhenSeen('/v1beta/models/gpt-slow-t2:generateContent', gemini, 'gpt-slow-t2'),
+        499,
+      ],
+      [
+        'translated stream, mid-answer (OpenAI client, Anthropic upstream)',
+        () => abortMidStream('/v1/chat/completions', { model: 'claude-hang-t3', stream: true, messages: user }),
+        200,
+      ],
+      [
+        'pass-through, before the answer',
+        () => abortWhenSeen('/v1/chat/completions', { model: 'gpt-slow-p1', messages: [] }, 'gpt-slow-p1'),
+        499,
+      ],
       ['while the JSON body is still arriving', () => hangUpMidBody('/v1/messages', 'application/json'), 499],
-      ['while a multipart body is still arriving', () => hangUpMidBody('/v1/audio/transcriptions', 'multipart/form-data; boundary=xyz'), 499],
+      [
+        'while a multipart body is still arriving',
+        () => hangUpMidBody('/v1/audio/transcriptions', 'multipart/form-data; boundary=xyz'),
+        499,
+      ],
     ];
+
+    const post = (path: string, body: unknown, signal?: AbortSignal) =>
+      fetch(`${proxy.base}${path}`, { method: 'POST', headers: JSON_AUTH, body: JSON.stringify(body), signal });
+    const seen = (model: string) => fake.requests.some((r) => r.body.includes(model) || r.path.includes(model));
 
     async function abortWhenSeen(path: string, body: unknown, model: string): Promise<void> {
       const controller = new AbortController();
-      const pending = fetch(`${proxy.base}${path}`, { method: 'POST', headers: JSON_AUTH, body: JSON.stringify(body), signal: controller.signal }).catch(() => 'aborted');
-      await expect.poll(() => fake.requests.some((r) => r.body.includes(model) || r.path.includes(model)), { timeout: 5_000 }).toBe(true);
+      const pending = post(path, body, controller.signal).catch(() => 'aborted');
+      await expect.poll(() => seen(model), { timeout: 5_000 }).toBe(true);
       controller.abort();
       expect(await pending).toBe('aborted');
     }
 
     async function abortMidStream(path: string, body: unknown): Promise<void> {
       const controller = new AbortController();
-      const res = await fetch(`${proxy.base}${path}`, { method: 'POST', headers: JSON_AUTH, body: JSON.stringify(body), signal: controller.signal });
+      const res = await post(path, body, controller.signal);
       const reader = res.body?.getReader();
       if (!reader) throw new Error(`no body (status ${res.status})`);
       await readUntil(reader, (t) => t.includes('data: '));
@@ -126,14 +157,17 @@ describe('gatehouse proxy (container): refusals and hang-ups', () => {
     }
 
     async function hangUpMidBody(path: string, type: string): Promise<void> {
-      await rawExchange(url, { path, headers: { ...AUTH, 'content-type': type }, bodyPrefix: '', bodyBytes: 1_000, framing: 'content-length', hangUpAfter: 100 });
+      const headers = { ...AUTH, 'content-type': type };
+      const framing = 'content-length';
+      await rawExchange(url, { path, headers, bodyPrefix: '', bodyBytes: 1_000, framing, hangUpAfter: 100 });
     }
 
     for (const [name, hangUp, status] of hangUps) {
       it(name, async () => {
         const before = (await settledLog()).length;
         await hangUp();
-        const aborted = async () => (await settledLog()).slice(before).filter((l) => l.msg === 'request' && l.aborted === true);
+        const aborted = async () =>
+          (await settledLog()).slice(before).filter((l) => l.msg === 'request' && l.aborted === true);
         await expect.poll(async () => (await aborted()).length, { timeout: 10_000 }).toBe(1);
         expect(await aborted()).toEqual([expect.objectContaining({ level: 30, status })]);
         expect((await settledLog()).slice(before).filter((l) => l.level >= 40)).toEqual([]);
@@ -143,11 +177,23 @@ describe('gatehouse proxy (container): refusals and hang-ups', () => {
 });
 
 /** The error event each client protocol gets when the grace runs out. */
-const SHUTDOWN_EVENTS: Record<string, RegExp> = {
-  openaiChat: /data: \{"error":\{"message":"The proxy is shutting down","type":"server_error","param":null,"code":"shutting_down"\}\}\n\n(?:data: \[DONE\]\n\n)?$/,
-  openaiResponses: /event: error\ndata: \{"type":"error","sequence_number":\d+,"code":"shutting_down","message":"The proxy is shutting down","param":null\}\n\n$/,
-  anthropic: /event: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"The proxy is shutting down"\}\}\n\n$/,
-  gemini: /data: \{"error":\{"code":503,"message":"The proxy is shutting down","status":"UNAVAILABLE"\}\}\r?\n\r?\n$/,
+const SHUTTING_DOWN = 'The proxy is shutting down';
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** `event` as the stream's last event (`trailer`, a pattern, may follow it). */
+const lastEvent = (event: string, trailer = '') => new RegExp(`${escaped(event)}${trailer}$`);
+const SHUTDOWN_EVENTS = {
+  openaiChat: lastEvent(
+    `data: {"error":{"message":"${SHUTTING_DOWN}","type":"server_error","param":null,"code":"shutting_down"}}\n\n`,
+    '(?:data: \\[DONE\\]\n\n)?',
+  ),
+  openaiResponses: new RegExp(
+    `event: error\ndata: \\{"type":"error","sequence_number":\\d+,` +
+      `"code":"shutting_down","message":"${SHUTTING_DOWN}","param":null\\}\n\n$`,
+  ),
+  anthropic: lastEvent(
+    `event: error\ndata: {"type":"error","error":{"type":"api_error","message":"${SHUTTING_DOWN}"}}\n\n`,
+  ),
+  gemini: lastEvent(`data: {"error":{"code":503,"message":"${SHUTTING_DOWN}","status":"UNAVAILABLE"}}\r\n\r\n`),
 };
 
 describe('gatehouse proxy (container): streams still open when the shutdown grace runs out', () => {
@@ -166,23 +212,32 @@ describe('gatehouse proxy (container): streams still open when the shutdown grac
   it('each ends with its protocol\'s error event, translated or passed through, then the proxy exits 0', async () => {
     const user = [{ role: 'user', content: 'hi' }];
     const gemini = { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] };
+    const chat = (model: string) => ({ model, stream: true, messages: user });
+    const responses = (model: string) => ({ model, stream: true, input: 'hi' });
+    const messages = (model: string) => ({ model, stream: true, max_tokens: 5, messages: user });
+    const geminiSse = (model: string) => `/v1beta/models/${model}:streamGenerateContent?alt=sse`;
+    const { openaiChat, openaiResponses, anthropic } = SHUTDOWN_EVENTS;
     const streams: [string, string, unknown, RegExp][] = [
-      ['OpenAI chat, passed through', '/v1/chat/completions', { model: 'gpt-gated-1', stream: true, messages: user }, SHUTDOWN_EVENTS.openaiChat as RegExp],
-      ['OpenAI Responses, passed through', '/v1/responses', { model: 'gpt-gated-2', stream: true, input: 'hi' }, SHUTDOWN_EVENTS.openaiResponses as RegExp],
-      ['Anthropic, passed through', '/v1/messages', { model: 'claude-gated-3', stream: true, max_tokens: 5, messages: user }, SHUTDOWN_EVENTS.anthropic as RegExp],
-      ['Gemini SSE, passed through', '/v1beta/models/gemini-gated-4:streamGenerateContent?alt=sse', gemini, SHUTDOWN_EVENTS.gemini as RegExp],
-      ['OpenAI chat, translated', '/v1/chat/completions', { model: 'claude-gated-5', stream: true, messages: user }, SHUTDOWN_EVENTS.openaiChat as RegExp],
-      ['OpenAI Responses, translated', '/v1/responses', { model: 'claude-gated-6', stream: true, input: 'hi' }, SHUTDOWN_EVENTS.openaiResponses as RegExp],
-      ['Anthropic, translated', '/v1/messages', { model: 'gpt-gated-7', stream: true, max_tokens: 5, messages: user }, SHUTDOWN_EVENTS.anthropic as RegExp],
-      ['Gemini SSE, translated', '/v1beta/models/claude-gated-8:streamGenerateContent?alt=sse', gemini, SHUTDOWN_EVENTS.gemini as RegExp],
+      ['OpenAI chat, passed through', '/v1/chat/completions', chat('gpt-gated-1'), openaiChat],
+      ['OpenAI Responses, passed through', '/v1/responses', responses('gpt-gated-2'), openaiResponses],
+      ['Anthropic, passed through', '/v1/messages', messages('claude-gated-3'), anthropic],
+      ['Gemini SSE, passed through', geminiSse('gemini-gated-4'), gemini, SHUTDOWN_EVENTS.gemini],
+      ['OpenAI chat, translated', '/v1/chat/completions', chat('claude-gated-5'), openaiChat],
+      ['OpenAI Responses, translated', '/v1/responses', responses('claude-gated-6'), openaiResponses],
+      ['Anthropic, translated', '/v1/messages', messages('gpt-gated-7'), anthropic],
+      ['Gemini SSE, translated', geminiSse('claude-gated-8'), gemini, SHUTDOWN_EVENTS.gemini],
     ];
     const ends = streams.map(async ([name, path, body]) => {
-      const res = await fetch(`${proxy.base}${path}`, { method: 'POST', headers: JSON_AUTH, body: JSON.stringify(body) });
+      const init = { method: 'POST', headers: JSON_AUTH, body: JSON.stringify(body) };
+      const res = await fetch(`${proxy.base}${path}`, init);
       return { name, status: res.status, text: await res.text() };
     });
     // Each upstream has sent its first event and waits (a translated Gemini stream sends its head with its first text).
-    const models = streams.map(([, path, body]) => /models\/([^:]+)/.exec(path)?.[1] ?? (body as { model: string }).model);
-    await expect.poll(() => models.filter((m) => fake.requests.some((r) => r.body.includes(m) || r.path.includes(m))).length, { timeout: 5_000 }).toBe(streams.length);
+    const modelOf = (path: string, body: unknown) =>
+      /models\/([^:]+)/.exec(path)?.[1] ?? (body as { model: string }).model;
+    const models = streams.map(([, path, body]) => modelOf(path, body));
+    const seen = (m: string) => fake.requests.some((r) => r.body.includes(m) || r.path.includes(m));
+    await expect.poll(() => models.filter(seen).length, { timeout: 5_000 }).toBe(streams.length);
     const id = proxy.container.getId();
     await run('docker', ['kill', '--signal', 'SIGTERM', id]);
     // Never released: the grace runs out with every stream open.

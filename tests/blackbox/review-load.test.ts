@@ -20,7 +20,9 @@ const utf8 = (latin1: string) => Buffer.from(latin1, 'latin1').toString('utf8');
 /** A plan of about 2 MB with non-ASCII text throughout (the case V8 holds at two bytes a character). */
 function largePlan(): string {
   const lines = ['# Übersicht: a plan with non-ASCII text — 計画'];
-  for (let i = 0; lines.length < 20_000; i++) lines.push(`- Schritt ${i}: prüfe die Größe, the naïve café, ☕ ${'x'.repeat(60)}`);
+  for (let i = 0; lines.length < 20_000; i++) {
+    lines.push(`- Schritt ${i}: prüfe die Größe, naïve café ☕ ${'x'.repeat(60)}`);
+  }
   return `${lines.join('\n')}\n`;
 }
 
@@ -33,6 +35,15 @@ async function readConcurrently(url: string, readers = READERS): Promise<Buffer[
   }));
 }
 
+const parsed = (body: Buffer | undefined): unknown => JSON.parse((body as Buffer).toString('utf8'));
+
+async function planReview(plan: string): Promise<ReviewContainer> {
+  const files = [{ content: plan, target: '/work/PLAN.md' }];
+  const c = await startReviewContainer({ command: ['plan', '/work/PLAN.md'], files });
+  started.push(c);
+  return c;
+}
+
 function expectAllEqual(bodies: Buffer[]): void {
   const first = bodies[0] as Buffer;
   expect(bodies.filter((b) => !b.equals(first)).length).toBe(0);
@@ -41,19 +52,22 @@ function expectAllEqual(bodies: Buffer[]): void {
 describe('plan review (container)', () => {
   it('many concurrent GET /api/plan get the same bytes, the whole plan, whatever its characters', async () => {
     const plan = largePlan();
-    const c = await startReviewContainer({ command: ['plan', '/work/PLAN.md'], files: [{ content: plan, target: '/work/PLAN.md' }] });
-    started.push(c);
+    const c = await planReview(plan);
     const bodies = await readConcurrently(`${c.url}api/plan`);
     expectAllEqual(bodies);
-    expect(JSON.parse((bodies[0] as Buffer).toString('utf8'))).toMatchObject({ plan, permissionMode: expect.any(String) });
+    expect(parsed(bodies[0])).toMatchObject({ plan, permissionMode: expect.any(String) });
   });
 
   it.each([
     ['a JSON decision over the body limit', '/api/approve', 'application/json', '{"feedback":"'],
-    ['an upload over the upload limit', '/api/upload', 'multipart/form-data; boundary=xyz', '--xyz\r\ncontent-disposition: form-data; name="file"; filename="a.png"\r\ncontent-type: image/png\r\n\r\n'],
+    [
+      'an upload over the upload limit',
+      '/api/upload',
+      'multipart/form-data; boundary=xyz',
+      '--xyz\r\ncontent-disposition: form-data; name="file"; filename="a.png"\r\ncontent-type: image/png\r\n\r\n',
+    ],
   ])('%s on a closing connection is always readable as the 413 {"error"}', async (_name, path, type, prefix) => {
-    const c = await startReviewContainer({ command: ['plan', '/work/PLAN.md'], files: [{ content: '# Plan\n', target: '/work/PLAN.md' }] });
-    started.push(c);
+    const c = await planReview('# Plan\n');
     const outcomes: string[] = [];
     for (let i = 0; i < 12; i++) {
       for (const framing of ['content-length', 'chunked'] as const) {
@@ -64,7 +78,8 @@ describe('plan review (container)', () => {
           bodyBytes: 24 * 1024 * 1024,
           framing,
         });
-        const shaped = answer.status === 413 && typeof (answer.json as { error?: unknown } | undefined)?.error === 'string';
+        const error = (answer.json as { error?: unknown } | undefined)?.error;
+        const shaped = answer.status === 413 && typeof error === 'string';
         outcomes.push(shaped ? 'ok' : `${framing}: ${answer.status} ${answer.error ?? answer.text.slice(0, 200)}`);
       }
     }
@@ -77,7 +92,9 @@ describe('code review (container)', () => {
 
   beforeAll(() => {
     repo = TempRepo.init();
-    const file = (n: number, tag: string) => Array.from({ length: 400 }, (_, i) => `export const v${i} = "${tag} ${i % 7 === n % 7 ? 'ändern' : 'keep'}";\n`).join('');
+    const line = (n: number, tag: string, i: number) =>
+      `export const v${i} = "${tag} ${i % 7 === n % 7 ? 'ändern' : 'keep'}";\n`;
+    const file = (n: number, tag: string) => Array.from({ length: 400 }, (_, i) => line(n, tag, i)).join('');
     for (let f = 0; f < 40; f++) repo.write(`src/mod${f}.ts`, file(f, 'base'));
     repo.commitAll('base');
     for (let f = 0; f < 40; f += 2) repo.write(`src/mod${f}.ts`, file(f, 'committed'));
@@ -88,16 +105,19 @@ describe('code review (container)', () => {
   afterAll(() => repo.cleanup());
 
   it('many concurrent GET /api/diff get the same bytes, before and after a diff switch', async () => {
-    const c = await startReviewContainer({ command: ['code-review', '--repo', '/work'], binds: [{ source: repo.dir, target: '/work', mode: 'ro' }] });
+    const binds = [{ source: repo.dir, target: '/work', mode: 'ro' as const }];
+    const c = await startReviewContainer({ command: ['code-review', '--repo', '/work'], binds });
     started.push(c);
     const uncommitted = await readConcurrently(`${c.url}api/diff`);
     expectAllEqual(uncommitted);
-    const first = JSON.parse((uncommitted[0] as Buffer).toString('utf8')) as { rawPatch: string; diffType: string };
+    const first = parsed(uncommitted[0]) as { rawPatch: string; diffType: string };
     expect(first.diffType).toBe('uncommitted');
     expect(first.rawPatch).toBe(utf8(repo.diff('HEAD')));
 
     const switchTo = async (diffType: string) => {
-      const res = await fetch(`${c.url}api/diff/switch`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ diffType }) });
+      const headers = { 'content-type': 'application/json' };
+      const init = { method: 'POST', headers, body: JSON.stringify({ diffType }) };
+      const res = await fetch(`${c.url}api/diff/switch`, init);
       expect(res.status).toBe(200);
       return (await res.json()) as { rawPatch: string; diffType: string };
     };
@@ -105,7 +125,7 @@ describe('code review (container)', () => {
     expect(switched.rawPatch).toBe(utf8(repo.diff('HEAD~1..HEAD')));
     const lastCommit = await readConcurrently(`${c.url}api/diff`);
     expectAllEqual(lastCommit);
-    expect(JSON.parse((lastCommit[0] as Buffer).toString('utf8'))).toMatchObject({ diffType: 'last-commit', rawPatch: switched.rawPatch });
+    expect(parsed(lastCommit[0])).toMatchObject({ diffType: 'last-commit', rawPatch: switched.rawPatch });
 
     await switchTo('uncommitted');
     const again = await readConcurrently(`${c.url}api/diff`);

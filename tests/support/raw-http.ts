@@ -96,7 +96,8 @@ function* bodyPieces(request: RawRequest): Generator<Buffer> {
     first = false;
     const piece = data.subarray(0, Math.min(data.length, request.bodyBytes - sent));
     sent += piece.length;
-    yield request.framing === 'chunked' ? Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n')]) : piece;
+    if (request.framing === 'content-length') yield piece;
+    else yield Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n')]);
   }
   if (request.framing === 'chunked') yield Buffer.from('0\r\n\r\n');
 }
@@ -131,7 +132,8 @@ export async function rawExchange(base: URL, request: RawRequest): Promise<RawAn
     socket.once('close', resolve);
   });
   const framing = request.framing === 'chunked' ? 'transfer-encoding: chunked' : `content-length: ${request.bodyBytes}`;
-  const head = [`POST ${request.path} HTTP/1.1`, `host: ${base.host}`, ...Object.entries(request.headers).map(([k, v]) => `${k}: ${v}`), framing, '', ''];
+  const fields = Object.entries(request.headers).map(([k, v]) => `${k}: ${v}`);
+  const head = [`POST ${request.path} HTTP/1.1`, `host: ${base.host}`, ...fields, framing, '', ''];
   socket.write(head.join('\r\n'));
   let written = 0;
   for (const piece of bodyPieces(request)) {

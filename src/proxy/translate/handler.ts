@@ -41,7 +41,8 @@ export function streamErrorEvent(endpoint: Endpoint, error: HttpError): string |
 }
 
 function errorEvent(error: HttpError): StreamEvent {
-  return { type: 'error', status: error.status, message: error.message, ...(error.kind !== undefined && { kind: error.kind }) };
+  const { status, message, kind } = error;
+  return { type: 'error', status, message, ...(kind !== undefined && { kind }) };
 }
 
 function upstreamPath(protocol: Protocol, model: string, stream: boolean): { path: string; query?: string } {
@@ -100,7 +101,8 @@ export async function handleTranslated(ctx: Context, route: Route): Promise<void
   const conv = decode(client, ctx, route);
   continueConversation(conv);
   restoreReasoning(reasoningStore, conv);
-  const { body, length } = jsonBody(translating(400, () => upstream.encodeRequest({ ...conv, model: route.upstreamModel })), route.rawBytes);
+  const payload = translating(400, () => upstream.encodeRequest({ ...conv, model: route.upstreamModel }));
+  const { body, length } = jsonBody(payload, route.rawBytes);
   const { path, query } = upstreamPath(protocol, route.upstreamModel, conv.stream);
   const response = await sendUpstream(route.upstream, {
     method: 'POST',

@@ -7,7 +7,8 @@ export interface ComputedAnswer {
   answer: unknown;
 }
 
-const sameState = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((part, i) => part === b[i]);
+const sameState = (a: readonly string[], b: readonly string[]): boolean =>
+  a.length === b.length && a.every((part, i) => part === b[i]);
 
 /**
  * `GET /api/diff`'s answers per diff type, serialised once per state. Reads

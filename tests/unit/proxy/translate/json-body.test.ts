@@ -54,18 +54,20 @@ describe('a translated request with a large image', () => {
 
   it('reaches the upstream whole (Anthropic client, OpenAI upstream)', async () => {
     const data = Buffer.alloc(3 * 1024 * 1024, 9).toString('base64');
+    const question = { type: 'text', text: 'What is it?' };
+    const source = { type: 'base64', media_type: 'image/png', data };
     const res = await fetch(`${proxy.url}/v1/messages`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-api-key': API_KEY, 'anthropic-version': '2023-06-01' },
       body: JSON.stringify({
         model: 'gpt-4o',
         max_tokens: 20,
-        messages: [{ role: 'user', content: [{ type: 'text', text: 'What is it?' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data } }] }],
+        messages: [{ role: 'user', content: [question, { type: 'image', source }] }],
       }),
     });
     expect(res.status).toBe(200);
     const seen = proxy.upstream.requests.at(-1);
     const content = (seen?.body.messages as { content: unknown }[] | undefined)?.at(-1)?.content;
-    expect(content).toEqual([{ type: 'text', text: 'What is it?' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${data}` } }]);
+    expect(content).toEqual([question, { type: 'image_url', image_url: { url: `data:image/png;base64,${data}` } }]);
   });
 });

@@ -112,7 +112,8 @@ describe('an upstream error mid-stream becomes the client protocol\'s error even
   it.each<[string, ClientAdapter, (frames: ReturnType<typeof sseFrames>) => void]>([
     ['openai-chat', openaiChat, (f) => {
       // The shape of OpenAI's plain errors: a string `code` (the kind) and `param`.
-      expect(f.at(-2)?.data).toEqual({ error: { message: 'Overloaded', type: 'server_error', param: null, code: 'upstream_error' } });
+      const error = { message: 'Overloaded', type: 'server_error', param: null, code: 'upstream_error' };
+      expect(f.at(-2)?.data).toEqual({ error });
       expect(f.at(-1)?.data).toBe('[DONE]');
     }],
     ['anthropic', anthropic, (f) => expect(f.at(-1)).toEqual({ event: 'error', data: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } })],

@@ -6,7 +6,9 @@ import { DiffAnswers, type ComputedAnswer } from '../../../../src/review/code/di
 function source() {
   const calls: { type: DiffType; finish: (answer: ComputedAnswer | Error) => void }[] = [];
   const compute = (type: DiffType) =>
-    new Promise<ComputedAnswer>((resolve, reject) => calls.push({ type, finish: (a) => (a instanceof Error ? reject(a) : resolve(a)) }));
+    new Promise<ComputedAnswer>((resolve, reject) => {
+      calls.push({ type, finish: (a) => (a instanceof Error ? reject(a) : resolve(a)) });
+    });
   return { calls, answers: new DiffAnswers(compute) };
 }
 
@@ -23,7 +25,7 @@ describe('DiffAnswers', () => {
     expect(JSON.parse((bytes[0] as Buffer).toString('utf8'))).toEqual({ rawPatch: 'p1', note: 'é' });
   });
 
-  it('computes again after the last computation ended; the same state reuses its bytes, a new one is serialised anew', async () => {
+  it('computes again once the last one ended; the same state reuses its bytes, a new one is serialised', async () => {
     const { calls, answers } = source();
     const first = answers.get('uncommitted');
     calls[0]?.finish(answer('p1'));
