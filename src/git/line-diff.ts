@@ -1,5 +1,5 @@
-import { diffArrays } from 'diff';
 import { compact, markedFile, type MarkedFile } from './compact.ts';
+import { bogosqrt, myersDiff } from './myers.ts';
 
 /** Lines with their terminating '\n' (the last one may lack it), as git's records are. */
 export function splitLines(text: string): string[] {
@@ -13,16 +13,6 @@ export function splitLines(text: string): string[] {
   }
   if (start < text.length) lines.push(text.slice(start));
   return lines;
-}
-
-/** Beyond this the diff gives up on finding the smallest edit and marks the whole middle as replaced. */
-const DIFF_TIMEOUT_MS = 10_000;
-
-/** xdiff's cheap square root: the next power of two at or above √n, roughly. */
-function bogosqrt(n: number): number {
-  let i = 1;
-  for (let m = n; m > 0; m >>= 2) i <<= 1;
-  return i;
 }
 
 const NO_MATCH = 0;
@@ -60,18 +50,19 @@ function dropsManyMatch(dis: Uint8Array, i: number, start: number, end: number):
   return many * KEEP_RUN < many + before + after;
 }
 
+/** xdiff never counts more equals than this when it tells "many" from "few". */
+const MANY_LIMIT = 1024;
+
 /**
- * The positions in `lines[from, to)` worth aligning, as xdiff picks them: a
+ * The positions in `ids[from, to)` worth aligning, as xdiff picks them: a
  * line with no equal on the other side can only be a change, and a line
  * with very many equals is dropped inside a run of such changes.
  */
-function alignable(lines: string[], from: number, to: number, other: string[]): number[] {
-  const counts = new Map<string, number>();
-  for (const line of other) counts.set(line, (counts.get(line) ?? 0) + 1);
-  const limit = Math.min(bogosqrt(lines.length), 1024);
-  const dis = new Uint8Array(lines.length);
+function alignable(ids: Int32Array, from: number, to: number, otherCount: Int32Array): number[] {
+  const limit = Math.min(bogosqrt(ids.length), MANY_LIMIT);
+  const dis = new Uint8Array(ids.length);
   for (let i = from; i < to; i++) {
-    const n = counts.get(lines[i] ?? '') ?? 0;
+    const n = otherCount[ids[i] ?? 0] ?? 0;
     dis[i] = n === 0 ? NO_MATCH : n >= limit ? MANY_MATCHES : MATCH;
   }
   const kept: number[] = [];
@@ -81,12 +72,31 @@ function alignable(lines: string[], from: number, to: number, other: string[]): 
   return kept;
 }
 
+/** Each line as a small integer (equal lines, equal ids), and how often each id occurs on either side. */
+function classify(oldLines: string[], newLines: string[]) {
+  const idOf = new Map<string, number>();
+  const toIds = (lines: string[]) => Int32Array.from(lines, (line) => {
+    let id = idOf.get(line);
+    if (id === undefined) idOf.set(line, (id = idOf.size));
+    return id;
+  });
+  const oldIds = toIds(oldLines);
+  const newIds = toIds(newLines);
+  const countOf = (ids: Int32Array) => {
+    const count = new Int32Array(idOf.size);
+    for (const id of ids) count[id] = (count[id] ?? 0) + 1;
+    return count;
+  };
+  return { oldIds, newIds, oldCount: countOf(oldIds), newCount: countOf(newIds) };
+}
+
 /**
  * Marks the changed lines of both files as git does: the common head and
  * tail are unchanged; in between, a line with no equal on the other side is
- * a change (xdiff discards those first too, which also makes a rewritten
- * file cheap); jsdiff's Myers diff pairs up the rest; then git's compaction
- * on both sides puts ambiguous groups where git puts them.
+ * a change (xdiff discards those before the search, which also makes a
+ * rewritten file cheap), and so is a much-repeated line amid changes;
+ * Myers' search pairs up the rest; then git's compaction on both sides
+ * puts ambiguous groups where git puts them.
  */
 export function diffLines(oldLines: string[], newLines: string[]): { old: MarkedFile; new: MarkedFile } {
   const a = markedFile(oldLines);
@@ -98,31 +108,22 @@ export function diffLines(oldLines: string[], newLines: string[]): { old: Marked
   while (tail < max - head && oldLines[oldLines.length - 1 - tail] === newLines[newLines.length - 1 - tail]) tail++;
   const oldEnd = oldLines.length - tail;
   const newEnd = newLines.length - tail;
-  // Everything in the middle starts as changed; the diff below clears what it matches.
-  a.chg.fill(1, 1 + head, 1 + oldEnd);
-  b.chg.fill(1, 1 + head, 1 + newEnd);
-  const keptOld = alignable(oldLines, head, oldEnd, newLines);
-  const keptNew = alignable(newLines, head, newEnd, oldLines);
-  const changes =
-    keptOld.length && keptNew.length
-      ? diffArrays(
-          keptOld.map((i) => oldLines[i] ?? ''),
-          keptNew.map((j) => newLines[j] ?? ''),
-          { timeout: DIFF_TIMEOUT_MS },
-        )
-      : undefined;
-  // On a timeout nothing is cleared: the whole middle counts as replaced.
-  let i = 0;
-  let j = 0;
-  for (const change of changes ?? []) {
-    if (change.removed) i += change.count;
-    else if (change.added) j += change.count;
-    else {
-      for (let k = 0; k < change.count; k++) {
-        a.chg[1 + (keptOld[i++] ?? 0)] = 0;
-        b.chg[1 + (keptNew[j++] ?? 0)] = 0;
-      }
-    }
+  if (head < oldEnd || head < newEnd) {
+    // Everything in the middle starts as changed; the search below clears what it matches.
+    a.chg.fill(1, 1 + head, 1 + oldEnd);
+    b.chg.fill(1, 1 + head, 1 + newEnd);
+    const { oldIds, newIds, oldCount, newCount } = classify(oldLines, newLines);
+    const keptOld = alignable(oldIds, head, oldEnd, newCount);
+    const keptNew = alignable(newIds, head, newEnd, oldCount);
+    const deleted = new Uint8Array(keptOld.length);
+    const inserted = new Uint8Array(keptNew.length);
+    myersDiff(Int32Array.from(keptOld, (i) => oldIds[i] ?? 0), Int32Array.from(keptNew, (j) => newIds[j] ?? 0), deleted, inserted);
+    keptOld.forEach((i, k) => {
+      if (!deleted[k]) a.chg[1 + i] = 0;
+    });
+    keptNew.forEach((j, k) => {
+      if (!inserted[k]) b.chg[1 + j] = 0;
+    });
   }
   compact(a, b);
   compact(b, a);
