@@ -4,15 +4,16 @@ import { GitRepository } from '../../../src/git/repository.ts';
 import { TempRepo } from '../../support/git-repo.ts';
 
 /**
- * Random edits over a tiny vocabulary of code-like lines: the worst case for
- * ambiguity. Every file's header must equal git's. Its hunks must equal
- * git's too, except where git's xdiff and jsdiff pick two different but
- * equally small edits (Myers ties): then the patch must have the same
- * number of removed and added lines as git's and must rebuild the new file
- * exactly from the old one.
+ * Random edits over tiny vocabularies of code-like lines, the worst case for
+ * ambiguity (repeated lines, blank lines, indented blocks), and long edits
+ * of long files, where git's search gives up on the smallest edit: every
+ * file's patch must equal git's byte for byte, and must rebuild the new file
+ * from the old one.
  */
 
 const VOCAB = ['', '}', '{', '  return x;', 'function f() {', '  a();', '  b();', '\tif (x) {', '\t}', '// note', 'x', 'y'];
+/** Indented blocks and blank lines, where the indent heuristic decides where a change group sits. */
+const BLOCKS = ['', '', 'function g() {', '  if (a) {', '    x();', '    y();', '  }', '  return;', '}', '\t\tz();'];
 const FILES = 40;
 
 const repos: TempRepo[] = [];
@@ -25,16 +26,32 @@ const fileText = (lines: string[], newlineAtEnd: boolean) => {
   return newlineAtEnd ? text : text.replace(/\n$/, '');
 };
 
-const edit = fc.record({
-  at: fc.nat(),
-  kind: fc.constantFrom('insert', 'delete', 'replace'),
-  lines: fc.array(fc.constantFrom(...VOCAB), { minLength: 1, maxLength: 4 }),
-});
+const fileCase = (vocab: string[]) =>
+  fc.record({
+    old: fc.array(fc.constantFrom(...vocab), { maxLength: 40 }),
+    edits: fc.array(
+      fc.record({
+        at: fc.nat(),
+        kind: fc.constantFrom('insert', 'delete', 'replace'),
+        lines: fc.array(fc.constantFrom(...vocab), { minLength: 1, maxLength: 4 }),
+      }),
+      { minLength: 1, maxLength: 5 },
+    ),
+    newlineAtEnd: fc.boolean(),
+  });
 
-const fileCase = fc.record({
-  old: fc.array(fc.constantFrom(...VOCAB), { maxLength: 40 }),
-  edits: fc.array(edit, { minLength: 1, maxLength: 5 }),
-  newlineAtEnd: fc.boolean(),
+/** Long files with many long edits over a few hundred distinct lines: past the search's cost limits. */
+const longCase = fc.record({
+  old: fc.array(fc.nat({ max: 300 }).map((n) => `line ${n}`), { minLength: 1500, maxLength: 3000 }),
+  edits: fc.array(
+    fc.record({
+      at: fc.nat(),
+      kind: fc.constantFrom('insert', 'delete', 'replace'),
+      lines: fc.array(fc.nat({ max: 300 }).map((n) => `line ${n}`), { minLength: 1, maxLength: 300, size: 'max' }),
+    }),
+    { minLength: 20, maxLength: 60, size: 'max' },
+  ),
+  newlineAtEnd: fc.constant(true),
 });
 
 function applyEdits(lines: string[], edits: { at: number; kind: string; lines: string[] }[]): string[] {
@@ -75,44 +92,61 @@ function applyHunks(oldText: string, filePatch: string): string {
 }
 
 const split = (patch: string) => patch.split(/^(?=diff --git )/m).filter(Boolean);
-const headerOf = (filePatch: string) => filePatch.slice(0, filePatch.indexOf('\n@@') + 1);
-const count = (filePatch: string, marker: string) => filePatch.split('\n').filter((l) => l.startsWith(marker) && !l.startsWith(`${marker}${marker}${marker} `)).length;
+
+interface FileCase {
+  old: string[];
+  edits: { at: number; kind: string; lines: string[] }[];
+  newlineAtEnd: boolean;
+}
+
+/** Commits every case's old and new text and compares the last-commit patch with git's, file by file. */
+async function matchesGit(cases: FileCase[]): Promise<number> {
+  const r = TempRepo.init();
+  repos.push(r);
+  cases.forEach((c, i) => r.write(`f${i}.txt`, fileText(c.old, true)));
+  r.commitAll('old');
+  const newTexts = cases.map((c) => fileText(applyEdits(c.old, c.edits), c.newlineAtEnd));
+  newTexts.forEach((t, i) => r.write(`f${i}.txt`, t));
+  r.commitAll('new');
+  const ours = split((await GitRepository.open(r.dir).diff('last-commit')).latin1Patch);
+  const theirs = split(r.diff('HEAD~1..HEAD'));
+  expect(ours).toEqual(theirs);
+  for (const mine of ours) {
+    if (!mine.includes('\n@@')) continue;
+    const index = Number(/^diff --git a\/f(\d+)\.txt/.exec(mine)?.[1]);
+    expect(applyHunks(fileText(cases[index]?.old ?? [], true), mine)).toBe(newTexts[index]);
+  }
+  r.cleanup();
+  return ours.length;
+}
 
 describe('diff engine vs git diff on random edits', () => {
-  it('matches git file for file; hunks exactly, or an equally small edit that rebuilds the file', async () => {
-    let exact = 0;
-    let ties = 0;
+  it('matches git byte for byte over a tiny vocabulary of code lines', async () => {
+    let files = 0;
     await fc.assert(
-      fc.asyncProperty(fc.array(fileCase, { minLength: FILES, maxLength: FILES }), async (cases) => {
-        const r = TempRepo.init();
-        repos.push(r);
-        cases.forEach((c, i) => r.write(`f${i}.txt`, fileText(c.old, true)));
-        r.commitAll('old');
-        const newTexts = cases.map((c) => fileText(applyEdits(c.old, c.edits), c.newlineAtEnd));
-        newTexts.forEach((t, i) => r.write(`f${i}.txt`, t));
-        r.commitAll('new');
-        const ours = split((await GitRepository.open(r.dir).diff('last-commit')).latin1Patch);
-        const theirs = split(r.diff('HEAD~1..HEAD'));
-        expect(ours.map(headerOf)).toEqual(theirs.map(headerOf));
-        ours.forEach((mine, k) => {
-          const git = theirs[k] ?? '';
-          if (mine === git) {
-            exact++;
-            return;
-          }
-          ties++;
-          expect(count(mine, '-')).toBe(count(git, '-'));
-          expect(count(mine, '+')).toBe(count(git, '+'));
-          const index = Number(/^diff --git a\/f(\d+)\.txt/.exec(mine)?.[1]);
-          const oldText = fileText(cases[index]?.old ?? [], true);
-          expect(applyHunks(oldText, mine)).toBe(newTexts[index]);
-        });
-        r.cleanup();
+      fc.asyncProperty(fc.array(fileCase(VOCAB), { minLength: FILES, maxLength: FILES }), async (cases) => {
+        files += await matchesGit(cases);
       }),
       { numRuns: 12, seed: 20261123 },
     );
-    // Ties are the exception, not the rule.
-    expect(ties).toBeLessThan(exact / 10);
-    console.log(`random edits: ${exact} files identical to git, ${ties} equally small alternative edits`);
+    console.log(`random edits: ${files} files identical to git`);
+  });
+
+  it('matches git byte for byte on indented blocks and blank lines', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fileCase(BLOCKS), { minLength: FILES, maxLength: FILES }), async (cases) => {
+        await matchesGit(cases);
+      }),
+      { numRuns: 6, seed: 20261124 },
+    );
+  });
+
+  it('matches git byte for byte on long edits of long files', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(longCase, { minLength: 4, maxLength: 4 }), async (cases) => {
+        await matchesGit(cases);
+      }),
+      { numRuns: 3, seed: 20261125 },
+    );
   });
 });
