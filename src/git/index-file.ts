@@ -115,6 +115,26 @@ export function readIndex(file: string): GitIndex {
   return { entries, unmerged, ...stat };
 }
 
+/**
+ * The last index read, kept while the file stays the same: git replaces the
+ * index by renaming a new file over it, so its inode, size and times tell a
+ * rewrite apart. A warm server then neither parses nor allocates 100,000
+ * entries again per request.
+ */
+export class IndexCache {
+  private last: { key: string; index: GitIndex } | undefined;
+
+  read(file: string): GitIndex {
+    const st = statSync(file, { bigint: true, throwIfNoEntry: false });
+    const key = st ? `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}` : '';
+    if (this.last?.key === key) return this.last.index;
+    // A change after the stat above is seen by the next request: its key will differ.
+    const index = readIndex(file);
+    this.last = { key, index };
+    return index;
+  }
+}
+
 function statTimes(file: string): { mtimeS: number; mtimeNs: number } {
   const { mtimeNs } = statSync(file, { bigint: true });
   return { mtimeS: Number(mtimeNs / 1_000_000_000n), mtimeNs: Number(mtimeNs % 1_000_000_000n) };

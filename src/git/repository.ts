@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { DiffOption, DiffType, GitContext } from './diff-type.ts';
 import { Attributes } from './attributes.ts';
 import { gitErrors } from './errors.ts';
-import { readIndex, type GitIndex, type IndexEntry } from './index-file.ts';
+import { IndexCache, type GitIndex, type IndexEntry } from './index-file.ts';
 import { NULL_OID, objectSources, ObjectStore, type ObjectSource } from './objects.ts';
 import { formatPatch } from './patch.ts';
 import { defaultBranch, readCommit, readHead, resolveBranch, type Head } from './refs.ts';
@@ -37,6 +37,7 @@ interface Session {
 export class GitRepository {
   readonly layout: RepoLayout;
   private readonly trees = new TreeCache();
+  private readonly indexCache = new IndexCache();
   private readonly objects: ObjectSource[];
 
   private constructor(layout: RepoLayout) {
@@ -96,7 +97,7 @@ export class GitRepository {
   }
 
   private readIndex(): GitIndex {
-    return readIndex(path.join(this.layout.gitdir, 'index'));
+    return this.indexCache.read(path.join(this.layout.gitdir, 'index'));
   }
 
   /** `git diff HEAD`: against the tracked working files. */

@@ -55,6 +55,23 @@ describe('diff engine vs git diff', () => {
     await expectAllTypes(r, engine);
   });
 
+  it('sees every change to the index between two diffs of one repository object', async () => {
+    const r = init();
+    r.write('a.txt', lines(10)).write('b.txt', 'b\n');
+    r.commitAll('base');
+    const engine = GitRepository.open(r.dir);
+    expect((await engine.diff('staged')).latin1Patch).toBe('');
+    r.write('a.txt', lines(10).replace('line 4\n', 'line four\n'));
+    r.git('add', 'a.txt');
+    expect(await expectGitDiff(r, engine, 'staged', ['--staged'])).toContain('+line four\n');
+    r.git('rm', '-q', '--cached', 'b.txt');
+    await expectGitDiff(r, engine, 'staged', ['--staged']);
+    await expectGitDiff(r, engine, 'uncommitted', ['HEAD']);
+    r.git('reset', '-q');
+    await expectGitDiff(r, engine, 'staged', ['--staged']);
+    await expectGitDiff(r, engine, 'uncommitted', ['HEAD']);
+  });
+
   it('leaves untracked files out, as git does', async () => {
     const r = init();
     r.write('tracked.txt', 'a\n').commitAll();
