@@ -73,7 +73,9 @@ async function makeRepo({ files, modified, deleted, added }: Shape): Promise<str
   }
   const removed = Array.from({ length: deleted }, (_, k) => name(k * step + 1));
   await git(dir, 'rm', '-q', ...removed);
-  for (let k = 0; k < added; k++) writeFileSync(path.join(dir, `pkg${k % folders}`, 'src', `new${k}.ts`), fileBody(files + k, 'new '));
+  for (let k = 0; k < added; k++) {
+    writeFileSync(path.join(dir, `pkg${k % folders}`, 'src', `new${k}.ts`), fileBody(files + k, 'new '));
+  }
   await git(dir, 'add', 'pkg*/src/new*.ts');
   // Rewrite the index a moment later, so no entry is racily clean (as in a repository at rest).
   await new Promise((resolve) => setTimeout(resolve, 1100));
@@ -201,11 +203,15 @@ function ratio(ours: number[], base: number[]): { median: number; text: string }
   return { median: m, text: `${m.toFixed(2)}× (${sorted[0]?.toFixed(2)}–${sorted.at(-1)?.toFixed(2)})` };
 }
 
-const ms = (xs: number[]) => `${median(xs).toFixed(0)} ms (${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)})`;
+const ms = (xs: number[]) =>
+  `${median(xs).toFixed(0)} ms (${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)})`;
 const verdict = (value: number, aim: number) => (value <= aim ? 'met' : 'NOT met');
+const judged = (r: { median: number; text: string }, aim: number) => `${r.text} ${verdict(r.median, aim)}`;
+const rss = (f: Figures) => `${median(f.rssMb).toFixed(0)} MB ${verdict(median(f.rssMb), AIMS.rssMb)}`;
 
 async function main(): Promise<void> {
-  console.log(`bench:diff — ${RUNS} warm pairs and ${FRESH_RUNS} fresh-process pairs per size, ${os.cpus().length} CPUs, Node ${process.version}`);
+  const machine = `${os.cpus().length} CPUs, Node ${process.version}`;
+  console.log(`bench:diff — ${RUNS} warm pairs and ${FRESH_RUNS} fresh-process pairs per size, ${machine}`);
   const all: Figures[] = [];
   for (const size of SIZES) all.push(await measure(shapeOf(size)));
   const rows: [string, (f: Figures) => string][] = [
@@ -213,11 +219,11 @@ async function main(): Promise<void> {
     ['patch identical to git diff HEAD', (f) => (f.identical ? 'yes' : 'NO')],
     ['git diff HEAD', (f) => ms(f.git)],
     ['GET /api/diff, warm', (f) => ms(f.warm)],
-    [`warm ratio, paired (aim ≤ ${AIMS.warm}×)`, (f) => `${ratio(f.warm, f.git).text} ${verdict(ratio(f.warm, f.git).median, AIMS.warm)}`],
+    [`warm ratio, paired (aim ≤ ${AIMS.warm}×)`, (f) => judged(ratio(f.warm, f.git), AIMS.warm)],
     ['fresh process, first full response', (f) => ms(f.fresh)],
     ['git diff HEAD, paired with it', (f) => ms(f.gitFresh)],
-    [`fresh ratio, paired (aim ≤ ${AIMS.fresh}×)`, (f) => `${ratio(f.fresh, f.gitFresh).text} ${verdict(ratio(f.fresh, f.gitFresh).median, AIMS.fresh)}`],
-    [`server peak RSS (aim ≤ ${AIMS.rssMb} MB)`, (f) => `${median(f.rssMb).toFixed(0)} MB ${verdict(median(f.rssMb), AIMS.rssMb)}`],
+    [`fresh ratio, paired (aim ≤ ${AIMS.fresh}×)`, (f) => judged(ratio(f.fresh, f.gitFresh), AIMS.fresh)],
+    [`server peak RSS (aim ≤ ${AIMS.rssMb} MB)`, (f) => rss(f)],
   ];
   console.log(`\n| | ${all.map((f) => `${f.shape.files.toLocaleString('en')} files`).join(' | ')} |`);
   console.log(`|---|${all.map(() => '---').join('|')}|`);

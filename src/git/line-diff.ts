@@ -117,7 +117,8 @@ export function diffLines(oldLines: string[], newLines: string[]): { old: Marked
     const keptNew = alignable(newIds, head, newEnd, oldCount);
     const deleted = new Uint8Array(keptOld.length);
     const inserted = new Uint8Array(keptNew.length);
-    myersDiff(Int32Array.from(keptOld, (i) => oldIds[i] ?? 0), Int32Array.from(keptNew, (j) => newIds[j] ?? 0), deleted, inserted);
+    const reducedOld = Int32Array.from(keptOld, (i) => oldIds[i] ?? 0);
+    myersDiff(reducedOld, Int32Array.from(keptNew, (j) => newIds[j] ?? 0), deleted, inserted);
     keptOld.forEach((i, k) => {
       if (!deleted[k]) a.chg[1 + i] = 0;
     });

@@ -123,7 +123,8 @@ export function myersDiff(a: Int32Array, b: Int32Array, delA: Uint8Array, insB: 
           const x = fwd[zero + k] ?? -1;
           const y = x - k;
           const progress = x - x0 + (y - y0) - Math.abs(k - fmid);
-          if (progress > HEURISTIC_FACTOR * cost && progress > best && x0 + SNAKE <= x && x < x1 && y0 + SNAKE <= y && y < y1 && snakeEndsAt(x, y)) {
+          const inside = x0 + SNAKE <= x && x < x1 && y0 + SNAKE <= y && y < y1;
+          if (progress > HEURISTIC_FACTOR * cost && progress > best && inside && snakeEndsAt(x, y)) {
             best = progress;
             Object.assign(split, { x, y, minBefore: true, minAfter: false });
           }
@@ -133,7 +134,8 @@ export function myersDiff(a: Int32Array, b: Int32Array, delA: Uint8Array, insB: 
           const x = bwd[zero + k] ?? FAR;
           const y = x - k;
           const progress = x1 - x + (y1 - y) - Math.abs(k - bmid);
-          if (progress > HEURISTIC_FACTOR * cost && progress > best && x0 < x && x <= x1 - SNAKE && y0 < y && y <= y1 - SNAKE && snakeStartsAt(x, y)) {
+          const inside = x0 < x && x <= x1 - SNAKE && y0 < y && y <= y1 - SNAKE;
+          if (progress > HEURISTIC_FACTOR * cost && progress > best && inside && snakeStartsAt(x, y)) {
             best = progress;
             Object.assign(split, { x, y, minBefore: false, minAfter: true });
           }
@@ -171,7 +173,8 @@ export function myersDiff(a: Int32Array, b: Int32Array, delA: Uint8Array, insB: 
             bBestX = x;
           }
         }
-        if (x1 + y1 - bBest < fBest - (x0 + y0)) Object.assign(split, { x: fBestX, y: fBest - fBestX, minBefore: true, minAfter: false });
+        const forwardWins = x1 + y1 - bBest < fBest - (x0 + y0);
+        if (forwardWins) Object.assign(split, { x: fBestX, y: fBest - fBestX, minBefore: true, minAfter: false });
         else Object.assign(split, { x: bBestX, y: bBest - bBestX, minBefore: false, minAfter: true });
         return;
       }

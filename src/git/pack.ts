@@ -192,7 +192,8 @@ export class Pack {
       pos += 20;
     }
     if (pos + deflateBound(size) > chunk.length) chunk = this.readAt(offset, pos + deflateBound(size));
-    // An output chunk of the known size: zlib's default 16 KiB chunk would stay allocated behind every small cached entry.
+    // An output chunk of the known size: zlib's default 16 KiB chunk would stay allocated behind every
+    // small cached entry.
     const data = inflateSync(chunk.subarray(pos), { chunkSize: Math.max(64, size + 64) });
     if (data.length !== size) throw gitErrors.corrupt(`pack entry of ${oid} in ${this.name}`);
     let object: GitObject;

@@ -83,7 +83,8 @@ export class Worktree {
    * 100,000-file diff in allocations.
    */
   private statMatches(entry: IndexEntry, st: fs.Stats): boolean {
-    if (st.mtimeMs !== timeMs(entry.mtimeS, entry.mtimeNs) || st.ctimeMs !== timeMs(entry.ctimeS, entry.ctimeNs)) return false;
+    if (st.mtimeMs !== timeMs(entry.mtimeS, entry.mtimeNs)) return false;
+    if (st.ctimeMs !== timeMs(entry.ctimeS, entry.ctimeNs)) return false;
     if (entry.size !== st.size % U32 || entry.ino !== st.ino % U32) return false;
     // Racily clean: written in the same instant as the index (or after it), so the stat data proves nothing.
     return st.mtimeMs < timeMs(this.index.mtimeS, this.index.mtimeNs);

@@ -27,18 +27,42 @@ interface CorpusPackage {
 }
 
 const PACKAGES: CorpusPackage[] = [
-  { name: 'lodash', versions: ['4.17.17', '4.17.18', '4.17.19', '4.17.20', '4.17.21'], kind: 'many small files, one large file' },
-  { name: 'jquery', versions: ['3.6.0', '3.6.1', '3.6.2', '3.6.3', '3.6.4'], kind: 'large single file, minified files, source maps' },
-  { name: 'marked', versions: ['4.2.0', '4.2.1', '4.2.2', '4.2.3', '4.2.4'], kind: 'bundled (generated) code, minified, Markdown' },
+  {
+    name: 'lodash',
+    versions: ['4.17.17', '4.17.18', '4.17.19', '4.17.20', '4.17.21'],
+    kind: 'many small files, one large file',
+  },
+  {
+    name: 'jquery',
+    versions: ['3.6.0', '3.6.1', '3.6.2', '3.6.3', '3.6.4'],
+    kind: 'large single file, minified files, source maps',
+  },
+  {
+    name: 'marked',
+    versions: ['4.2.0', '4.2.1', '4.2.2', '4.2.3', '4.2.4'],
+    kind: 'bundled (generated) code, minified, Markdown',
+  },
   { name: '@babel/parser', versions: ['7.20.1', '7.20.2', '7.20.3', '7.20.5'], kind: 'one large generated file' },
-  { name: 'react-dom', versions: ['18.0.0', '18.1.0', '18.2.0', '18.3.0'], kind: 'generated development and production builds' },
-  { name: 'moment', versions: ['2.29.1', '2.29.2', '2.29.3', '2.29.4'], kind: 'hundreds of locale files, minified bundles' },
+  {
+    name: 'react-dom',
+    versions: ['18.0.0', '18.1.0', '18.2.0', '18.3.0'],
+    kind: 'generated development and production builds',
+  },
+  {
+    name: 'moment',
+    versions: ['2.29.1', '2.29.2', '2.29.3', '2.29.4'],
+    kind: 'hundreds of locale files, minified bundles',
+  },
   { name: 'mime-db', versions: ['1.49.0', '1.50.0', '1.51.0', '1.52.0'], kind: 'large JSON, Markdown history' },
   { name: 'spdx-license-ids', versions: ['3.0.10', '3.0.11', '3.0.12', '3.0.13'], kind: 'JSON' },
   { name: 'express', versions: ['4.17.3', '4.18.0', '4.18.1', '4.18.2'], kind: 'small modules, long Markdown history' },
   { name: 'semver', versions: ['7.5.0', '7.5.1', '7.5.2', '7.5.3', '7.5.4'], kind: 'many small files' },
   { name: 'tslib', versions: ['2.4.0', '2.4.1', '2.5.0', '2.5.1', '2.5.2'], kind: 'CRLF files' },
-  { name: 'chalk', versions: ['5.0.0', '5.0.1', '5.1.0', '5.1.1', '5.1.2'], kind: 'small package, TypeScript declarations' },
+  {
+    name: 'chalk',
+    versions: ['5.0.0', '5.0.1', '5.1.0', '5.1.1', '5.1.2'],
+    kind: 'small package, TypeScript declarations',
+  },
 ];
 
 const cacheDir = path.join(process.env['XDG_CACHE_HOME'] ?? path.join(os.homedir(), '.cache'), 'gatehouse-diff-corpus');
@@ -68,7 +92,9 @@ const git = (cwd: string, ...args: string[]) =>
 
 /** Replaces the work tree's content (all but .git) with the package's files. */
 function layDown(repo: string, name: string, version: string): void {
-  for (const entry of readdirSync(repo)) if (entry !== '.git') rmSync(path.join(repo, entry), { recursive: true, force: true });
+  for (const entry of readdirSync(repo)) {
+    if (entry !== '.git') rmSync(path.join(repo, entry), { recursive: true, force: true });
+  }
   const unpacked = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-corpus-unpack-'));
   try {
     execFileSync('tar', ['-xzf', tarball(name, version), '-C', unpacked]);
@@ -151,7 +177,8 @@ async function main(): Promise<void> {
   const tally: Tally = { files: 0, identical: 0, differing: [] };
   for (const pkg of PACKAGES) await corpusPackage(pkg, tally);
   const share = tally.files ? (100 * tally.identical) / tally.files : 100;
-  console.log(`\ndiff corpus: ${tally.identical} of ${tally.files} file patches identical to git (${share.toFixed(2)}%)`);
+  const figure = `${tally.identical} of ${tally.files} file patches identical to git (${share.toFixed(2)}%)`;
+  console.log(`\ndiff corpus: ${figure}`);
   if (tally.differing.length) {
     console.log('differing:');
     for (const line of tally.differing) console.log(`  ${line}`);
