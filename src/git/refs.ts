@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import git from 'isomorphic-git';
 import { gitErrors } from './errors.ts';
 import type { ObjectStore } from './objects.ts';
 import type { RepoLayout } from './repo.ts';
@@ -25,9 +24,27 @@ export async function readHead(layout: RepoLayout): Promise<Head> {
   return { branch, commit: await resolveBranch(layout, branch) };
 }
 
-/** The commit a local branch points at, or null if it does not exist. */
-export async function resolveBranch(layout: RepoLayout, branch: string): Promise<string | null> {
+/** A loose branch file holding a commit id, read directly; anything else is left to isomorphic-git. */
+function looseBranch(layout: RepoLayout, branch: string): string | undefined {
   try {
+    const text = fs.readFileSync(path.join(layout.commondir, 'refs', 'heads', branch), 'latin1');
+    return /^[0-9a-f]{40}\n?$/.exec(text)?.[0].slice(0, 40);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The commit a local branch points at, or null if it does not exist. The
+ * common case, a loose branch file, needs no library: isomorphic-git (packed
+ * and symbolic refs) is loaded only when asked, as loading it costs a fresh
+ * process several hundred milliseconds.
+ */
+export async function resolveBranch(layout: RepoLayout, branch: string): Promise<string | null> {
+  const loose = looseBranch(layout, branch);
+  if (loose) return loose;
+  try {
+    const { default: git } = await import('isomorphic-git');
     return await git.resolveRef({ fs, gitdir: layout.commondir, ref: `refs/heads/${branch}` });
   } catch (error) {
     if ((error as { code?: string }).code === 'NotFoundError') return null;

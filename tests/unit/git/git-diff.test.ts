@@ -72,6 +72,20 @@ describe('diff engine vs git diff', () => {
     await expectGitDiff(r, engine, 'uncommitted', ['HEAD']);
   });
 
+  it('resolves branches from loose files and from packed-refs alike', async () => {
+    const r = init();
+    r.write('a.txt', lines(10)).commitAll('base');
+    r.git('checkout', '-q', '-b', 'topic');
+    r.write('a.txt', lines(10).replace('line 2\n', 'line two\n')).commitAll('topic');
+    const loose = await GitRepository.open(r.dir).diff('vs main');
+    expect(loose.latin1Patch).toBe(r.diff('main..HEAD'));
+    r.git('pack-refs', '--all', '--prune');
+    expect(readdirSync(`${r.dir}/.git/refs/heads`)).toEqual([]);
+    const packed = GitRepository.open(r.dir);
+    await expectGitDiff(r, packed, 'vs main', ['main..HEAD']);
+    expect((await packed.context()).currentBranch).toBe('topic');
+  });
+
   it('leaves untracked files out, as git does', async () => {
     const r = init();
     r.write('tracked.txt', 'a\n').commitAll();
