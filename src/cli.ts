@@ -6,8 +6,11 @@ import { packageVersion } from './package-root.ts';
 
 const USAGE = `Usage:
   gatehouse plan [FILE|-] [--origin claude-code|opencode] [--timeout 30m] [--decision-file PATH] [--port N]
-  gatehouse hook claude-code            (Claude Code PermissionRequest hook; event JSON on stdin)
+                 [--hub URL] [--session KEY]
+  gatehouse hook claude-code [--hub URL] (Claude Code PermissionRequest hook; event JSON on stdin)
   gatehouse code-review [--repo DIR] [--diff-type uncommitted|staged|last-commit|branch] [--timeout 30m] [--decision-file PATH]
+                        [--hub URL] [--session KEY]
+  gatehouse hub [--port N]              (the review hub; see docs/hub.md)
   gatehouse proxy [--config FILE]
   gatehouse healthcheck [review|proxy]
   gatehouse --version
@@ -18,6 +21,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   plan: async () => (await import('./review/plan/command.ts')).runPlan,
   hook: async () => (await import('./review/plan/hook.ts')).runHook,
   'code-review': async () => (await import('./review/code/command.ts')).runCodeReview,
+  hub: async () => (await import('./hub/command.ts')).runHub,
   proxy: async () => (await import('./proxy/command.ts')).runProxy,
   healthcheck: async () => (await import('./healthcheck.ts')).runHealthcheck,
 };

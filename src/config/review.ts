@@ -5,6 +5,7 @@ import { DIFF_TYPES, type DiffType } from '../git/diff-type.ts';
 import { ORIGINS, PERMISSION_MODES, type Origin, type PermissionMode } from '../review/contract.ts';
 import { ConfigError, validated } from './errors.ts';
 import { logLevelSchema, registerFormats } from './formats.ts';
+import { httpUrl } from './shape.ts';
 
 registerFormats();
 
@@ -144,6 +145,28 @@ function reviewSchema(env: NodeJS.ProcessEnv) {
         default: 'http://127.0.0.1:4096',
         env: 'OPENCODE_SERVER_URL',
       },
+      hub: {
+        url: {
+          doc: 'Submit the review to this hub (see docs/hub.md) instead of serving it here.',
+          format: String,
+          default: '',
+          env: 'GATEHOUSE_HUB_URL',
+          arg: 'hub',
+        },
+        token: {
+          doc: "The hub's submitter token (sent as a Bearer token).",
+          format: String,
+          default: '',
+          env: 'GATEHOUSE_HUB_TOKEN',
+          sensitive: true,
+        },
+        session: {
+          doc: 'Hub submissions with the same session key are versions of one review.',
+          format: String,
+          default: '',
+          arg: 'session',
+        },
+      },
       browser: {
         doc: 'Browser command for local mode; empty means xdg-open/open.',
         format: String,
@@ -180,6 +203,10 @@ export interface ReviewConfig {
   notememoUrlTemplate: string;
   opencodeServerUrl: string;
   browser: string;
+  /** The hub to submit to (client mode), or null to serve the review here. */
+  hubUrl: URL | null;
+  hubToken: string;
+  session: string;
   logLevel: string;
   home: string;
   projectDir: string;
@@ -194,7 +221,7 @@ export interface LoadOptions {
 }
 
 /** Long flags the review commands accept, derived from the schema. */
-export const REVIEW_FLAGS = ['port', 'origin', 'timeout', 'decision-file', 'repo', 'diff-type'] as const;
+export const REVIEW_FLAGS = ['port', 'origin', 'timeout', 'decision-file', 'repo', 'diff-type', 'hub', 'session'] as const;
 
 export function loadReviewConfig({ args, env, projectDir }: LoadOptions): ReviewConfig {
   const config = validated(convict(reviewSchema(env), { args, env }));
@@ -226,6 +253,9 @@ export function loadReviewConfig({ args, env, projectDir }: LoadOptions): Review
     notememoUrlTemplate: r.notememo.url_template,
     opencodeServerUrl: r.opencode_server_url.replace(/\/+$/, ''),
     browser: r.browser,
+    hubUrl: r.hub.url ? httpUrl('review.hub.url', r.hub.url) : null,
+    hubToken: r.hub.token,
+    session: r.hub.session,
     logLevel: config.get('log.level'),
     home,
     projectDir,

@@ -61,7 +61,8 @@ export class DecisionGate<D> {
   }
 }
 
-const MAX_TIMER_MS = 2 ** 31 - 1;
+/** The longest delay setTimeout honours; longer ones fire at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** How a review kind turns its decision into output. */
 export interface DecisionCodec<D> {
@@ -124,6 +125,21 @@ function writeLine(stream: CommandContext['stdout'], line: string): Promise<void
 }
 
 /**
+ * The end of every review, served here or on a hub: the decision as one JSON
+ * line on stdout and, atomically, in the --decision-file; resolves with the exit code.
+ */
+export async function deliverDecision<D>(
+  decision: D,
+  { config, io, log, codec }: { config: ReviewConfig; io: Pick<CommandContext, 'stdout'>; log: Logger; codec: DecisionCodec<D> },
+): Promise<number> {
+  const line = JSON.stringify(codec.encode(decision));
+  await writeLine(io.stdout, line);
+  if (config.decisionFile) await writeFileAtomic(config.decisionFile, `${line}\n`);
+  log.info({ exitCode: codec.exitCode(decision) }, 'review decided');
+  return codec.exitCode(decision);
+}
+
+/**
  * The lifecycle both review kinds share: bind (5 retries 500 ms apart, then
  * `Port <PORT> in use after 5 retries`), print the URL on stderr, open the
  * browser in local mode, then wait for the decision, the timeout or a signal.
@@ -166,12 +182,7 @@ export async function runReview<D>(options: ReviewOptions<D>): Promise<number> {
       log.info({ signal: String(io.shutdown.reason) }, 'review ended by a signal; no decision written');
       return SIGNAL_EXIT_CODES[String(io.shutdown.reason)] ?? 1;
     }
-    const { decision } = outcome;
-    const line = JSON.stringify(codec.encode(decision));
-    await writeLine(io.stdout, line);
-    if (config.decisionFile) await writeFileAtomic(config.decisionFile, `${line}\n`);
-    log.info({ exitCode: codec.exitCode(decision) }, 'review decided');
-    return codec.exitCode(decision);
+    return await deliverDecision(outcome.decision, { config, io, log, codec });
   } finally {
     clearTimeout(timer);
     await close(server);

@@ -1,14 +1,18 @@
+import path from 'node:path';
 import type { CommandContext } from '../../command.ts';
 import { loadReviewConfig } from '../../config/review.ts';
 import { createLogger } from '../../log.ts';
 import { parseReviewArgs } from '../args.ts';
 import { runReview, type DecisionCodec } from '../instance.ts';
+import { DIFF_TYPES, type DiffType } from '../../git/diff-type.ts';
 import { GitRepository } from '../../git/repository.ts';
 import { codeReviewRoutes, type CodeDecision } from './routes.ts';
 
 const USAGE = `Usage: gatehouse code-review [--repo DIR] [--diff-type uncommitted|staged|last-commit|branch]
                             [--origin claude-code|opencode] [--timeout 30m] [--decision-file PATH] [--port N]
-Serves a review of the git diff of DIR (default: the current directory).
+                            [--hub URL] [--session KEY]
+Serves a review of the git diff of DIR (default: the current directory); with --hub
+(or GATEHOUSE_HUB_URL) computes the diffs here and submits them to that review hub.
 Prints {"feedback","annotations","agentSwitch"} as one JSON line on stdout and exits 0;
 on --timeout it prints {"decision":"timeout",...} and exits 3; 1 on error.
 `;
@@ -20,9 +24,31 @@ export const codeDecisionCodec: DecisionCodec<CodeDecision> = {
   exitCode: (decision) => (decision.decision === 'timeout' ? 3 : 0),
 };
 
+/**
+ * A hub submission of a work tree: every diff type, computed here by our
+ * engine (the hub has no repository), so the reviewer can still switch.
+ */
+async function codeSubmission(repo: GitRepository, diffType: DiffType): Promise<Record<string, unknown>> {
+  const context = await repo.context();
+  const diffs = Object.fromEntries(
+    await Promise.all(
+      DIFF_TYPES.map(async (type) => {
+        try {
+          const { rawPatch, gitRef } = await repo.diff(type);
+          return [type, { rawPatch, gitRef }];
+        } catch (error) {
+          return [type, { error: (error as Error).message }];
+        }
+      }),
+    ),
+  );
+  const project = path.basename(repo.layout.workdir);
+  return { kind: 'code', diffType, diffs, gitContext: context, title: `${project} (${context.currentBranch})`, project, branch: context.currentBranch };
+}
+
 /** `gatehouse code-review`: one code review of a git work tree, answered with feedback in the browser. */
 export async function runCodeReview(ctx: CommandContext, onListening?: (url: string) => void): Promise<number> {
-  const args = parseReviewArgs(ctx.argv, ['port', 'origin', 'timeout', 'decision-file', 'repo', 'diff-type'], 0);
+  const args = parseReviewArgs(ctx.argv, ['port', 'origin', 'timeout', 'decision-file', 'repo', 'diff-type', 'hub', 'session'], 0);
   if (args.help) {
     ctx.stderr.write(USAGE);
     return 0;
@@ -35,6 +61,11 @@ export async function runCodeReview(ctx: CommandContext, onListening?: (url: str
   const config = { ...loaded, projectDir: repo.layout.workdir };
   const log = createLogger(config.logLevel);
   log.info({ repo: repo.layout.workdir, diffType: config.diffType }, 'code review of a git work tree');
+  if (config.hubUrl !== null) {
+    const { runHubReview } = await import('../../hub/client.ts');
+    const submission = { ...(await codeSubmission(repo, config.diffType)), origin: config.origin };
+    return runHubReview({ config: { ...config, hubUrl: config.hubUrl }, io: ctx, log, title: 'Code review', submission, codec: codeDecisionCodec });
+  }
   return runReview({
     config,
     io: ctx,

@@ -66,7 +66,8 @@ function readFeedback(body: FieldReader): CodeDecision {
 }
 
 export interface CodeReviewOptions {
-  repo: GitRepository;
+  /** Where the diffs come from: the work tree, or (on the hub) the diffs a submitter computed. */
+  repo: Pick<GitRepository, 'diff' | 'context'>;
   /** The diff shown first; a switch changes it for later `GET /api/diff`. */
   diffType: DiffType;
   config: ReviewConfig;

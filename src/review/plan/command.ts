@@ -6,7 +6,9 @@ import { parseReviewArgs } from '../args.ts';
 import { planDecisionCodec, readAll, servePlan } from './serve.ts';
 
 const USAGE = `Usage: gatehouse plan [FILE|-] [--origin claude-code|opencode] [--timeout 30m] [--decision-file PATH] [--port N]
-Serves a review of the Markdown plan in FILE (or on stdin with - or no FILE).
+                      [--hub URL] [--session KEY]
+Serves a review of the Markdown plan in FILE (or on stdin with - or no FILE);
+with --hub (or GATEHOUSE_HUB_URL) submits it to that review hub and waits there.
 Prints the decision as one JSON line on stdout; exit 0 approved, 2 denied, 3 timeout, 1 error.
 `;
 
@@ -32,7 +34,7 @@ async function readPlan(source: string, ctx: CommandContext): Promise<string> {
 
 /** `gatehouse plan [FILE|-]`: one plan review, decided in the browser. */
 export async function runPlan(ctx: CommandContext): Promise<number> {
-  const args = parseReviewArgs(ctx.argv, ['port', 'origin', 'timeout', 'decision-file'], 1);
+  const args = parseReviewArgs(ctx.argv, ['port', 'origin', 'timeout', 'decision-file', 'hub', 'session'], 1);
   if (args.help) {
     ctx.stderr.write(USAGE);
     return 0;

@@ -6,9 +6,10 @@ import type { DecisionCodec } from '../instance.ts';
 import type { PlanDecision } from './routes.ts';
 import { readAll, servePlan, TIMEOUT_DECISION } from './serve.ts';
 
-const USAGE = `Usage: gatehouse hook claude-code [--timeout 30m] [--decision-file PATH] [--port N]
+const USAGE = `Usage: gatehouse hook claude-code [--timeout 30m] [--decision-file PATH] [--port N] [--hub URL]
 Claude Code PermissionRequest hook for ExitPlanMode: reads the hook event JSON on stdin,
-serves the plan review, writes the hook answer JSON on stdout.
+serves the plan review (or submits it to the hub, versions grouped by the session),
+writes the hook answer JSON on stdout.
 `;
 
 /** What the hook needs from Claude Code's PermissionRequest event. */
@@ -55,6 +56,15 @@ export function parseHookEvent(text: string): HookEvent {
   return { plan, permissionMode: mode ?? 'default', cwd };
 }
 
+/**
+ * Claude Code's `session_id` in an event parseHookEvent accepted, or '':
+ * on a hub, the plans of one session are versions of one review.
+ */
+export function hookSessionId(text: string): string {
+  const id = (JSON.parse(text) as Record<string, unknown>)['session_id'];
+  return typeof id === 'string' ? id : '';
+}
+
 export const HOOK_TIMEOUT_MESSAGE = 'The plan review timed out without a decision. Do not proceed with this plan; ask the user to review it.';
 
 function answer(decision: Record<string, unknown>) {
@@ -99,18 +109,21 @@ export async function runHook(ctx: CommandContext): Promise<number> {
     ctx.stderr.write(`gatehouse hook: unknown agent ${JSON.stringify(agent ?? '')}; only "claude-code" has a hook\n${USAGE}`);
     return 1;
   }
-  const args = parseReviewArgs(rest, ['port', 'timeout', 'decision-file'], 0);
+  const args = parseReviewArgs(rest, ['port', 'timeout', 'decision-file', 'hub'], 0);
   if (args.help) {
     ctx.stderr.write(USAGE);
     return 0;
   }
   let event: HookEvent;
+  let text: string;
   try {
-    event = parseHookEvent(await readAll(ctx.stdin));
+    text = await readAll(ctx.stdin);
+    event = parseHookEvent(text);
   } catch (error) {
     ctx.stderr.write(`gatehouse hook claude-code: ${(error as Error).message}\n`);
     return 1;
   }
-  const config = { ...loadReviewConfig({ args: args.configArgs, env: ctx.env, projectDir: event.cwd ?? ctx.cwd }), origin: 'claude-code' as const };
+  const loaded = loadReviewConfig({ args: args.configArgs, env: ctx.env, projectDir: event.cwd ?? ctx.cwd });
+  const config = { ...loaded, origin: 'claude-code' as const, session: hookSessionId(text) || loaded.session };
   return servePlan({ ctx, config, plan: event.plan, permissionMode: event.permissionMode, codec: hookCodec });
 }

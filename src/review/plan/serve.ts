@@ -1,8 +1,10 @@
+import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { CommandContext } from '../../command.ts';
 import type { ReviewConfig } from '../../config/review.ts';
 import { createLogger } from '../../log.ts';
 import { runReview, type DecisionCodec } from '../instance.ts';
+import { planTitle } from './files.ts';
 import { planRoutes, type PlanDecision } from './routes.ts';
 
 /** The largest plan (or hook event) read from stdin. */
@@ -39,8 +41,17 @@ export interface ServePlanOptions {
   codec: DecisionCodec<PlanDecision>;
 }
 
-/** Serves one plan review until its decision (shared by `plan` and `hook claude-code`). */
-export function servePlan({ ctx, config, plan, permissionMode, codec }: ServePlanOptions): Promise<number> {
+/**
+ * Serves one plan review until its decision (shared by `plan` and `hook
+ * claude-code`), or submits it to the hub in `config.hubUrl` and waits there.
+ */
+export async function servePlan({ ctx, config, plan, permissionMode, codec }: ServePlanOptions): Promise<number> {
   const log = createLogger(config.logLevel);
-  return runReview({ config, io: ctx, log, title: 'Plan review', routes: planRoutes({ plan, permissionMode, config, log }), codec });
+  const title = 'Plan review';
+  if (config.hubUrl !== null) {
+    const { runHubReview } = await import('../../hub/client.ts');
+    const submission = { kind: 'plan', plan, permissionMode, origin: config.origin, title: planTitle(plan) ?? 'Plan', project: path.basename(config.projectDir) };
+    return runHubReview({ config: { ...config, hubUrl: config.hubUrl }, io: ctx, log, title, submission, codec });
+  }
+  return runReview({ config, io: ctx, log, title, routes: planRoutes({ plan, permissionMode, config, log }), codec });
 }

@@ -1,0 +1,181 @@
+import { PassThrough } from 'node:stream';
+import Router from '@koa/router';
+import Koa, { type Context, type Middleware, type Next } from 'koa';
+import { koaBody } from 'koa-body';
+import type { Logger } from 'pino';
+import type { HubConfig } from '../config/hub.ts';
+import { errorHandler, noSniff, renderPlainError } from '../http/middleware.ts';
+import { sameOriginPosts } from '../review/app.ts';
+import { reviewErrors } from '../review/errors.ts';
+import { allowedHosts, rolesOf, type Access } from './access.ts';
+import { hubErrors } from './errors.ts';
+import type { Hub } from './hub.ts';
+import type { NotifyCounts } from './notify.ts';
+import { INBOX_PAGE, SIGN_IN_PAGE } from './pages.ts';
+import type { HubStore } from './store.ts';
+import { readSubmission } from './submission.ts';
+
+/** The longest a decision long-poll is held open (`?wait=` is capped to it). */
+export const MAX_WAIT_SECONDS = 60;
+/** How many decided reviews the inbox lists. */
+const RECENT_DECISIONS = 50;
+/** A comment line on the event stream now and then keeps proxies from closing it. */
+const EVENTS_KEEPALIVE_MS = 25_000;
+
+export interface HubAppOptions {
+  config: HubConfig;
+  hub: Hub;
+  store: HubStore;
+  access: Access;
+  log: Logger;
+  notifyCounts: NotifyCounts;
+}
+
+const REVIEW_PATH = /^\/r\/([A-Za-z0-9_-]{1,64})(\/.*)?$/;
+
+/**
+ * `/r/<id>/…` is review `<id>`'s own server (its Koa app, the same one a
+ * local review runs), reached with the prefix taken off the path.
+ */
+function reviewMount(hub: Hub, access: Access): Middleware {
+  const reviewer = access.requireRole('reviewer');
+  return async (ctx: Context, next: Next) => {
+    const match = REVIEW_PATH.exec(ctx.path);
+    if (match === null) return next();
+    const [, id, rest] = match as unknown as [string, string, string | undefined];
+    if (!rolesOf(ctx).has('reviewer') && ctx.method === 'GET' && !(rest ?? '').startsWith('/api/')) {
+      // A browser that followed a review link without a session signs in first, then reloads it.
+      ctx.status = 401;
+      ctx.type = 'text/html; charset=utf-8';
+      ctx.body = SIGN_IN_PAGE;
+      return;
+    }
+    await reviewer(ctx, async () => {
+      const handler = hub.reviewHandler(id);
+      if (handler === undefined) throw hubErrors.reviewNotFound();
+      // The UI resolves its API calls against /r/<id>/, so the page must be served with the slash.
+      if (rest === undefined) return ctx.redirect(`/r/${id}/${ctx.querystring ? `?${ctx.querystring}` : ''}`);
+      ctx.respond = false;
+      ctx.req.url = rest + (ctx.querystring ? `?${ctx.querystring}` : '');
+      await handler(ctx.req, ctx.res);
+    });
+  };
+}
+
+/** The origin the client reached the hub at (its Host was checked against hub.allowed_hosts). */
+const requestOrigin = (ctx: Context) => `${ctx.protocol}://${ctx.host}`;
+
+function waitSeconds(ctx: Context): number {
+  const raw = ctx.query['wait'];
+  if (raw === undefined) return 0;
+  const seconds = typeof raw === 'string' && /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isFinite(seconds)) throw reviewErrors.invalidField('wait', `a number of seconds (at most ${MAX_WAIT_SECONDS})`);
+  return Math.min(seconds, MAX_WAIT_SECONDS);
+}
+
+/** Server-sent events: one `change` event whenever a review arrives or is decided. */
+function events(hub: Hub): Middleware {
+  return (ctx: Context) => {
+    const stream = new PassThrough();
+    const changed = () => stream.write('event: change\ndata: {}\n\n');
+    const keepalive = setInterval(() => stream.write(': keepalive\n\n'), EVENTS_KEEPALIVE_MS);
+    hub.events.on('change', changed);
+    ctx.req.once('close', () => {
+      clearInterval(keepalive);
+      hub.events.off('change', changed);
+      stream.end();
+    });
+    ctx.req.socket.setTimeout(0);
+    ctx.set('Cache-Control', 'no-store');
+    ctx.type = 'text/event-stream';
+    ctx.body = stream;
+    stream.write(': connected\n\n');
+  };
+}
+
+function apiRoutes({ config, hub, store, access, notifyCounts }: HubAppOptions): Router {
+  const router = new Router();
+  const submitter = access.requireRole('submitter');
+  const reviewer = access.requireRole('reviewer');
+
+  router.post('/api/session', access.signIn());
+
+  router.post('/api/reviews', submitter, async (ctx: Context) => {
+    const key = ctx.get('idempotency-key');
+    const submission = readSubmission(ctx.request.body, Date.now(), { requestKey: key ? key.slice(0, 200) : null, baseUrl: hub.baseUrl(requestOrigin(ctx)) });
+    const { review, created } = hub.submit(submission);
+    const summary = hub.summary(review);
+    ctx.status = created ? 201 : 200;
+    ctx.body = { id: review.id, url: summary.url, version: review.version };
+  });
+
+  router.get('/api/reviews', reviewer, async (ctx: Context) => {
+    ctx.body = { pending: store.pending().map((r) => hub.summary(r)), decided: store.recentlyDecided(RECENT_DECISIONS).map((r) => hub.summary(r)) };
+  });
+
+  router.get('/api/reviews/:id/decision', access.requireRole('submitter', 'reviewer'), async (ctx: Context) => {
+    const wait = waitSeconds(ctx);
+    const gone = new AbortController();
+    ctx.req.once('close', () => gone.abort());
+    const decision = await hub.waitForDecision(ctx.params['id'] as string, wait * 1000, gone.signal);
+    if (decision === undefined) throw hubErrors.reviewNotFound();
+    ctx.set('Cache-Control', 'no-store');
+    if (decision === null) ctx.status = 204;
+    else ctx.body = decision;
+  });
+
+  router.get('/api/events', reviewer, events(hub));
+
+  router.get('/api/stats', reviewer, async (ctx: Context) => {
+    ctx.body = { pending: store.pending().length, notifications: notifyCounts, maxBodyBytes: config.submissionMaxBytes };
+  });
+  return router;
+}
+
+/** JSON bodies for the hub's own POSTs; a body over the limit is a 413 naming it. */
+function jsonBodies(limit: number): Middleware[] {
+  const parse = koaBody({ json: true, jsonStrict: false, jsonLimit: limit, multipart: false, urlencoded: false, text: false });
+  return [
+    async (ctx: Context, next: Next) => {
+      if (ctx.method !== 'POST') return next();
+      if (ctx.request.is('json') === false) throw reviewErrors.notJson();
+      if (Number(ctx.get('content-length') || 0) > limit) throw hubErrors.submissionTooLarge(limit);
+      await next();
+    },
+    parse,
+  ];
+}
+
+/** `/`: the inbox for a reviewer, the sign-in form for anyone else. */
+function pages(): Middleware {
+  return async (ctx: Context, next: Next) => {
+    if (ctx.method !== 'GET' || ctx.path !== '/') return next();
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = rolesOf(ctx).has('reviewer') ? INBOX_PAGE : SIGN_IN_PAGE;
+  };
+}
+
+/**
+ * The hub's Koa app, composed in one place: errors as `{"error"}` → nosniff
+ * → Host allowlist → who is asking → same-origin POSTs → the reviews under
+ * /r/<id>/ (each its own review app) → JSON bodies → the hub API → the pages.
+ * Anything else is a 404.
+ */
+export function createHubApp(options: HubAppOptions): Koa {
+  const app = new Koa();
+  app.silent = true;
+  app.use(errorHandler(renderPlainError, options.log));
+  app.use(noSniff());
+  app.use(allowedHosts(options.config.allowedHosts));
+  app.use(options.access.authenticate());
+  app.use(sameOriginPosts());
+  app.use(reviewMount(options.hub, options.access));
+  for (const middleware of jsonBodies(options.config.submissionMaxBytes)) app.use(middleware);
+  app.use(apiRoutes(options).routes());
+  app.use(pages());
+  app.use(() => {
+    throw hubErrors.notFound();
+  });
+  return app;
+}

@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import { SIGNAL_EXIT_CODES, type CommandContext } from '../command.ts';
+import type { ReviewConfig } from '../config/review.ts';
+import { deliverDecision, type DecisionCodec } from '../review/instance.ts';
+
+/** How long one decision request waits on the hub before asking again. */
+const POLL_WAIT_SECONDS = 30;
+/** Reconnect delays: doubling from the first to the last, with jitter. */
+const BACKOFF_FIRST_MS = 250;
+const BACKOFF_MAX_MS = 5_000;
+/**
+ * With --timeout, the hub decides `timeout` itself at the deadline; a client
+ * that cannot reach the hub for this long past it gives up with an error
+ * (never a decision of its own, which could contradict the hub's).
+ */
+export const GIVE_UP_AFTER_DEADLINE_MS = 60_000;
+
+/** The hub refused a request: a 4xx, with its `{"error"}` message. Not retried. */
+export class HubRefusal extends Error {
+  override readonly name = 'HubRefusal';
+}
+
+export interface HubReviewOptions<D> {
+  config: ReviewConfig & { hubUrl: URL };
+  io: Pick<CommandContext, 'stdout' | 'stderr' | 'shutdown'>;
+  log: Logger;
+  /** Shown in the URL line, e.g. `Plan review`. */
+  title: string;
+  /** The body of `POST /api/reviews`, without `session` and `timeoutMs` (added here from the configuration). */
+  submission: Record<string, unknown>;
+  codec: DecisionCodec<D>;
+}
+
+/**
+ * A review decided on a hub: submit it (retried with one idempotency key,
+ * so a retry never makes a second review), print its URL on stderr,
+ * long-poll its decision through network drops and hub restarts, then end
+ * like a local review (stdout line, --decision-file, exit code). The hub is
+ * the only one to decide, timeouts included, so a waiter can never print an
+ * answer other than the hub's.
+ */
+export async function runHubReview<D>({ config, io, log, title, submission, codec }: HubReviewOptions<D>): Promise<number> {
+  if (io.shutdown.aborted) return SIGNAL_EXIT_CODES[String(io.shutdown.reason)] ?? 1;
+  if (config.decisionFile) await mkdir(path.dirname(config.decisionFile), { recursive: true });
+  const base = config.hubUrl.href.endsWith('/') ? config.hubUrl.href : `${config.hubUrl.href}/`;
+  const giveUpAt = config.timeoutMs === null ? null : Date.now() + config.timeoutMs + GIVE_UP_AFTER_DEADLINE_MS;
+  const headers: Record<string, string> = { accept: 'application/json', ...(config.hubToken && { authorization: `Bearer ${config.hubToken}` }) };
+  const hub = new HubConnection({ base, headers, log, shutdown: io.shutdown, giveUpAt });
+
+  try {
+    const body = { ...submission, ...(config.session && { session: config.session }), ...(config.timeoutMs !== null && { timeoutMs: config.timeoutMs }) };
+    const created = await hub.request('api/reviews', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      body: JSON.stringify(body),
+    });
+    const { id, url } = (await created.json()) as { id: string; url: string };
+    io.stderr.write(`${title}: ${url}\n`);
+    log.info({ review: id, url }, 'review submitted to the hub');
+    for (;;) {
+      const answer = await hub.request(`api/reviews/${encodeURIComponent(id)}/decision?wait=${POLL_WAIT_SECONDS}`, { method: 'GET' }, (POLL_WAIT_SECONDS + 15) * 1000);
+      if (answer.status === 200) return await deliverDecision((await answer.json()) as D, { config, io, log, codec });
+      await answer.body?.cancel();
+    }
+  } catch (error) {
+    if (io.shutdown.aborted) {
+      log.info({ signal: String(io.shutdown.reason) }, 'stopped waiting by a signal; the review stays on the hub');
+      return SIGNAL_EXIT_CODES[String(io.shutdown.reason)] ?? 1;
+    }
+    throw error;
+  }
+}
+
+interface ConnectionOptions {
+  base: string;
+  headers: Record<string, string>;
+  log: Logger;
+  shutdown: AbortSignal;
+  giveUpAt: number | null;
+}
+
+/** Requests to the hub, retried with backoff while it is unreachable, restarting or overloaded (5xx, 429). */
+class HubConnection {
+  readonly #options: ConnectionOptions;
+  #failures = 0;
+
+  constructor(options: ConnectionOptions) {
+    this.#options = options;
+  }
+
+  async request(relative: string, init: RequestInit, timeoutMs = 30_000): Promise<Response> {
+    const { base, headers, log, shutdown, giveUpAt } = this.#options;
+    const url = new URL(relative, base);
+    for (;;) {
+      shutdown.throwIfAborted();
+      let problem: string;
+      try {
+        const response = await fetch(url, {
+          ...init,
+          headers: { ...headers, ...(init.headers as Record<string, string> | undefined) },
+          signal: AbortSignal.any([shutdown, AbortSignal.timeout(timeoutMs)]),
+        });
+        if (response.status < 500 && response.status !== 429) {
+          if (this.#failures > 0) log.info({ hub: url.origin, attempts: this.#failures }, 'hub reachable again');
+          this.#failures = 0;
+          if (response.status >= 400) throw new HubRefusal(`the hub refused ${init.method} ${url.pathname}: ${response.status} ${await errorMessage(response)}`);
+          return response;
+        }
+        problem = `HTTP ${response.status}`;
+        await response.body?.cancel();
+      } catch (error) {
+        if (error instanceof HubRefusal || shutdown.aborted) throw error;
+        const cause = (error as Error).cause;
+        problem = cause instanceof Error ? cause.message : (error as Error).message;
+      }
+      if (giveUpAt !== null && Date.now() > giveUpAt) {
+        throw new Error(`the hub at ${url.origin} did not answer by the review's timeout (last problem: ${problem})`);
+      }
+      if (this.#failures === 0) log.warn({ hub: url.origin, problem }, 'hub unreachable; retrying with backoff');
+      const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** this.#failures) * (0.5 + Math.random() / 2);
+      this.#failures++;
+      await sleep(delay, undefined, { signal: shutdown });
+    }
+  }
+}
+
+async function errorMessage(response: Response): Promise<string> {
+  try {
+    const body = (await response.json()) as { error?: unknown };
+    return typeof body.error === 'string' ? body.error : '';
+  } catch {
+    return '';
+  }
+}

@@ -1,0 +1,248 @@
+import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import path from 'node:path';
+import type Router from '@koa/router';
+import type Koa from 'koa';
+import type { Context } from 'koa';
+import type { Logger } from 'pino';
+import type { HubConfig } from '../config/hub.ts';
+import type { Origin, ReviewConfig } from '../config/review.ts';
+import { webDocument } from '../http/web-document.ts';
+import { createReviewApp } from '../review/app.ts';
+import { codeDecisionCodec } from '../review/code/command.ts';
+import { codeReviewRoutes, type CodeDecision } from '../review/code/routes.ts';
+import { reviewErrors } from '../review/errors.ts';
+import { DecisionGate, MAX_TIMER_MS } from '../review/instance.ts';
+import { planRoutes, type PlanDecision } from '../review/plan/routes.ts';
+import { TIMEOUT_DECISION } from '../review/plan/serve.ts';
+import type { ReviewEvent, ReviewSummary } from './notify.ts';
+import type { HubStore, NewReview, StoredReview } from './store.ts';
+import { submittedRepository, type CodePayload, type PlanPayload } from './submission.ts';
+
+/**
+ * A review's gate on the hub: the decision is committed to the store inside
+ * the gate's recording step, so the reviewer's 200 means it is on disk. A
+ * decision already in the store (a timeout, another hub tab) makes this one
+ * a 409, exactly as a second decision on a local review.
+ */
+class StoredGate<D> extends DecisionGate<D> {
+  readonly #commit: (decision: D) => boolean;
+
+  constructor(commit: (decision: D) => boolean) {
+    super();
+    this.#commit = commit;
+  }
+
+  override decide(ctx: Context, record: () => Promise<{ body: unknown; decision: D }>): Promise<void> {
+    return super.decide(ctx, async () => {
+      const result = await record();
+      if (!this.#commit(result.decision)) throw reviewErrors.alreadyDecided();
+      return result;
+    });
+  }
+}
+
+interface LiveReview {
+  gate: DecisionGate<unknown>;
+  handler: ReturnType<Koa['callback']>;
+}
+
+/** The previous version of a plan and what its reviewer said (`GET /r/<id>/api/versions`). */
+export interface PreviousVersion {
+  version: number;
+  previous: { id: string; version: number; plan: string | null; outcome: string | null; feedback: string | null } | null;
+}
+
+/** The outcome word of a stored decision (see ReviewSummary.outcome). */
+function outcomeOf(review: StoredReview): string | null {
+  if (review.decision === null) return null;
+  const decision = (review.decision as { decision?: string }).decision;
+  return decision ?? 'feedback';
+}
+
+/** The single-page document of one review: the UI reads its API base from the injected meta tag. */
+function reviewDocument(id: string): string {
+  return webDocument().replace('<head>', `<head><meta name="gatehouse-base" content="/r/${id}/">`);
+}
+
+export interface HubOptions {
+  config: HubConfig;
+  store: HubStore;
+  log: Logger;
+  notify: (event: ReviewEvent) => void;
+  now?: () => number;
+}
+
+/**
+ * The hub's reviews: submitting, deciding (from a review page or a deadline),
+ * waking the waiters of a decision, and the Koa app each review is served by
+ * under /r/<id>/. The store is the truth; what lives here is derived from it
+ * and rebuilt after a restart.
+ */
+export class Hub {
+  /** Emits `change` whenever a review arrives or is decided (the inbox listens). */
+  readonly events = new EventEmitter();
+  readonly #config: HubConfig;
+  readonly #store: HubStore;
+  readonly #log: Logger;
+  readonly #notify: (event: ReviewEvent) => void;
+  readonly #now: () => number;
+  readonly #waiters = new Map<string, Set<() => void>>();
+  readonly #deadlines = new Map<string, NodeJS.Timeout>();
+  readonly #live = new Map<string, LiveReview>();
+
+  constructor({ config, store, log, notify, now = Date.now }: HubOptions) {
+    this.#config = config;
+    this.#store = store;
+    this.#log = log;
+    this.#notify = notify;
+    this.#now = now;
+    this.events.setMaxListeners(0);
+  }
+
+  /** Arms the deadlines of the reviews still pending (those already past end now). */
+  start(): void {
+    for (const review of this.#store.pending()) this.#arm(review);
+  }
+
+  close(): void {
+    for (const timer of this.#deadlines.values()) clearTimeout(timer);
+    this.#deadlines.clear();
+    for (const waiters of this.#waiters.values()) for (const wake of waiters) wake();
+  }
+
+  /** Where review URLs point: hub.public_url, else the origin the submitter reached the hub at. */
+  baseUrl(requestOrigin: string): string {
+    return this.#config.publicUrl?.href ?? `${requestOrigin}/`;
+  }
+
+  summary(review: StoredReview): ReviewSummary {
+    return {
+      id: review.id,
+      url: new URL(`r/${review.id}/`, review.baseUrl).href,
+      kind: review.kind,
+      title: review.title,
+      origin: review.origin,
+      project: review.project,
+      branch: review.branch,
+      session: review.session,
+      version: review.version,
+      createdAt: new Date(review.createdAt).toISOString(),
+      decidedAt: review.decidedAt === null ? null : new Date(review.decidedAt).toISOString(),
+      outcome: outcomeOf(review),
+    };
+  }
+
+  /** Stores a submission (committed before this returns) and announces it. */
+  submit(submission: NewReview): { review: StoredReview; created: boolean } {
+    const result = this.#store.insert(randomBytes(12).toString('base64url'), submission, this.#now());
+    if (result.created) {
+      this.#log.info({ review: result.review.id, kind: result.review.kind, session: result.review.session || undefined, version: result.review.version }, 'review submitted');
+      this.#arm(result.review);
+      this.events.emit('change');
+      this.#notify({ event: 'review.created', review: this.summary(result.review) });
+    }
+    return result;
+  }
+
+  /**
+   * The decision of a review once there is one, waiting up to `waitMs` for
+   * it: undefined for an unknown review, null when still pending.
+   */
+  async waitForDecision(id: string, waitMs: number, signal: AbortSignal): Promise<unknown> {
+    const now = this.#store.decisionOf(id);
+    if (now !== null || waitMs <= 0) return now;
+    await new Promise<void>((resolve) => {
+      let waiters = this.#waiters.get(id);
+      if (waiters === undefined) this.#waiters.set(id, (waiters = new Set()));
+      const set = waiters;
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        set.delete(done);
+        if (set.size === 0 && this.#waiters.get(id) === set) this.#waiters.delete(id);
+        resolve();
+      };
+      const timer = setTimeout(done, waitMs);
+      signal.addEventListener('abort', done, { once: true });
+      set.add(done);
+    });
+    return this.#store.decisionOf(id);
+  }
+
+  /** Records `decision` unless the review already has one; true when this call decided it. */
+  #commit(id: string, decision: unknown): boolean {
+    if (!this.#store.decide(id, decision, this.#now())) return false;
+    clearTimeout(this.#deadlines.get(id));
+    this.#deadlines.delete(id);
+    for (const wake of this.#waiters.get(id) ?? []) wake();
+    // A decided review's server is rebuilt (with its gate closed) if it is opened again.
+    this.#live.delete(id);
+    const review = this.#store.get(id);
+    this.#log.info({ review: id, outcome: review && outcomeOf(review) }, 'review decided');
+    this.events.emit('change');
+    if (review) this.#notify({ event: 'review.decided', review: this.summary(review) });
+    return true;
+  }
+
+  #arm(review: StoredReview): void {
+    if (review.deadline === null || review.decision !== null) return;
+    const fire = () => {
+      this.#deadlines.delete(review.id);
+      const decision = review.kind === 'plan' ? TIMEOUT_DECISION : codeDecisionCodec.timeout();
+      if (this.#commit(review.id, decision)) this.#live.get(review.id)?.gate.close(decision);
+    };
+    const delay = review.deadline - this.#now();
+    this.#deadlines.set(review.id, setTimeout(fire, Math.max(0, Math.min(delay, MAX_TIMER_MS))));
+  }
+
+  /** What a later version shows of the one before it. */
+  previousVersion(review: StoredReview): PreviousVersion {
+    const before = this.#store.previousVersion(review);
+    if (before === undefined) return { version: review.version, previous: null };
+    const decision = before.decision as { feedback?: string | null } | null;
+    return {
+      version: review.version,
+      previous: {
+        id: before.id,
+        version: before.version,
+        plan: before.kind === 'plan' ? (before.payload as PlanPayload).plan : null,
+        outcome: outcomeOf(before),
+        feedback: decision?.feedback ?? null,
+      },
+    };
+  }
+
+  /** The request handler of review `id`'s own server (built on first use), or undefined for an unknown review. */
+  reviewHandler(id: string): LiveReview['handler'] | undefined {
+    const live = this.#live.get(id);
+    if (live) return live.handler;
+    const review = this.#store.get(id);
+    if (review === undefined) return undefined;
+    const built = this.#build(review);
+    this.#live.set(id, built);
+    return built.handler;
+  }
+
+  #build(review: StoredReview): LiveReview {
+    const log = this.#log.child({ review: review.id });
+    const uploadDir = path.join(this.#config.uploadRoot, review.id);
+    // Images of a review come only from its own uploads: they are its project folder too.
+    const config: ReviewConfig = { ...this.#config.review, origin: review.origin as Origin, uploadDir, projectDir: uploadDir, timeoutMs: null, decisionFile: null };
+    const gate = new StoredGate<unknown>((decision) => this.#commit(review.id, decision));
+    if (review.decision !== null) gate.close(review.decision);
+    let routes: Router;
+    if (review.kind === 'plan') {
+      const { plan, permissionMode } = review.payload as PlanPayload;
+      routes = planRoutes({ plan, permissionMode, config, log })(gate as DecisionGate<PlanDecision>);
+    } else {
+      const payload = review.payload as CodePayload;
+      routes = codeReviewRoutes({ repo: submittedRepository(payload), diffType: payload.diffType, config, log })(gate as DecisionGate<CodeDecision>);
+    }
+    routes.get('/api/versions', (ctx) => {
+      ctx.body = this.previousVersion(this.#store.get(review.id) ?? review);
+    });
+    const app = createReviewApp({ config, log, routes, document: () => reviewDocument(review.id) });
+    return { gate, handler: app.callback() };
+  }
+}

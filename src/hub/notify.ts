@@ -1,0 +1,121 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import type { NotifyTarget } from '../config/hub.ts';
+
+/** What the inbox and the notifications say about a review. */
+export interface ReviewSummary {
+  id: string;
+  url: string;
+  kind: 'plan' | 'code';
+  title: string;
+  origin: string;
+  project: string;
+  branch: string;
+  session: string;
+  version: number;
+  createdAt: string;
+  decidedAt: string | null;
+  /** `approved`, `denied`, `timeout`, `feedback` (a code review answered), or null while pending. */
+  outcome: string | null;
+}
+
+export interface ReviewEvent {
+  event: 'review.created' | 'review.decided';
+  review: ReviewSummary;
+}
+
+export interface NotifyCounts {
+  sent: number;
+  retried: number;
+  failed: number;
+}
+
+const ATTEMPT_TIMEOUT_MS = 10_000;
+
+function sentence({ event, review }: ReviewEvent): string {
+  const what = `${review.kind === 'plan' ? 'Plan' : 'Code review'} "${review.title}"${review.version > 1 ? ` (version ${review.version})` : ''}`;
+  const where = [review.project, review.branch].filter(Boolean).join(' @ ');
+  const head = event === 'review.created' ? `${what} is waiting for a review` : `${what}: ${review.outcome}`;
+  return `${head}${where ? ` [${where}]` : ''}: ${review.url}`;
+}
+
+/** The request each kind of target gets. */
+function request(format: NotifyTarget['format'], event: ReviewEvent): { headers: Record<string, string>; body: string } {
+  switch (format) {
+    case 'json':
+      return { headers: { 'content-type': 'application/json' }, body: JSON.stringify(event) };
+    case 'slack':
+      return { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: sentence(event) }) };
+    case 'ntfy':
+      return {
+        headers: { 'content-type': 'text/plain; charset=utf-8', title: event.event === 'review.created' ? 'Review waiting' : 'Review decided', click: event.review.url },
+        body: sentence(event),
+      };
+  }
+}
+
+/**
+ * Posts review events to the configured webhooks and ntfy topics. Each
+ * delivery runs on its own, after the review's answer: a slow or dead
+ * receiver is retried with backoff and never holds a review up. Failures are
+ * logged (by the target's origin only: webhook URLs carry secrets) and counted.
+ */
+export class Notifier {
+  readonly counts: NotifyCounts = { sent: 0, retried: 0, failed: 0 };
+  readonly #targets: readonly NotifyTarget[];
+  readonly #attempts: number;
+  readonly #retryBaseMs: number;
+  readonly #log: Logger;
+  readonly #inFlight = new Set<Promise<void>>();
+  readonly #stop = new AbortController();
+
+  constructor(options: { targets: readonly NotifyTarget[]; attempts: number; retryBaseMs: number; log: Logger }) {
+    this.#targets = options.targets;
+    this.#attempts = options.attempts;
+    this.#retryBaseMs = options.retryBaseMs;
+    this.#log = options.log;
+  }
+
+  notify(event: ReviewEvent): void {
+    for (const target of this.#targets) {
+      const delivery = this.#deliver(target, event).finally(() => this.#inFlight.delete(delivery));
+      this.#inFlight.add(delivery);
+    }
+  }
+
+  async #deliver(target: NotifyTarget, event: ReviewEvent): Promise<void> {
+    const { headers, body } = request(target.format, event);
+    const where = { target: target.url.origin, format: target.format, event: event.event, review: event.review.id };
+    let problem = '';
+    for (let attempt = 1; attempt <= this.#attempts; attempt++) {
+      if (attempt > 1) {
+        this.counts.retried++;
+        try {
+          await sleep(this.#retryBaseMs * 2 ** (attempt - 2), undefined, { signal: this.#stop.signal });
+        } catch {
+          break; // the hub is shutting down
+        }
+      }
+      try {
+        const response = await fetch(target.url, { method: 'POST', headers, body, signal: AbortSignal.any([AbortSignal.timeout(ATTEMPT_TIMEOUT_MS), this.#stop.signal]) });
+        await response.body?.cancel();
+        if (response.ok) {
+          this.counts.sent++;
+          return;
+        }
+        problem = `HTTP ${response.status}`;
+      } catch (error) {
+        problem = (error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message;
+      }
+      this.#log.warn({ ...where, attempt, problem }, 'notification not delivered');
+    }
+    this.counts.failed++;
+    this.#log.error({ ...where, problem }, 'notification given up');
+  }
+
+  /** Stops retrying; deliveries under way end as failures. */
+  async close(): Promise<void> {
+    this.#stop.abort();
+    await Promise.allSettled([...this.#inFlight]);
+  }
+}
