@@ -23,7 +23,8 @@ LABEL org.opencontainers.image.title="gatehouse" \
       org.opencontainers.image.version="0.1.0"
 ENV NODE_ENV=production \
     SERVICE_REMOTE=1 \
-    GATEHOUSE_PLAN_DIR=/data/plans
+    GATEHOUSE_PLAN_DIR=/data/plans \
+    HUB_DB_PATH=/data/hub.db
 WORKDIR /app
 COPY --from=prod-deps /app/node_modules ./node_modules
 COPY --from=build /package ./
@@ -31,7 +32,7 @@ COPY config ./config
 RUN chmod 0755 dist/src/cli.js \
  && ln -s /app/dist/src/cli.js /usr/local/bin/gatehouse \
  && mkdir -p /data/plans /work \
- && chown node:node /data/plans /work
+ && chown node:node /data /data/plans /work
 # Reviews run in the mounted project (`-v "$PWD:/work"`), so relative paths mean what the user expects.
 WORKDIR /work
 USER node

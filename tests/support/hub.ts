@@ -1,0 +1,130 @@
+// The review hub as users run it: the image's `gatehouse hub` on a fixed
+// host port (so it keeps its address across `docker kill` + `docker start`)
+// with its data in a named volume, and CLI clients started from this tree.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import { GenericContainer, Wait, type StartedTestContainer } from 'testcontainers';
+import { IMAGE } from './image.ts';
+
+const run = promisify(execFile);
+export const ROOT = path.resolve(import.meta.dirname, '..', '..');
+
+export const SUBMIT_TOKEN = `submit-${randomBytes(12).toString('hex')}`;
+export const REVIEWER_TOKEN = `review-${randomBytes(12).toString('hex')}`;
+
+/** A free TCP port on this machine. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export interface HubContainer {
+  container: StartedTestContainer;
+  id: string;
+  url: string;
+  volume: string;
+  logs(): Promise<string>;
+  /** `docker kill`, then `docker start`, then waits until the hub answers again. */
+  killAndStart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function answers(url: string): Promise<boolean> {
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+    await response.body?.cancel();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function startHub(options: { env?: Record<string, string>; extraHosts?: { host: string; ipAddress: string }[] } = {}): Promise<HubContainer> {
+  const port = await freePort();
+  const volume = `gatehouse-hub-test-${randomBytes(6).toString('hex')}`;
+  let builder = new GenericContainer(IMAGE)
+    .withCommand(['hub'])
+    .withExposedPorts({ container: 19432, host: port })
+    .withEnvironment({ HUB_SUBMIT_TOKENS: SUBMIT_TOKEN, HUB_REVIEWER_TOKENS: REVIEWER_TOKEN, ...options.env })
+    .withBindMounts([{ source: volume, target: '/data', mode: 'rw' }])
+    .withWaitStrategy(Wait.forLogMessage(/Review hub: http:\/\/localhost:19432\//))
+    .withStartupTimeout(30_000);
+  if (options.extraHosts) builder = builder.withExtraHosts(options.extraHosts);
+  const container = await builder.start();
+  const id = container.getId();
+  const url = `http://127.0.0.1:${port}/`;
+  return {
+    container,
+    id,
+    url,
+    volume,
+    async logs() {
+      const { stdout, stderr } = await run('docker', ['logs', id], { maxBuffer: 64 * 1024 * 1024 });
+      return stdout + stderr;
+    },
+    async killAndStart() {
+      await run('docker', ['kill', id]);
+      await run('docker', ['start', id]);
+      for (let i = 0; i < 150 && !(await answers(url)); i++) await sleep(200);
+    },
+    async stop() {
+      await container.stop({ timeout: 2_000 }).catch(() => undefined);
+      await run('docker', ['volume', 'rm', '-f', volume]).catch(() => undefined);
+    },
+  };
+}
+
+export interface Client {
+  child: ChildProcess;
+  /** The review URL the client printed on stderr. */
+  url: Promise<string>;
+  exited: Promise<{ code: number | null; stdout: string; stderr: string }>;
+}
+
+/** `gatehouse <args>` in client mode against `hub`, as an agent or a CI job runs it. */
+export function startClient(args: string[], options: { hub: string; cwd: string; home: string; stdin?: string; token?: string }): Client {
+  const child = spawn(process.execPath, [path.join(ROOT, 'src', 'cli.ts'), ...args], {
+    cwd: options.cwd,
+    env: { PATH: process.env['PATH'] ?? '', HOME: options.home, GATEHOUSE_HUB_URL: options.hub, GATEHOUSE_HUB_TOKEN: options.token ?? SUBMIT_TOKEN },
+    stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+  });
+  child.stdin?.end(options.stdin);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+  const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
+  const url = new Promise<string>((resolve, reject) => {
+    child.stderr?.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      const found = /review: (https?:\/\/\S+)/.exec(stderr);
+      if (found) resolve(found[1] as string);
+    });
+    void exited.then(({ code }) => reject(new Error(`the client exited (${code}) before printing a URL:\n${stderr}`)));
+  });
+  url.catch(() => undefined);
+  return { child, url, exited };
+}
+
+/** A JSON call to the hub with the reviewer token (or the given headers). */
+export async function hubCall(base: string, method: string, p: string, body?: unknown, headers: Record<string, string> = { authorization: `Bearer ${REVIEWER_TOKEN}` }) {
+  const response = await fetch(new URL(p, base), {
+    method,
+    headers: { ...(body !== undefined && { 'content-type': 'application/json' }), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const type = response.headers.get('content-type') ?? '';
+  const payload = type.includes('json') ? await response.json() : await response.text();
+  return { status: response.status, headers: response.headers, body: payload as Record<string, unknown> & string };
+}
+
+/** The last JSON line a client printed on stdout. */
+export function lastLine(stdout: string): Record<string, unknown> {
+  return JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as Record<string, unknown>;
+}
