@@ -1,0 +1,200 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { close, listen } from '../../src/http/server.ts';
+import { IMAGE } from '../support/image.ts';
+import { freePort, hubCall, lastLine, REVIEWER_TOKEN, startClient, startHub, SUBMIT_TOKEN, type Client, type HubContainer } from '../support/hub.ts';
+
+const run = promisify(execFile);
+const PLAN = { kind: 'plan', plan: '# Access plan\n\n1. One\n', title: 'Access plan' };
+const asSubmitter = { authorization: `Bearer ${SUBMIT_TOKEN}` };
+const asReviewer = { authorization: `Bearer ${REVIEWER_TOKEN}` };
+
+const hubs: HubContainer[] = [];
+const clients: Client[] = [];
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'gatehouse-hub-access-'));
+});
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.child.kill('SIGTERM');
+  await Promise.all(hubs.splice(0).map((h) => h.stop()));
+});
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+/** A raw request, for what fetch will not send (a foreign Host). */
+function raw(base: string, method: string, p: string, headers: Record<string, string>): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
+  const url = new URL(p, base);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: url.hostname, port: url.port, path: url.pathname, method, headers }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('hub access', () => {
+  it('refuses to start reachable from other machines without tokens', async () => {
+    const failed = await run('docker', ['run', '--rm', IMAGE, 'hub']).then(
+      () => null,
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(failed?.code).toBe(1);
+    expect(failed?.stderr).toContain('HUB_SUBMIT_TOKENS');
+  });
+
+  it('refuses missing and wrong tokens, foreign Hosts, cross-origin POSTs and expired cookies; no token is ever logged', async () => {
+    const h = await startHub({ env: { HUB_SESSION_TTL: '6s', HUB_PUBLIC_URL: 'https://hub.example.test' } });
+    hubs.push(h);
+    const u = h.url;
+
+    // Submitting needs a submitter token.
+    expect(await hubCall(u, 'POST', 'api/reviews', PLAN, {})).toMatchObject({ status: 401, body: { error: expect.stringContaining('Authentication required') } });
+    expect(await hubCall(u, 'POST', 'api/reviews', PLAN, { authorization: 'Bearer not-a-token' })).toMatchObject({ status: 401, body: { error: 'Unknown token' } });
+    expect((await hubCall(u, 'POST', 'api/reviews', PLAN, asReviewer)).status).toBe(403);
+    const created = await hubCall(u, 'POST', 'api/reviews', PLAN, asSubmitter);
+    expect(created.status).toBe(201);
+    const id = created.body['id'] as string;
+    // Review URLs are built on hub.public_url.
+    expect(created.body['url']).toBe(`https://hub.example.test/r/${id}/`);
+
+    // Reading and deciding need a reviewer token.
+    for (const p of ['api/reviews', `r/${id}/api/plan`, 'api/events', 'api/stats']) {
+      expect((await hubCall(u, 'GET', p, undefined, {})).status, p).toBe(401);
+      expect((await hubCall(u, 'GET', p, undefined, { authorization: 'Bearer wrong' })).status, p).toBe(401);
+      expect((await hubCall(u, 'GET', p, undefined, asSubmitter)).status, p).toBe(403);
+    }
+    expect((await hubCall(u, 'POST', `r/${id}/api/approve`, {}, asSubmitter)).status).toBe(403);
+    expect((await hubCall(u, 'POST', `r/${id}/api/approve`, {}, {})).status).toBe(401);
+    // A browser following a review link without a session gets the sign-in page.
+    const page = await hubCall(u, 'GET', `r/${id}/`, undefined, {});
+    expect(page.status).toBe(401);
+    expect(page.body).toContain('Sign in');
+    // The waiter (submitter token) may read its decision; nobody else without a token.
+    expect((await hubCall(u, 'GET', `api/reviews/${id}/decision`, undefined, asSubmitter)).status).toBe(204);
+    expect((await hubCall(u, 'GET', `api/reviews/${id}/decision`, undefined, {})).status).toBe(401);
+    expect((await hubCall(u, 'GET', 'api/reviews/nope/decision', undefined, asSubmitter)).status).toBe(404);
+
+    // Hosts it does not serve are refused (DNS rebinding), with or without a token.
+    for (const host of ['evil.example', 'evil.example:19432', 'hub.example.test.evil.example']) {
+      const r = await raw(u, 'GET', 'api/reviews', { host, ...asReviewer });
+      expect(r.status, host).toBe(403);
+      expect(JSON.parse(r.body).error).toContain('is not served here');
+    }
+    expect((await raw(u, 'GET', 'api/reviews', { host: 'hub.example.test', ...asReviewer })).status).toBe(200);
+    expect((await raw(u, 'GET', 'api/reviews', { host: `localhost:${new URL(u).port}`, ...asReviewer })).status).toBe(200);
+
+    // Cross-origin POSTs are refused, valid token or not; the review stays pending.
+    for (const p of [`r/${id}/api/approve`, 'api/reviews', 'api/session']) {
+      const r = await hubCall(u, 'POST', p, p === 'api/session' ? { token: REVIEWER_TOKEN } : PLAN, { ...asReviewer, ...asSubmitter, origin: 'https://evil.example' });
+      expect(r, p).toMatchObject({ status: 403, body: { error: 'Cross-origin request refused' } });
+    }
+    expect((await hubCall(u, 'GET', `api/reviews/${id}/decision`, undefined, asSubmitter)).status).toBe(204);
+
+    // The browser exchange: a reviewer token becomes an HttpOnly, SameSite=Strict (and here Secure) cookie.
+    expect((await hubCall(u, 'POST', 'api/session', { token: SUBMIT_TOKEN }, {})).status).toBe(401);
+    const signIn = await hubCall(u, 'POST', 'api/session', { token: REVIEWER_TOKEN }, {});
+    expect(signIn.status).toBe(204);
+    const setCookie = signIn.headers.get('set-cookie') ?? '';
+    expect(setCookie).toMatch(/httponly/i);
+    expect(setCookie).toMatch(/samesite=strict/i);
+    expect(setCookie).toMatch(/;\s*secure/i);
+    const cookie = setCookie.split(';')[0] as string;
+    expect((await hubCall(u, 'GET', 'api/reviews', undefined, { cookie })).status).toBe(200);
+    expect((await hubCall(u, 'GET', 'api/reviews', undefined, { cookie: 'gatehouse_hub_session=forged' })).status).toBe(401);
+    await sleep(7_000);
+    expect((await hubCall(u, 'GET', 'api/reviews', undefined, { cookie })).status).toBe(401);
+
+    // A client carries its token to the hub; neither token nor cookie shows in the hub's log or the client's.
+    const file = path.join(dir, 'plan.md');
+    await writeFile(file, '# Logged plan\n');
+    const client = startClient(['plan', file, '--timeout', '1s'], { hub: u, cwd: dir, home: dir });
+    clients.push(client);
+    const done = await client.exited;
+    expect(done.code).toBe(3);
+    expect(lastLine(done.stdout)).toMatchObject({ decision: 'timeout' });
+    const logs = await h.logs();
+    expect(logs).toContain('review submitted');
+    for (const secret of [SUBMIT_TOKEN, REVIEWER_TOKEN, cookie.split('=')[1] as string]) {
+      expect(logs).not.toContain(secret);
+      expect(done.stderr).not.toContain(secret);
+    }
+  });
+});
+
+describe('hub notifications', () => {
+  let receiver: Server;
+  let port: number;
+  const received: { path: string; headers: IncomingHttpHeaders; body: string }[] = [];
+
+  beforeAll(async () => {
+    receiver = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        if (req.url === '/hang') return; // never answers
+        received.push({ path: req.url ?? '', headers: req.headers, body });
+        res.end('ok');
+      });
+    });
+    ({ port } = await listen(receiver, { port: 0, host: '0.0.0.0' }));
+  });
+  afterAll(() => close(receiver, 0));
+
+  it('posts review.created and review.decided to JSON, Slack and ntfy targets; dead and hanging receivers delay nothing', async () => {
+    const dead = await freePort();
+    const at = (p: string, p2 = port) => `http://host.docker.internal:${p2}${p}`;
+    const h = await startHub({
+      env: {
+        HUB_WEBHOOK_URLS: `${at('/json')},${at('/hang')}`,
+        HUB_SLACK_WEBHOOK_URLS: at('/slack/T000/B000/secret-part'),
+        HUB_NTFY_URLS: `${at('/ntfy')},${at('/down', dead)}`,
+        HUB_NOTIFY_ATTEMPTS: '3',
+        HUB_NOTIFY_RETRY_BASE: '100ms',
+      },
+      extraHosts: [{ host: 'host.docker.internal', ipAddress: 'host-gateway' }],
+    });
+    hubs.push(h);
+    const file = path.join(dir, 'notify.md');
+    await writeFile(file, '# Notify me\n\n1. Step\n');
+    const client = startClient(['plan', file], { hub: h.url, cwd: dir, home: dir });
+    clients.push(client);
+    const url = await client.url;
+    const id = /\/r\/([^/]+)\//.exec(url)?.[1];
+    const paths = () => received.map((r) => `${r.path} ${r.path === '/ntfy' ? r.body.slice(0, 14) : JSON.parse(r.body).event ?? 'text'}`);
+    await expect.poll(paths, { timeout: 30_000 }).toEqual(expect.arrayContaining(['/json review.created', '/slack/T000/B000/secret-part text', '/ntfy Plan "Notify m']));
+
+    // Decided while the hanging and the dead receivers are still being retried.
+    expect((await hubCall(h.url, 'POST', `r/${id}/api/deny`, { feedback: 'Not yet', planSave: { enabled: false } })).status).toBe(200);
+    const done = await client.exited;
+    expect(done.code).toBe(2);
+    expect(lastLine(done.stdout)).toMatchObject({ decision: 'denied', feedback: 'Not yet' });
+    await expect.poll(() => received.filter((r) => r.path === '/json').length, { timeout: 30_000 }).toBe(2);
+    await expect.poll(() => received.length, { timeout: 30_000 }).toBe(6);
+
+    const json = received.filter((r) => r.path === '/json').map((r) => JSON.parse(r.body));
+    expect(json.map((e) => e.event)).toEqual(['review.created', 'review.decided']);
+    expect(json[0].review).toMatchObject({ id, url, kind: 'plan', title: 'Notify me', outcome: null, version: 1 });
+    expect(json[1].review).toMatchObject({ id, url, outcome: 'denied' });
+    const slack = received.filter((r) => r.path.startsWith('/slack')).map((r) => JSON.parse(r.body));
+    expect(slack[0].text).toContain(url);
+    expect(slack[1].text).toContain('denied');
+    const ntfy = received.filter((r) => r.path === '/ntfy');
+    expect(ntfy[0]?.headers['click']).toBe(url);
+    expect(ntfy[1]?.body).toContain('denied');
+
+    // The dead receiver is given up after its attempts, counted and logged by origin only.
+    await expect.poll(async () => ((await hubCall(h.url, 'GET', 'api/stats')).body['notifications'] as { failed: number }).failed, { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
+    const logs = await h.logs();
+    expect(logs).toContain('notification given up');
+    expect(logs).not.toContain('secret-part');
+  });
+});
