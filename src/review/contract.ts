@@ -172,3 +172,17 @@ export interface AgentsResponse {
 export interface UploadResponse {
   path: string;
 }
+
+// ---- A review on the hub (docs/hub.md) ----
+
+/** `GET /r/<id>/api/versions`: this plan's version and the one before it, with what its reviewer said. */
+export interface VersionsResponse {
+  version: number;
+  previous: {
+    id: string;
+    version: number;
+    plan: string | null;
+    outcome: string | null;
+    feedback: string | null;
+  } | null;
+}

@@ -16,6 +16,7 @@ import type {
   PlanResponse,
   UploadResponse,
   VaultsResponse,
+  VersionsResponse,
 } from '../../src/review/contract.ts';
 
 export type {
@@ -44,6 +45,9 @@ async function readJson<T>(response: Response): Promise<T> {
   if (!response.ok) throw new ApiError(response.status, typeof body.error === 'string' ? body.error : `HTTP ${response.status}`);
   return body;
 }
+
+/** Whether this page is a review on a hub (which says so in the page, and also answers `GET api/versions`). */
+export const onHub = document.querySelector('meta[name="gatehouse-hub"]') !== null;
 
 /** fetch, with a network failure explained: the server ends after a decision or a timeout. */
 async function request(path: string, init: RequestInit): Promise<Response> {
@@ -88,6 +92,7 @@ export const api = {
   },
   agents: () => get<AgentsResponse>('api/agents'),
   vaults: () => get<VaultsResponse>('api/notevault/vaults'),
+  versions: () => get<VersionsResponse>('api/versions'),
   async upload(file: Blob, name: string): Promise<string> {
     const form = new FormData();
     form.append('file', file, name);

@@ -111,7 +111,18 @@ export function* renderPlanInChunks(markdown: string, first = 40, rest = 120): G
   }
 }
 
-/** A reviewer's own comment text, rendered the same safe way (images, code, links). */
+/**
+ * A reviewer's own comment text (or a block of an earlier plan version),
+ * rendered the same safe way (images, code, links), with no heading ids:
+ * those belong to the plan's table of contents.
+ */
 export function renderComment(markdown: string): DocumentFragment {
-  return sanitizeChunk(marked.parse(markdown, { async: false }), new Map()).fragment;
+  const { fragment } = sanitizeChunk(marked.parse(markdown, { async: false }), new Map());
+  for (const heading of fragment.querySelectorAll('[id]')) heading.removeAttribute('id');
+  return fragment;
+}
+
+/** The plan's top-level Markdown blocks (paragraphs, lists, headings…) as written, for a block diff. */
+export function markdownBlocks(markdown: string): string[] {
+  return marked.lexer(markdown).filter((t) => t.type !== 'space').map((t) => t.raw);
 }

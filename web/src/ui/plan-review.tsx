@@ -2,7 +2,7 @@
 import type { JSX } from 'preact';
 import { useCallback, useRef, useState } from 'preact/hooks';
 import { inDocumentOrder, newId, removeById, upsert, type PlanAnnotation, type PlanAnnotationKind } from '../annotations.ts';
-import { api, type ApproveRequest, type DecisionResponse, type PlanResponse } from '../api.ts';
+import { api, onHub, type ApproveRequest, type DecisionResponse, type PlanResponse } from '../api.ts';
 import { planFeedback } from '../feedback.ts';
 import type { TocEntry } from '../markdown.ts';
 import { PERMISSION_MODES, initialPermissionMode, parseTags, type PermissionMode, type Settings } from '../settings.ts';
@@ -15,6 +15,7 @@ import { FeedbackDialog } from './feedback-dialog.tsx';
 import { PlanDocument, type Selected } from './plan-document.tsx';
 import { PlanSettingsDialog } from './plan-settings.tsx';
 import { Topbar } from './topbar.tsx';
+import { VersionChanges } from './versions.tsx';
 
 const MODE_LABEL: Record<PermissionMode, string> = {
   default: 'Ask before edits (default)',
@@ -265,6 +266,7 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
           )}
         </nav>
         <main class="doc-scroll" ref={scroller}>
+          {onHub && !readOnly && <VersionChanges plan={data.plan} />}
           <div class="doc-page">
             <PlanDocument
               plan={data.plan}
