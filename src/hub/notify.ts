@@ -1,18 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { NotifyTarget } from '../config/hub.ts';
+import type { StoredReview } from './store.ts';
 
 /** What the inbox and the notifications say about a review. */
-export interface ReviewSummary {
-  id: string;
+export interface ReviewSummary extends Pick<StoredReview, 'id' | 'kind' | 'title' | 'origin' | 'project' | 'branch' | 'session' | 'version'> {
   url: string;
-  kind: 'plan' | 'code';
-  title: string;
-  origin: string;
-  project: string;
-  branch: string;
-  session: string;
-  version: number;
   createdAt: string;
   decidedAt: string | null;
   /** `approved`, `denied`, `timeout`, `feedback` (a code review answered), or null while pending. */

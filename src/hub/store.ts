@@ -31,22 +31,8 @@ export interface StoredReview extends Omit<NewReview, 'requestKey'> {
   decidedAt: number | null;
 }
 
-interface Row {
-  id: string;
-  kind: ReviewKind;
-  title: string;
-  origin: string;
-  project: string;
-  branch: string;
-  session: string;
-  version: number;
-  base_url: string;
-  payload?: string;
-  created_at: number;
-  deadline: number | null;
-  decision: string | null;
-  decided_at: number | null;
-}
+/** A row as read: the columns renamed to StoredReview's fields, the JSON columns still text. */
+type Row = Omit<StoredReview, 'payload' | 'decision'> & { payload?: string; decision: string | null };
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS reviews (
@@ -76,25 +62,11 @@ CREATE TABLE IF NOT EXISTS browser_sessions (
 `;
 
 /** The columns every read returns (the payload only when asked for). */
-const SUMMARY = 'id, kind, title, origin, project, branch, session, version, base_url, created_at, deadline, decision, decided_at';
+const SUMMARY =
+  'id, kind, title, origin, project, branch, session, version, base_url AS baseUrl, created_at AS createdAt, deadline, decision, decided_at AS decidedAt';
 
-function fromRow(row: Row): StoredReview {
-  return {
-    id: row.id,
-    kind: row.kind,
-    title: row.title,
-    origin: row.origin,
-    project: row.project,
-    branch: row.branch,
-    session: row.session,
-    version: row.version,
-    baseUrl: row.base_url,
-    payload: row.payload === undefined ? undefined : JSON.parse(row.payload),
-    createdAt: row.created_at,
-    deadline: row.deadline,
-    decision: row.decision === null ? null : JSON.parse(row.decision),
-    decidedAt: row.decided_at,
-  };
+function fromRow({ payload, decision, ...row }: Row): StoredReview {
+  return { ...row, payload: payload === undefined ? undefined : JSON.parse(payload), decision: decision === null ? null : JSON.parse(decision) };
 }
 
 /**

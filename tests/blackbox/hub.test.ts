@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, newPage, type Browser } from '../support/browser.ts';
-import { hubCall, lastLine, REVIEWER_TOKEN, startClient, startHub, SUBMIT_TOKEN, type Client, type HubContainer } from '../support/hub.ts';
+import { hubCall, lastLine, REVIEWER_TOKEN, startClient, startHub, type Client, type HubContainer } from '../support/hub.ts';
 
 let dir: string;
 const hubs: HubContainer[] = [];

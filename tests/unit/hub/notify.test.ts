@@ -1,0 +1,48 @@
+import { createServer } from 'node:http';
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { close, listen } from '../../../src/http/server.ts';
+import { Notifier, type ReviewEvent } from '../../../src/hub/notify.ts';
+
+const EVENT: ReviewEvent = {
+  event: 'review.created',
+  review: { id: 'r1', url: 'http://hub/r/r1/', kind: 'plan', title: 'T', origin: 'claude-code', project: 'p', branch: 'b', session: '', version: 1, createdAt: '', decidedAt: null, outcome: null },
+};
+
+const servers: ReturnType<typeof createServer>[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => close(s, 0)));
+});
+
+describe('Notifier', () => {
+  it('retries a failing receiver with backoff until it answers, and counts', async () => {
+    let calls = 0;
+    const bodies: string[] = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        calls++;
+        bodies.push(body);
+        res.statusCode = calls < 3 ? 503 : 200;
+        res.end();
+      });
+    });
+    servers.push(server);
+    const { port } = await listen(server, { port: 0, host: '127.0.0.1' });
+    const notifier = new Notifier({ targets: [{ url: new URL(`http://127.0.0.1:${port}/`), format: 'slack' }], attempts: 4, retryBaseMs: 10, log: pino({ level: 'silent' }) });
+    notifier.notify(EVENT);
+    await expect.poll(() => notifier.counts.sent).toBe(1);
+    expect(notifier.counts).toEqual({ sent: 1, retried: 2, failed: 0 });
+    expect(JSON.parse(bodies[2] ?? '')).toEqual({ text: 'Plan "T" is waiting for a review [p @ b]: http://hub/r/r1/' });
+    await notifier.close();
+  });
+
+  it('gives up after its attempts and never throws', async () => {
+    const notifier = new Notifier({ targets: [{ url: new URL('http://127.0.0.1:9/'), format: 'json' }], attempts: 2, retryBaseMs: 10, log: pino({ level: 'silent' }) });
+    notifier.notify(EVENT);
+    await expect.poll(() => notifier.counts.failed).toBe(1);
+    expect(notifier.counts).toEqual({ sent: 0, retried: 1, failed: 1 });
+    await notifier.close();
+  });
+});

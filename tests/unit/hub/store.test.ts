@@ -1,0 +1,80 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { HubStore, type NewReview } from '../../../src/hub/store.ts';
+
+let dir: string;
+let file: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'gatehouse-store-'));
+  file = path.join(dir, 'nested', 'hub.db');
+});
+afterEach(() => rm(dir, { recursive: true, force: true }));
+
+const plan = (overrides: Partial<NewReview> = {}): NewReview => ({
+  kind: 'plan',
+  title: 'A plan',
+  origin: 'claude-code',
+  project: 'p',
+  branch: '',
+  session: '',
+  payload: { plan: '# A\n', permissionMode: 'default' },
+  deadline: null,
+  requestKey: null,
+  baseUrl: 'http://localhost:19432/',
+  ...overrides,
+});
+
+describe('HubStore', () => {
+  it('numbers the versions of a session and finds the one before', () => {
+    const store = new HubStore(file);
+    expect(store.insert('a', plan({ session: 's' }), 1).review.version).toBe(1);
+    expect(store.insert('b', plan({ session: 'other' }), 2).review.version).toBe(1);
+    expect(store.insert('c', plan({ session: 's', payload: { plan: '# C\n' } }), 3).review.version).toBe(2);
+    expect(store.insert('d', plan(), 4).review.version).toBe(1);
+    const c = store.get('c');
+    expect(c).toMatchObject({ id: 'c', version: 2, payload: { plan: '# C\n' }, createdAt: 3, decision: null, decidedAt: null, baseUrl: 'http://localhost:19432/' });
+    expect(c && store.previousVersion(c)?.id).toBe('a');
+    const d = store.get('d');
+    expect(d && store.previousVersion(d)).toBeUndefined();
+    expect(d).toBeDefined();
+    store.close();
+  });
+
+  it('records one decision only, and keeps everything across a reopen', () => {
+    const store = new HubStore(file);
+    store.insert('a', plan({ deadline: 99 }), 1);
+    store.insert('b', plan(), 2);
+    expect(store.decisionOf('a')).toBeNull();
+    expect(store.decisionOf('nope')).toBeUndefined();
+    expect(store.decide('a', { decision: 'approved' }, 5)).toBe(true);
+    expect(store.decide('a', { decision: 'denied' }, 6)).toBe(false);
+    store.close();
+    const reopened = new HubStore(file);
+    expect(reopened.decisionOf('a')).toEqual({ decision: 'approved' });
+    expect(reopened.pending().map((r) => r.id)).toEqual(['b']);
+    expect(reopened.recentlyDecided(10)).toMatchObject([{ id: 'a', decidedAt: 5, deadline: 99, decision: { decision: 'approved' } }]);
+    reopened.close();
+  });
+
+  it('answers a retried submission with the review it made', () => {
+    const store = new HubStore(file);
+    const first = store.insert('a', plan({ requestKey: 'k', session: 's' }), 1);
+    const retry = store.insert('b', plan({ requestKey: 'k', session: 's' }), 2);
+    expect(first.created).toBe(true);
+    expect(retry).toMatchObject({ created: false, review: { id: 'a', version: 1 } });
+    expect(store.pending()).toHaveLength(1);
+    store.close();
+  });
+
+  it('keeps browser sessions until they expire', () => {
+    const store = new HubStore(file);
+    store.addBrowserSession('d1', 100);
+    expect(store.browserSessionValid('d1', 99)).toBe(true);
+    expect(store.browserSessionValid('d1', 100)).toBe(false);
+    expect(store.browserSessionValid('d1', 50)).toBe(false);
+    expect(store.browserSessionValid('unknown', 0)).toBe(false);
+    store.close();
+  });
+});
