@@ -8,6 +8,8 @@ import { httpUrl } from './shape.ts';
 
 registerFormats();
 
+const DEFAULT_SESSION_TTL_MS = 12 * 3_600_000;
+
 function hubSchema(env: NodeJS.ProcessEnv) {
   const home = env['HOME'] ?? os.homedir();
   return {
@@ -47,7 +49,7 @@ function hubSchema(env: NodeJS.ProcessEnv) {
       session_ttl_ms: {
         doc: "How long a reviewer's browser session lasts after it exchanged its token.",
         format: 'optional-duration',
-        default: 12 * 3_600_000 as number | null,
+        default: DEFAULT_SESSION_TTL_MS as number | null,
         env: 'HUB_SESSION_TTL',
       },
       submission_max_bytes: {
@@ -155,7 +157,7 @@ export function loadHubConfig({ args, env, cwd }: { args: string[]; env: NodeJS.
     reviewerTokens: h.reviewer_tokens,
     allowedHosts: [...new Set([...LOOPBACK_HOSTS, ...h.allowed_hosts, ...(publicUrl ? [publicUrl.hostname] : [])].map((x) => x.toLowerCase()))],
     publicUrl,
-    sessionTtlMs: h.session_ttl_ms ?? 12 * 3_600_000,
+    sessionTtlMs: h.session_ttl_ms ?? DEFAULT_SESSION_TTL_MS,
     submissionMaxBytes: h.submission_max_bytes,
     notify: {
       targets: [

@@ -121,6 +121,15 @@ describe('hub access', () => {
     const done = await client.exited;
     expect(done.code).toBe(3);
     expect(lastLine(done.stdout)).toMatchObject({ decision: 'timeout' });
+    // A client with a token the hub does not know stops at once: exit 1, the reason on stderr, nothing on stdout.
+    const refused = startClient(['plan', file], { hub: u, cwd: dir, home: dir, token: 'stolen-or-stale' });
+    clients.push(refused);
+    const stopped = await refused.exited;
+    expect(stopped.code).toBe(1);
+    expect(stopped.stdout).toBe('');
+    expect(stopped.stderr).toContain('the hub refused POST /api/reviews: 401 Unknown token');
+    expect(stopped.stderr).not.toContain('stolen-or-stale');
+
     const logs = await h.logs();
     expect(logs).toContain('review submitted');
     for (const secret of [SUBMIT_TOKEN, REVIEWER_TOKEN, cookie.split('=')[1] as string]) {
