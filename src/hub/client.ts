@@ -19,6 +19,16 @@ const BACKOFF_MAX_MS = 5_000;
  */
 export const GIVE_UP_AFTER_DEADLINE_MS = 60_000;
 
+/** The branch checked out in `dir`'s repository, shown in the hub's inbox; '' outside a repository. */
+export async function branchOf(dir: string, home: string): Promise<string> {
+  try {
+    const { GitRepository } = await import('../git/repository.ts');
+    return (await GitRepository.open(dir, { home }).context()).currentBranch;
+  } catch {
+    return '';
+  }
+}
+
 /** The hub refused a request: a 4xx, with its `{"error"}` message. Not retried. */
 export class HubRefusal extends Error {
   override readonly name = 'HubRefusal';

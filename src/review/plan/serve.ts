@@ -49,8 +49,16 @@ export async function servePlan({ ctx, config, plan, permissionMode, codec }: Se
   const log = createLogger(config.logLevel);
   const title = 'Plan review';
   if (config.hubUrl !== null) {
-    const { runHubReview } = await import('../../hub/client.ts');
-    const submission = { kind: 'plan', plan, permissionMode, origin: config.origin, title: planTitle(plan) ?? 'Plan', project: path.basename(config.projectDir) };
+    const { branchOf, runHubReview } = await import('../../hub/client.ts');
+    const submission = {
+      kind: 'plan',
+      plan,
+      permissionMode,
+      origin: config.origin,
+      title: planTitle(plan) ?? 'Plan',
+      project: path.basename(config.projectDir),
+      branch: await branchOf(config.projectDir, config.home),
+    };
     return runHubReview({ config: { ...config, hubUrl: config.hubUrl }, io: ctx, log, title, submission, codec });
   }
   return runReview({ config, io: ctx, log, title, routes: planRoutes({ plan, permissionMode, config, log }), codec });
