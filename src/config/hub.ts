@@ -145,7 +145,9 @@ export function loadHubConfig({ args, env, cwd }: { args: string[]; env: NodeJS.
         'and hub.reviewer_tokens (HUB_REVIEWER_TOKENS), or run it on loopback',
     );
   }
-  const notifyUrls = (key: string, urls: string[], format: NotifyFormat) => urls.map((u, i) => ({ url: httpUrl(`${key}[${i}]`, u), format }));
+  const notifyUrls = (key: string, urls: string[], format: NotifyFormat) =>
+    urls.map((u, i) => ({ url: httpUrl(`${key}[${i}]`, u), format }));
+  const hosts = [...LOOPBACK_HOSTS, ...h.allowed_hosts, ...(publicUrl ? [publicUrl.hostname] : [])];
   return {
     review,
     // Unlike a one-off review, the hub has a known port even in local mode.
@@ -155,7 +157,7 @@ export function loadHubConfig({ args, env, cwd }: { args: string[]; env: NodeJS.
     uploadRoot: path.join(path.dirname(dbPath), 'uploads'),
     submitTokens: h.submit_tokens,
     reviewerTokens: h.reviewer_tokens,
-    allowedHosts: [...new Set([...LOOPBACK_HOSTS, ...h.allowed_hosts, ...(publicUrl ? [publicUrl.hostname] : [])].map((x) => x.toLowerCase()))],
+    allowedHosts: [...new Set(hosts.map((x) => x.toLowerCase()))],
     publicUrl,
     sessionTtlMs: h.session_ttl_ms ?? DEFAULT_SESSION_TTL_MS,
     submissionMaxBytes: h.submission_max_bytes,

@@ -221,7 +221,9 @@ export interface LoadOptions {
 }
 
 /** Long flags the review commands accept, derived from the schema. */
-export const REVIEW_FLAGS = ['port', 'origin', 'timeout', 'decision-file', 'repo', 'diff-type', 'hub', 'session'] as const;
+export const REVIEW_FLAGS = [
+  'port', 'origin', 'timeout', 'decision-file', 'repo', 'diff-type', 'hub', 'session',
+] as const;
 
 export function loadReviewConfig({ args, env, projectDir }: LoadOptions): ReviewConfig {
   const config = validated(convict(reviewSchema(env), { args, env }));

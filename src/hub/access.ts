@@ -110,7 +110,14 @@ export class Access {
       store.addBrowserSession(sessionDigest(value), this.#now() + sessionTtlMs);
       // Behind a TLS-terminating proxy the hub itself sees plain HTTP; hub.public_url says what browsers use.
       (ctx.cookies as { secure: boolean }).secure = secureCookies;
-      ctx.cookies.set(SESSION_COOKIE, value, { httpOnly: true, sameSite: 'strict', secure: secureCookies, maxAge: sessionTtlMs, path: '/', overwrite: true });
+      ctx.cookies.set(SESSION_COOKIE, value, {
+        httpOnly: true,
+        sameSite: 'strict',
+        secure: secureCookies,
+        maxAge: sessionTtlMs,
+        path: '/',
+        overwrite: true,
+      });
       ctx.status = 204;
     };
   }

@@ -69,7 +69,9 @@ function waitSeconds(ctx: Context): number {
   const raw = ctx.query['wait'];
   if (raw === undefined) return 0;
   const seconds = typeof raw === 'string' && /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : NaN;
-  if (!Number.isFinite(seconds)) throw reviewErrors.invalidField('wait', `a number of seconds (at most ${MAX_WAIT_SECONDS})`);
+  if (!Number.isFinite(seconds)) {
+    throw reviewErrors.invalidField('wait', `a number of seconds (at most ${MAX_WAIT_SECONDS})`);
+  }
   return Math.min(seconds, MAX_WAIT_SECONDS);
 }
 
@@ -93,7 +95,7 @@ function events(hub: Hub): Middleware {
   };
 }
 
-function apiRoutes({ config, hub, store, access, notifyCounts }: HubAppOptions): Router {
+function apiRoutes({ hub, store, access, notifyCounts }: HubAppOptions): Router {
   const router = new Router();
   const submitter = access.requireRole('submitter');
   const reviewer = access.requireRole('reviewer');
@@ -102,7 +104,10 @@ function apiRoutes({ config, hub, store, access, notifyCounts }: HubAppOptions):
 
   router.post('/api/reviews', submitter, async (ctx: Context) => {
     const key = ctx.get('idempotency-key');
-    const submission = readSubmission(ctx.request.body, Date.now(), { requestKey: key ? key.slice(0, 200) : null, baseUrl: hub.baseUrl(requestOrigin(ctx)) });
+    const submission = readSubmission(ctx.request.body, Date.now(), {
+      requestKey: key ? key.slice(0, 200) : null,
+      baseUrl: hub.baseUrl(requestOrigin(ctx)),
+    });
     const { review, created } = hub.submit(submission);
     const summary = hub.summary(review);
     ctx.status = created ? 201 : 200;
@@ -110,7 +115,10 @@ function apiRoutes({ config, hub, store, access, notifyCounts }: HubAppOptions):
   });
 
   router.get('/api/reviews', reviewer, async (ctx: Context) => {
-    ctx.body = { pending: store.pending().map((r) => hub.summary(r)), decided: store.recentlyDecided(RECENT_DECISIONS).map((r) => hub.summary(r)) };
+    ctx.body = {
+      pending: store.pending().map((r) => hub.summary(r)),
+      decided: store.recentlyDecided(RECENT_DECISIONS).map((r) => hub.summary(r)),
+    };
   });
 
   router.get('/api/reviews/:id/decision', access.requireRole('submitter', 'reviewer'), async (ctx: Context) => {
@@ -127,14 +135,21 @@ function apiRoutes({ config, hub, store, access, notifyCounts }: HubAppOptions):
   router.get('/api/events', reviewer, events(hub));
 
   router.get('/api/stats', reviewer, async (ctx: Context) => {
-    ctx.body = { pending: store.pending().length, notifications: notifyCounts, maxBodyBytes: config.submissionMaxBytes };
+    ctx.body = { pending: store.pending().length, notifications: notifyCounts };
   });
   return router;
 }
 
 /** JSON bodies for the hub's own POSTs; a body over the limit is a 413 naming it. */
 function jsonBodies(limit: number): Middleware[] {
-  const parse = koaBody({ json: true, jsonStrict: false, jsonLimit: limit, multipart: false, urlencoded: false, text: false });
+  const parse = koaBody({
+    json: true,
+    jsonStrict: false,
+    jsonLimit: limit,
+    multipart: false,
+    urlencoded: false,
+    text: false,
+  });
   return [
     async (ctx: Context, next: Next) => {
       if (ctx.method !== 'POST') return next();

@@ -53,16 +53,24 @@ export interface HubReviewOptions<D> {
  * the only one to decide, timeouts included, so a waiter can never print an
  * answer other than the hub's.
  */
-export async function runHubReview<D>({ config, io, log, title, submission, codec }: HubReviewOptions<D>): Promise<number> {
+export async function runHubReview<D>(options: HubReviewOptions<D>): Promise<number> {
+  const { config, io, log, title, submission, codec } = options;
   if (io.shutdown.aborted) return SIGNAL_EXIT_CODES[String(io.shutdown.reason)] ?? 1;
   if (config.decisionFile) await mkdir(path.dirname(config.decisionFile), { recursive: true });
   const base = config.hubUrl.href.endsWith('/') ? config.hubUrl.href : `${config.hubUrl.href}/`;
   const giveUpAt = config.timeoutMs === null ? null : Date.now() + config.timeoutMs + GIVE_UP_AFTER_DEADLINE_MS;
-  const headers: Record<string, string> = { accept: 'application/json', ...(config.hubToken && { authorization: `Bearer ${config.hubToken}` }) };
+  const headers: Record<string, string> = {
+    accept: 'application/json',
+    ...(config.hubToken && { authorization: `Bearer ${config.hubToken}` }),
+  };
   const hub = new HubConnection({ base, headers, log, shutdown: io.shutdown, giveUpAt });
 
   try {
-    const body = { ...submission, ...(config.session && { session: config.session }), ...(config.timeoutMs !== null && { timeoutMs: config.timeoutMs }) };
+    const body = {
+      ...submission,
+      ...(config.session && { session: config.session }),
+      ...(config.timeoutMs !== null && { timeoutMs: config.timeoutMs }),
+    };
     const created = await hub.request('api/reviews', {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
@@ -72,7 +80,8 @@ export async function runHubReview<D>({ config, io, log, title, submission, code
     io.stderr.write(`${title}: ${url}\n`);
     log.info({ review: id, url }, 'review submitted to the hub');
     for (;;) {
-      const answer = await hub.request(`api/reviews/${encodeURIComponent(id)}/decision?wait=${POLL_WAIT_SECONDS}`, { method: 'GET' }, (POLL_WAIT_SECONDS + 15) * 1000);
+      const poll = `api/reviews/${encodeURIComponent(id)}/decision?wait=${POLL_WAIT_SECONDS}`;
+      const answer = await hub.request(poll, { method: 'GET' }, (POLL_WAIT_SECONDS + 15) * 1000);
       if (answer.status === 200) return await deliverDecision((await answer.json()) as D, { config, io, log, codec });
       await answer.body?.cancel();
     }
@@ -117,7 +126,10 @@ class HubConnection {
         if (response.status < 500 && response.status !== 429) {
           if (this.#failures > 0) log.info({ hub: url.origin, attempts: this.#failures }, 'hub reachable again');
           this.#failures = 0;
-          if (response.status >= 400) throw new HubRefusal(`the hub refused ${init.method} ${url.pathname}: ${response.status} ${await errorMessage(response)}`);
+          if (response.status >= 400) {
+            const why = `${response.status} ${await errorMessage(response)}`;
+            throw new HubRefusal(`the hub refused ${init.method} ${url.pathname}: ${why}`);
+          }
           return response;
         }
         problem = `HTTP ${response.status}`;

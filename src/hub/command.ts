@@ -45,7 +45,8 @@ export async function runHub(ctx: CommandContext): Promise<number> {
     const address = await listen(server, { port: config.port, host: config.host });
     const url = `http://localhost:${address.port}/`;
     ctx.stderr.write(`Review hub: ${url}\n`);
-    log.info({ url, host: config.host, port: address.port, db: config.dbPath, pending: store.pending().length, notifyTargets: config.notify.targets.length }, 'hub listening');
+    const state = { db: config.dbPath, pending: store.pending().length, notifyTargets: config.notify.targets.length };
+    log.info({ url, host: config.host, port: address.port, ...state }, 'hub listening');
     if (!ctx.shutdown.aborted) await once(ctx.shutdown, 'abort');
     log.info({ signal: String(ctx.shutdown.reason) }, 'hub shutting down');
     return 0;

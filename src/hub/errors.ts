@@ -5,7 +5,8 @@ import { HttpError } from '../http/errors.ts';
  * review servers' (a review under /r/<id>/ answers with reviewErrors).
  */
 export const hubErrors = {
-  hostNotAllowed: (host: string) => new HttpError(403, `Host ${JSON.stringify(host)} is not served here (hub.allowed_hosts)`),
+  hostNotAllowed: (host: string) =>
+    new HttpError(403, `Host ${JSON.stringify(host)} is not served here (hub.allowed_hosts)`),
   unauthenticated: (role: string) =>
     new HttpError(401, `Authentication required: send a ${role} token as Authorization: Bearer, or sign in`, {
       headers: { 'www-authenticate': 'Bearer realm="gatehouse-hub"' },
@@ -14,5 +15,6 @@ export const hubErrors = {
   wrongToken: () => new HttpError(401, 'Unknown token'),
   reviewNotFound: () => new HttpError(404, 'No such review'),
   notFound: () => new HttpError(404, 'Not found'),
-  submissionTooLarge: (limitBytes: number) => new HttpError(413, `Submission too large: the limit is ${limitBytes} bytes`),
+  submissionTooLarge: (limitBytes: number) =>
+    new HttpError(413, `Submission too large: the limit is ${limitBytes} bytes`),
 } as const;

@@ -50,7 +50,13 @@ interface LiveReview {
 /** The previous version of a plan and what its reviewer said (`GET /r/<id>/api/versions`). */
 export interface PreviousVersion {
   version: number;
-  previous: { id: string; version: number; plan: string | null; outcome: string | null; feedback: string | null } | null;
+  previous: {
+    id: string;
+    version: number;
+    plan: string | null;
+    outcome: string | null;
+    feedback: string | null;
+  } | null;
 }
 
 /** The outcome word of a stored decision (see ReviewSummary.outcome). */
@@ -137,7 +143,8 @@ export class Hub {
   submit(submission: NewReview): { review: StoredReview; created: boolean } {
     const result = this.#store.insert(randomBytes(12).toString('base64url'), submission, this.#now());
     if (result.created) {
-      this.#log.info({ review: result.review.id, kind: result.review.kind, session: result.review.session || undefined, version: result.review.version }, 'review submitted');
+      const { id, kind, session, version } = result.review;
+      this.#log.info({ review: id, kind, session: session || undefined, version }, 'review submitted');
       this.#arm(result.review);
       this.events.emit('change');
       this.#notify({ event: 'review.created', review: this.summary(result.review) });
@@ -228,7 +235,14 @@ export class Hub {
     const log = this.#log.child({ review: review.id });
     const uploadDir = path.join(this.#config.uploadRoot, review.id);
     // Images of a review come only from its own uploads: they are its project folder too.
-    const config: ReviewConfig = { ...this.#config.review, origin: review.origin as Origin, uploadDir, projectDir: uploadDir, timeoutMs: null, decisionFile: null };
+    const config: ReviewConfig = {
+      ...this.#config.review,
+      origin: review.origin as Origin,
+      uploadDir,
+      projectDir: uploadDir,
+      timeoutMs: null,
+      decisionFile: null,
+    };
     const gate = new StoredGate<unknown>((decision) => this.#commit(review.id, decision));
     if (review.decision !== null) gate.close(review.decision);
     let routes: Router;
@@ -237,7 +251,8 @@ export class Hub {
       routes = planRoutes({ plan, permissionMode, config, log })(gate as DecisionGate<PlanDecision>);
     } else {
       const payload = review.payload as CodePayload;
-      routes = codeReviewRoutes({ repo: submittedRepository(payload), diffType: payload.diffType, config, log })(gate as DecisionGate<CodeDecision>);
+      const repo = submittedRepository(payload);
+      routes = codeReviewRoutes({ repo, diffType: payload.diffType, config, log })(gate as DecisionGate<CodeDecision>);
     }
     routes.get('/api/versions', (ctx) => {
       ctx.body = this.previousVersion(this.#store.get(review.id) ?? review);

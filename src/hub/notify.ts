@@ -4,7 +4,9 @@ import type { NotifyTarget } from '../config/hub.ts';
 import type { StoredReview } from './store.ts';
 
 /** What the inbox and the notifications say about a review. */
-export interface ReviewSummary extends Pick<StoredReview, 'id' | 'kind' | 'title' | 'origin' | 'project' | 'branch' | 'session' | 'version'> {
+type SummaryFields = 'id' | 'kind' | 'title' | 'origin' | 'project' | 'branch' | 'session' | 'version';
+
+export interface ReviewSummary extends Pick<StoredReview, SummaryFields> {
   url: string;
   createdAt: string;
   decidedAt: string | null;
@@ -26,14 +28,18 @@ export interface NotifyCounts {
 const ATTEMPT_TIMEOUT_MS = 10_000;
 
 function sentence({ event, review }: ReviewEvent): string {
-  const what = `${review.kind === 'plan' ? 'Plan' : 'Code review'} "${review.title}"${review.version > 1 ? ` (version ${review.version})` : ''}`;
+  const version = review.version > 1 ? ` (version ${review.version})` : '';
+  const what = `${review.kind === 'plan' ? 'Plan' : 'Code review'} "${review.title}"${version}`;
   const where = [review.project, review.branch].filter(Boolean).join(' @ ');
   const head = event === 'review.created' ? `${what} is waiting for a review` : `${what}: ${review.outcome}`;
   return `${head}${where ? ` [${where}]` : ''}: ${review.url}`;
 }
 
 /** The request each kind of target gets. */
-function request(format: NotifyTarget['format'], event: ReviewEvent): { headers: Record<string, string>; body: string } {
+function request(
+  format: NotifyTarget['format'],
+  event: ReviewEvent,
+): { headers: Record<string, string>; body: string } {
   switch (format) {
     case 'json':
       return { headers: { 'content-type': 'application/json' }, body: JSON.stringify(event) };
@@ -41,7 +47,11 @@ function request(format: NotifyTarget['format'], event: ReviewEvent): { headers:
       return { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: sentence(event) }) };
     case 'ntfy':
       return {
-        headers: { 'content-type': 'text/plain; charset=utf-8', title: event.event === 'review.created' ? 'Review waiting' : 'Review decided', click: event.review.url },
+        headers: {
+          'content-type': 'text/plain; charset=utf-8',
+          title: event.event === 'review.created' ? 'Review waiting' : 'Review decided',
+          click: event.review.url,
+        },
         body: sentence(event),
       };
   }
@@ -90,7 +100,8 @@ export class Notifier {
         }
       }
       try {
-        const response = await fetch(target.url, { method: 'POST', headers, body, signal: AbortSignal.any([AbortSignal.timeout(ATTEMPT_TIMEOUT_MS), this.#stop.signal]) });
+        const signal = AbortSignal.any([AbortSignal.timeout(ATTEMPT_TIMEOUT_MS), this.#stop.signal]);
+        const response = await fetch(target.url, { method: 'POST', headers, body, signal });
         await response.body?.cancel();
         if (response.ok) {
           this.counts.sent++;
@@ -98,7 +109,8 @@ export class Notifier {
         }
         problem = `HTTP ${response.status}`;
       } catch (error) {
-        problem = (error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message;
+        const { cause, message } = error as Error;
+        problem = cause instanceof Error ? cause.message : message;
       }
       this.#log.warn({ ...where, attempt, problem }, 'notification not delivered');
     }

@@ -28,7 +28,8 @@ export const SIGN_IN_PAGE = page(
   `<h1>gatehouse review hub</h1>
 <p>Sign in with a reviewer token.</p>
 <form id="sign-in"><label for="token" hidden>Reviewer token</label>
-<input id="token" type="password" autocomplete="current-password" placeholder="Reviewer token" aria-label="Reviewer token" required>
+<input id="token" type="password" autocomplete="current-password" placeholder="Reviewer token"
+  aria-label="Reviewer token" required>
 <button type="submit">Sign in</button></form>
 <p id="problem" role="alert"></p>`,
   `document.getElementById('sign-in').addEventListener('submit', async (event) => {
@@ -48,19 +49,32 @@ export const INBOX_PAGE = page(
   'gatehouse hub: inbox',
   `<h1>gatehouse review hub</h1>
 <h2>Waiting for a review <span id="pending-count" class="badge">0</span></h2>
-<table aria-label="Pending reviews"><thead><tr><th>Title</th><th>Kind</th><th>Origin</th><th>Project / branch</th><th>Waiting since</th><th>Version</th></tr></thead>
+<table aria-label="Pending reviews"><thead><tr><th>Title</th><th>Kind</th><th>Origin</th><th>Project / branch</th>
+<th>Waiting since</th><th>Version</th></tr></thead>
 <tbody id="pending"></tbody></table>
 <h2>Recently decided</h2>
-<table aria-label="Recent decisions"><thead><tr><th>Title</th><th>Kind</th><th>Outcome</th><th>Project / branch</th><th>Decided</th><th>Version</th></tr></thead>
+<table aria-label="Recent decisions"><thead><tr><th>Title</th><th>Kind</th><th>Outcome</th><th>Project / branch</th>
+<th>Decided</th><th>Version</th></tr></thead>
 <tbody id="decided"></tbody></table>`,
-  `const cell = (row, text, className) => { const td = row.insertCell(); td.textContent = text; if (className) td.className = className; return td; };
+  `function cell(row, text, className) {
+  const td = row.insertCell();
+  td.textContent = text;
+  if (className) td.className = className;
+  return td;
+}
+const where = (review) => [review.project, review.branch].filter(Boolean).join(' / ');
 const when = (iso) => new Date(iso).toLocaleString();
 function titleCell(row, review, older) {
   const td = row.insertCell();
   const a = document.createElement('a'); a.href = review.url; a.textContent = review.title; td.append(a);
   if (older.length > 0) {
     const p = document.createElement('div'); p.className = 'muted'; p.append('earlier: ');
-    for (const o of older) { const link = document.createElement('a'); link.href = o.url; link.textContent = 'v' + o.version + (o.outcome ? ' (' + o.outcome + ')' : ''); p.append(link, ' '); }
+    for (const o of older) {
+      const link = document.createElement('a');
+      link.href = o.url;
+      link.textContent = 'v' + o.version + (o.outcome ? ' (' + o.outcome + ')' : '');
+      p.append(link, ' ');
+    }
     td.append(p);
   }
 }
@@ -70,16 +84,20 @@ function render(list) {
   document.getElementById('pending-count').textContent = String(list.pending.length);
   const everyone = [...list.pending, ...list.decided];
   for (const review of list.pending) {
-    const older = review.session ? everyone.filter((o) => o.session === review.session && o.version < review.version).sort((a, b) => a.version - b.version) : [];
+    const older = review.session
+      ? everyone
+          .filter((o) => o.session === review.session && o.version < review.version)
+          .sort((a, b) => a.version - b.version)
+      : [];
     const row = pending.insertRow(); row.dataset.id = review.id;
     titleCell(row, review, older);
-    cell(row, review.kind); cell(row, review.origin); cell(row, [review.project, review.branch].filter(Boolean).join(' / '));
+    cell(row, review.kind); cell(row, review.origin); cell(row, where(review));
     cell(row, when(review.createdAt)); cell(row, 'v' + review.version);
   }
   for (const review of list.decided) {
     const row = decided.insertRow(); row.dataset.id = review.id;
     titleCell(row, review, []);
-    cell(row, review.kind); cell(row, review.outcome, review.outcome); cell(row, [review.project, review.branch].filter(Boolean).join(' / '));
+    cell(row, review.kind); cell(row, review.outcome, review.outcome); cell(row, where(review));
     cell(row, when(review.decidedAt)); cell(row, 'v' + review.version);
   }
 }

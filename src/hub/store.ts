@@ -62,11 +62,15 @@ CREATE TABLE IF NOT EXISTS browser_sessions (
 `;
 
 /** The columns every read returns (the payload only when asked for). */
-const SUMMARY =
-  'id, kind, title, origin, project, branch, session, version, base_url AS baseUrl, created_at AS createdAt, deadline, decision, decided_at AS decidedAt';
+const SUMMARY = `id, kind, title, origin, project, branch, session, version, base_url AS baseUrl,
+  created_at AS createdAt, deadline, decision, decided_at AS decidedAt`;
 
 function fromRow({ payload, decision, ...row }: Row): StoredReview {
-  return { ...row, payload: payload === undefined ? undefined : JSON.parse(payload), decision: decision === null ? null : JSON.parse(decision) };
+  return {
+    ...row,
+    payload: payload === undefined ? undefined : JSON.parse(payload),
+    decision: decision === null ? null : JSON.parse(decision),
+  };
 }
 
 /**
@@ -101,13 +105,17 @@ export class HubStore {
    */
   insert(id: string, review: NewReview, now: number): { review: StoredReview; created: boolean } {
     if (review.requestKey !== null) {
-      const existing = this.#prepare(`SELECT ${SUMMARY} FROM reviews WHERE request_key = ?`).get(review.requestKey) as Row | undefined;
+      const existing = this.#prepare(`SELECT ${SUMMARY} FROM reviews WHERE request_key = ?`).get(review.requestKey) as
+        | Row
+        | undefined;
       if (existing) return { review: fromRow(existing), created: false };
     }
-    const last = review.session === '' ? undefined : (this.#prepare('SELECT MAX(version) AS v FROM reviews WHERE session = ?').get(review.session) as { v: number | null });
-    const version = (last?.v ?? 0) + 1;
+    const maxVersion = this.#prepare('SELECT MAX(version) AS v FROM reviews WHERE session = ?');
+    const last = review.session === '' ? undefined : maxVersion.get(review.session);
+    const version = ((last as { v: number | null } | undefined)?.v ?? 0) + 1;
     this.#prepare(
-      `INSERT INTO reviews (id, request_key, kind, title, origin, project, branch, session, version, base_url, payload, created_at, deadline)
+      `INSERT INTO reviews (id, request_key, kind, title, origin, project, branch, session, version, base_url, payload,
+         created_at, deadline)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       id, review.requestKey, review.kind, review.title, review.origin, review.project, review.branch, review.session,
@@ -125,32 +133,37 @@ export class HubStore {
 
   /** The decision of a review: undefined when there is no such review, null while pending. */
   decisionOf(id: string): unknown {
-    const row = this.#prepare('SELECT decision FROM reviews WHERE id = ?').get(id) as { decision: string | null } | undefined;
+    const row = this.#prepare('SELECT decision FROM reviews WHERE id = ?').get(id) as Pick<Row, 'decision'> | undefined;
     if (row === undefined) return undefined;
     return row.decision === null ? null : JSON.parse(row.decision);
   }
 
   /** Records the decision unless one is already recorded; true when this call recorded it. */
   decide(id: string, decision: unknown, now: number): boolean {
-    const result = this.#prepare('UPDATE reviews SET decision = ?, decided_at = ? WHERE id = ? AND decision IS NULL').run(JSON.stringify(decision), now, id);
-    return result.changes === 1;
+    const update = this.#prepare('UPDATE reviews SET decision = ?, decided_at = ? WHERE id = ? AND decision IS NULL');
+    return update.run(JSON.stringify(decision), now, id).changes === 1;
   }
 
   /** The version before this one in the same session (with its payload), if any. */
   previousVersion(review: StoredReview): StoredReview | undefined {
     if (review.session === '' || review.version <= 1) return undefined;
-    const row = this.#prepare(`SELECT ${SUMMARY}, payload FROM reviews WHERE session = ? AND version = ?`).get(review.session, review.version - 1) as Row | undefined;
+    const select = this.#prepare(`SELECT ${SUMMARY}, payload FROM reviews WHERE session = ? AND version = ?`);
+    const row = select.get(review.session, review.version - 1) as Row | undefined;
     return row && fromRow(row);
   }
 
   /** Every pending review, oldest first (without payloads). */
   pending(): StoredReview[] {
-    return (this.#prepare(`SELECT ${SUMMARY} FROM reviews WHERE decision IS NULL ORDER BY created_at, rowid`).all() as unknown as Row[]).map(fromRow);
+    const select = this.#prepare(`SELECT ${SUMMARY} FROM reviews WHERE decision IS NULL ORDER BY created_at, rowid`);
+    return (select.all() as unknown as Row[]).map(fromRow);
   }
 
   /** The latest decided reviews, newest first (without payloads). */
   recentlyDecided(limit: number): StoredReview[] {
-    return (this.#prepare(`SELECT ${SUMMARY} FROM reviews WHERE decision IS NOT NULL ORDER BY decided_at DESC, rowid DESC LIMIT ?`).all(limit) as unknown as Row[]).map(fromRow);
+    const select = this.#prepare(
+      `SELECT ${SUMMARY} FROM reviews WHERE decision IS NOT NULL ORDER BY decided_at DESC, rowid DESC LIMIT ?`,
+    );
+    return (select.all(limit) as unknown as Row[]).map(fromRow);
   }
 
   addBrowserSession(digest: string, expiresAt: number): void {
@@ -159,7 +172,8 @@ export class HubStore {
 
   /** Whether a browser session is known and not expired; expired ones are removed as they are met. */
   browserSessionValid(digest: string, now: number): boolean {
-    const row = this.#prepare('SELECT expires_at FROM browser_sessions WHERE digest = ?').get(digest) as { expires_at: number } | undefined;
+    const select = this.#prepare('SELECT expires_at FROM browser_sessions WHERE digest = ?');
+    const row = select.get(digest) as { expires_at: number } | undefined;
     if (row === undefined) return false;
     if (row.expires_at > now) return true;
     this.#prepare('DELETE FROM browser_sessions WHERE expires_at <= ?').run(now);

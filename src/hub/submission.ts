@@ -1,6 +1,6 @@
 import { ORIGINS } from '../config/review.ts';
 import { DIFF_TYPES, type DiffType } from '../git/diff-type.ts';
-import type { DiffResult, GitContext } from '../git/repository.ts';
+import type { GitContext, GitRepository } from '../git/repository.ts';
 import { reviewErrors } from '../review/errors.ts';
 import { readBody, type FieldReader } from '../review/validate.ts';
 import type { NewReview } from './store.ts';
@@ -47,11 +47,18 @@ function readCode(body: FieldReader): CodePayload {
   if (diffs[diffType] === undefined) throw reviewErrors.missingField(`diffs.${diffType}`);
   const context = body.optionalObject('gitContext');
   if (context === undefined) throw reviewErrors.missingField('gitContext');
-  const diffOptions = (context.optionalObjectArray('diffOptions') ?? []).map((o) => ({ id: o.requiredString('id'), label: o.requiredString('label') }));
+  const diffOptions = (context.optionalObjectArray('diffOptions') ?? []).map((o) => ({
+    id: o.requiredString('id'),
+    label: o.requiredString('label'),
+  }));
   return {
     diffType,
     diffs,
-    gitContext: { currentBranch: context.requiredString('currentBranch'), defaultBranch: context.requiredString('defaultBranch'), diffOptions },
+    gitContext: {
+      currentBranch: context.requiredString('currentBranch'),
+      defaultBranch: context.requiredString('defaultBranch'),
+      diffOptions,
+    },
   };
 }
 
@@ -61,11 +68,16 @@ function readCode(body: FieldReader): CodePayload {
  * with `diffType`, `diffs` and `gitContext`; optional `title`, `origin`,
  * `project`, `branch`, `session` and `timeoutMs`.
  */
-export function readSubmission(raw: unknown, now: number, request: { requestKey: string | null; baseUrl: string }): NewReview {
+export function readSubmission(
+  raw: unknown,
+  now: number,
+  request: { requestKey: string | null; baseUrl: string },
+): NewReview {
   const body = readBody(raw);
   const kind = body.requiredEnum('kind', ['plan', 'code'] as const);
   const origin = body.optionalEnum('origin', ORIGINS) ?? 'claude-code';
-  const timeoutMs = body.fields['timeoutMs'] === undefined || body.fields['timeoutMs'] === null ? null : body.requiredNumber('timeoutMs', { integer: true, min: 1 });
+  const timeoutMs =
+    body.fields['timeoutMs'] == null ? null : body.requiredNumber('timeoutMs', { integer: true, min: 1 });
   let payload: PlanPayload | CodePayload;
   let branch = shortText(body, 'branch', '');
   if (kind === 'plan') {
@@ -90,13 +102,14 @@ export function readSubmission(raw: unknown, now: number, request: { requestKey:
 }
 
 /** The repository a code review's routes read: the diffs as submitted. */
-export function submittedRepository(payload: CodePayload): { diff(type: DiffType): Promise<DiffResult>; context(): Promise<GitContext> } {
+export function submittedRepository(payload: CodePayload): Pick<GitRepository, 'diff' | 'context'> {
   return {
     async diff(type) {
       const diff = payload.diffs[type];
       if (diff === undefined) throw new Error(`the submitter sent no ${type} diff`);
       if ('error' in diff) throw new Error(diff.error);
-      return { rawPatch: diff.rawPatch, gitRef: diff.gitRef, latin1Patch: Buffer.from(diff.rawPatch, 'utf8').toString('latin1') };
+      const latin1Patch = Buffer.from(diff.rawPatch, 'utf8').toString('latin1');
+      return { rawPatch: diff.rawPatch, gitRef: diff.gitRef, latin1Patch };
     },
     async context() {
       return payload.gitContext;

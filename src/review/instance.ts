@@ -124,13 +124,20 @@ function writeLine(stream: CommandContext['stdout'], line: string): Promise<void
   return new Promise((resolve, reject) => stream.write(`${line}\n`, (error) => (error ? reject(error) : resolve())));
 }
 
+interface DeliveryOptions<D> {
+  config: ReviewConfig;
+  io: Pick<CommandContext, 'stdout'>;
+  log: Logger;
+  codec: DecisionCodec<D>;
+}
+
 /**
  * The end of every review, served here or on a hub: the decision as one JSON
  * line on stdout and, atomically, in the --decision-file; resolves with the exit code.
  */
 export async function deliverDecision<D>(
   decision: D,
-  { config, io, log, codec }: { config: ReviewConfig; io: Pick<CommandContext, 'stdout'>; log: Logger; codec: DecisionCodec<D> },
+  { config, io, log, codec }: DeliveryOptions<D>,
 ): Promise<number> {
   const line = JSON.stringify(codec.encode(decision));
   await writeLine(io.stdout, line);

@@ -43,12 +43,14 @@ async function codeSubmission(repo: GitRepository, diffType: DiffType): Promise<
     ),
   );
   const project = path.basename(repo.layout.workdir);
-  return { kind: 'code', diffType, diffs, gitContext: context, title: `${project} (${context.currentBranch})`, project, branch: context.currentBranch };
+  const branch = context.currentBranch;
+  return { kind: 'code', diffType, diffs, gitContext: context, title: `${project} (${branch})`, project, branch };
 }
 
 /** `gatehouse code-review`: one code review of a git work tree, answered with feedback in the browser. */
 export async function runCodeReview(ctx: CommandContext, onListening?: (url: string) => void): Promise<number> {
-  const args = parseReviewArgs(ctx.argv, ['port', 'origin', 'timeout', 'decision-file', 'repo', 'diff-type', 'hub', 'session'], 0);
+  const flags = ['port', 'origin', 'timeout', 'decision-file', 'repo', 'diff-type', 'hub', 'session'] as const;
+  const args = parseReviewArgs(ctx.argv, flags, 0);
   if (args.help) {
     ctx.stderr.write(USAGE);
     return 0;
@@ -64,7 +66,9 @@ export async function runCodeReview(ctx: CommandContext, onListening?: (url: str
   if (config.hubUrl !== null) {
     const { runHubReview } = await import('../../hub/client.ts');
     const submission = { ...(await codeSubmission(repo, config.diffType)), origin: config.origin };
-    return runHubReview({ config: { ...config, hubUrl: config.hubUrl }, io: ctx, log, title: 'Code review', submission, codec: codeDecisionCodec });
+    const hubConfig = { ...config, hubUrl: config.hubUrl };
+    const codec = codeDecisionCodec;
+    return runHubReview({ config: hubConfig, io: ctx, log, title: 'Code review', submission, codec });
   }
   return runReview({
     config,

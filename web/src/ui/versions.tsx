@@ -16,7 +16,10 @@ interface Block {
 /** The two plans as a sequence of rendered blocks, each marked added, removed or unchanged. */
 export function blockDiff(before: string, after: string): Block[] {
   return diffArrays(markdownBlocks(before), markdownBlocks(after)).flatMap((change) =>
-    change.value.map((markdown) => ({ kind: change.added ? 'added' : change.removed ? 'removed' : 'same', markdown }) as Block),
+    change.value.map((markdown): Block => {
+      const kind = change.added ? 'added' : change.removed ? 'removed' : 'same';
+      return { kind, markdown };
+    }),
   );
 }
 
@@ -42,7 +45,9 @@ export function VersionChanges({ plan }: { plan: string }): JSX.Element | null {
         </div>
       )}
       <details open={changed > 0}>
-        <summary>{changed === 0 ? 'No changes to the plan' : `${changed} block${changed === 1 ? '' : 's'} changed`}</summary>
+        <summary>
+          {changed === 0 ? 'No changes to the plan' : `${changed} block${changed === 1 ? '' : 's'} changed`}
+        </summary>
         <div class="versions-diff">
           {blocks.map((b, i) =>
             b.kind === 'added' ? (
