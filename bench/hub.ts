@@ -39,8 +39,17 @@ function percentile(xs: readonly number[], p: number): number {
 }
 
 /** Starts `gatehouse <args>` and resolves once it printed a URL on stderr. */
-function start(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string; exited: Promise<number | null> }> {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env['PATH'] ?? '', BROWSER: 'true', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+interface Started {
+  child: ChildProcess;
+  url: string;
+  exited: Promise<number | null>;
+}
+
+function start(args: string[], env: Record<string, string>): Promise<Started> {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { PATH: process.env['PATH'] ?? '', BROWSER: 'true', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   return new Promise((resolve, reject) => {
     let err = '';
@@ -53,12 +62,13 @@ function start(args: string[], env: Record<string, string>): Promise<{ child: Ch
         resolve({ child, url, exited });
       }
     });
-    void exited.then((code) => reject(new Error(`gatehouse ${args[0]} exited (${code}) before printing a URL:\n${err}`)));
+    void exited.then((code) => reject(new Error(`gatehouse ${args[0]} exited (${code}) before its URL:\n${err}`)));
   });
 }
 
 async function post(url: string, body: unknown): Promise<Response> {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const headers = { 'content-type': 'application/json' };
+  const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
   if (!response.ok) throw new Error(`${url}: ${response.status} ${await response.text()}`);
   return response;
 }
@@ -91,14 +101,19 @@ interface RoundResult {
 
 async function round(home: string): Promise<RoundResult> {
   const port = await freePort();
-  const hub = await start(['hub', '--port', String(port)], { HOME: home, HUB_DB_PATH: path.join(home, `hub-${port}.db`) });
+  const hub = await start(['hub', '--port', String(port)], {
+    HOME: home,
+    HUB_DB_PATH: path.join(home, `hub-${port}.db`),
+  });
   const base = hub.url;
   try {
     const submitMs: number[] = [];
     const ids: string[] = [];
     for (let i = 0; i < REVIEWS; i++) {
       const t0 = performance.now();
-      const response = await post(`${base}api/reviews`, { kind: 'plan', plan: `# Plan ${i}\n\n1. Step\n`, project: 'bench', session: `s-${i % 100}` });
+      const plan = `# Plan ${i}\n\n1. Step\n`;
+      const session = `s-${i % 100}`;
+      const response = await post(`${base}api/reviews`, { kind: 'plan', plan, project: 'bench', session });
       const { id } = (await response.json()) as { id: string };
       submitMs.push(performance.now() - t0);
       ids.push(id);
@@ -146,16 +161,18 @@ async function round(home: string): Promise<RoundResult> {
 const f = (ms: number) => `${ms.toFixed(1)} ms`;
 const home = mkdtempSync(path.join(tmpdir(), 'gatehouse-bench-hub-'));
 try {
-  console.log(`Review hub, ${REVIEWS} pending reviews with long-polling waiters, ${ROUNDS} rounds (aims: RSS ≤ 200 MB, decision → waiter p99 ≤ 100 ms)\n`);
-  console.log('| round | hub RSS, all waiting | submit → URL p50 | p99 | decision → waiter answer p50 | p99 | max |');
+  console.log(`Review hub, ${REVIEWS} pending reviews with long-polling waiters, ${ROUNDS} rounds`);
+  console.log('(aims: RSS ≤ 200 MB, decision → waiter p99 ≤ 100 ms)\n');
+  console.log('| round | hub RSS, all waiting | submit → URL p50 | p99 | decision → waiter p50 | p99 | max |');
   console.log('|---|---|---|---|---|---|---|');
   const ratios: number[] = [];
   const exits: { hub: number[]; local: number[] } = { hub: [], local: [] };
   for (let r = 1; r <= ROUNDS; r++) {
     const result = await round(home);
     console.log(
-      `| ${r} | ${result.rss.toFixed(0)} MiB | ${f(median(result.submitMs))} | ${f(percentile(result.submitMs, 99))} | ` +
-        `${f(median(result.decisionMs))} | ${f(percentile(result.decisionMs, 99))} | ${f(Math.max(...result.decisionMs))} |`,
+      `| ${r} | ${result.rss.toFixed(0)} MiB | ${f(median(result.submitMs))} | ` +
+        `${f(percentile(result.submitMs, 99))} | ${f(median(result.decisionMs))} | ` +
+        `${f(percentile(result.decisionMs, 99))} | ${f(Math.max(...result.decisionMs))} |`,
     );
     for (const pair of result.pairs) {
       ratios.push(pair.hub / pair.local);
@@ -166,7 +183,8 @@ try {
   console.log(`\nDecision → CLI process exit, ${ratios.length} pairs (hub client vs a local review, side by side):`);
   console.log(`  gatehouse plan --hub: median ${f(median(exits.hub))}, p99 ${f(percentile(exits.hub, 99))}`);
   console.log(`  gatehouse plan (local, baseline): median ${f(median(exits.local))}`);
-  console.log(`  paired ratio hub/local: median ${median(ratios).toFixed(2)}× (range ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}×)`);
+  const range = `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}×`;
+  console.log(`  paired ratio hub/local: median ${median(ratios).toFixed(2)}× (range ${range})`);
 } finally {
   rmSync(home, { recursive: true, force: true });
 }
