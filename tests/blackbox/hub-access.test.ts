@@ -8,7 +8,9 @@ import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { close, listen } from '../../src/http/server.ts';
 import { IMAGE } from '../support/image.ts';
-import { freePort, hubCall, lastLine, REVIEWER_TOKEN, startClient, startHub, SUBMIT_TOKEN, type Client, type HubContainer } from '../support/hub.ts';
+import { decide, freePort, hubCall, lastLine, startClient, startHub } from '../support/hub.ts';
+import { REVIEWER_TOKEN, SUBMIT_TOKEN } from '../support/hub.ts';
+import type { Client, HubContainer } from '../support/hub.ts';
 
 const run = promisify(execFile);
 const PLAN = { kind: 'plan', plan: '# Access plan\n\n1. One\n', title: 'Access plan' };
@@ -28,7 +30,13 @@ afterEach(async () => {
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
 /** A raw request, for what fetch will not send (a foreign Host). */
-function raw(base: string, method: string, p: string, headers: Record<string, string>): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
+interface RawAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+function raw(base: string, method: string, p: string, headers: Record<string, string>): Promise<RawAnswer> {
   const url = new URL(p, base);
   return new Promise((resolve, reject) => {
     const req = request({ host: url.hostname, port: url.port, path: url.pathname, method, headers }, (res) => {
@@ -51,14 +59,17 @@ describe('hub access', () => {
     expect(failed?.stderr).toContain('HUB_SUBMIT_TOKENS');
   });
 
-  it('refuses missing and wrong tokens, foreign Hosts, cross-origin POSTs and expired cookies; no token is ever logged', async () => {
+  it('refuses missing or wrong tokens, foreign Hosts, cross-origin POSTs, old cookies; logs no token', async () => {
     const h = await startHub({ env: { HUB_SESSION_TTL: '6s', HUB_PUBLIC_URL: 'https://hub.example.test' } });
     hubs.push(h);
     const u = h.url;
 
     // Submitting needs a submitter token.
-    expect(await hubCall(u, 'POST', 'api/reviews', PLAN, {})).toMatchObject({ status: 401, body: { error: expect.stringContaining('Authentication required') } });
-    expect(await hubCall(u, 'POST', 'api/reviews', PLAN, { authorization: 'Bearer not-a-token' })).toMatchObject({ status: 401, body: { error: 'Unknown token' } });
+    const anonymous = await hubCall(u, 'POST', 'api/reviews', PLAN, {});
+    const required = expect.stringContaining('Authentication required');
+    expect(anonymous).toMatchObject({ status: 401, body: { error: required } });
+    const wrong = await hubCall(u, 'POST', 'api/reviews', PLAN, { authorization: 'Bearer not-a-token' });
+    expect(wrong).toMatchObject({ status: 401, body: { error: 'Unknown token' } });
     expect((await hubCall(u, 'POST', 'api/reviews', PLAN, asReviewer)).status).toBe(403);
     const created = await hubCall(u, 'POST', 'api/reviews', PLAN, asSubmitter);
     expect(created.status).toBe(201);
@@ -90,11 +101,13 @@ describe('hub access', () => {
       expect(JSON.parse(r.body).error).toContain('is not served here');
     }
     expect((await raw(u, 'GET', 'api/reviews', { host: 'hub.example.test', ...asReviewer })).status).toBe(200);
-    expect((await raw(u, 'GET', 'api/reviews', { host: `localhost:${new URL(u).port}`, ...asReviewer })).status).toBe(200);
+    const local = `localhost:${new URL(u).port}`;
+    expect((await raw(u, 'GET', 'api/reviews', { host: local, ...asReviewer })).status).toBe(200);
 
     // Cross-origin POSTs are refused, valid token or not; the review stays pending.
     for (const p of [`r/${id}/api/approve`, 'api/reviews', 'api/session']) {
-      const r = await hubCall(u, 'POST', p, p === 'api/session' ? { token: REVIEWER_TOKEN } : PLAN, { ...asReviewer, ...asSubmitter, origin: 'https://evil.example' });
+      const body = p === 'api/session' ? { token: REVIEWER_TOKEN } : PLAN;
+      const r = await hubCall(u, 'POST', p, body, { ...asReviewer, ...asSubmitter, origin: 'https://evil.example' });
       expect(r, p).toMatchObject({ status: 403, body: { error: 'Cross-origin request refused' } });
     }
     expect((await hubCall(u, 'GET', `api/reviews/${id}/decision`, undefined, asSubmitter)).status).toBe(204);
@@ -109,7 +122,8 @@ describe('hub access', () => {
     expect(setCookie).toMatch(/;\s*secure/i);
     const cookie = setCookie.split(';')[0] as string;
     expect((await hubCall(u, 'GET', 'api/reviews', undefined, { cookie })).status).toBe(200);
-    expect((await hubCall(u, 'GET', 'api/reviews', undefined, { cookie: 'gatehouse_hub_session=forged' })).status).toBe(401);
+    const forged = { cookie: 'gatehouse_hub_session=forged' };
+    expect((await hubCall(u, 'GET', 'api/reviews', undefined, forged)).status).toBe(401);
     await sleep(7_000);
     expect((await hubCall(u, 'GET', 'api/reviews', undefined, { cookie })).status).toBe(401);
 
@@ -158,7 +172,7 @@ describe('hub notifications', () => {
   });
   afterAll(() => close(receiver, 0));
 
-  it('posts review.created and review.decided to JSON, Slack and ntfy targets; dead and hanging receivers delay nothing', async () => {
+  it('posts both events to JSON, Slack and ntfy targets; dead and hanging receivers delay nothing', async () => {
     const dead = await freePort();
     const at = (p: string, p2 = port) => `http://host.docker.internal:${p2}${p}`;
     const h = await startHub({
@@ -178,11 +192,14 @@ describe('hub notifications', () => {
     clients.push(client);
     const url = await client.url;
     const id = /\/r\/([^/]+)\//.exec(url)?.[1];
-    const paths = () => received.map((r) => `${r.path} ${r.path === '/ntfy' ? r.body.slice(0, 14) : JSON.parse(r.body).event ?? 'text'}`);
-    await expect.poll(paths, { timeout: 30_000 }).toEqual(expect.arrayContaining(['/json review.created', '/slack/T000/B000/secret-part text', '/ntfy Plan "Notify m']));
+    const what = (r: { path: string; body: string }) =>
+      r.path === '/ntfy' ? r.body.slice(0, 14) : (JSON.parse(r.body).event ?? 'text');
+    const paths = () => received.map((r) => `${r.path} ${what(r)}`);
+    const created = ['/json review.created', '/slack/T000/B000/secret-part text', '/ntfy Plan "Notify m'];
+    await expect.poll(paths, { timeout: 30_000 }).toEqual(expect.arrayContaining(created));
 
     // Decided while the hanging and the dead receivers are still being retried.
-    expect((await hubCall(h.url, 'POST', `r/${id}/api/deny`, { feedback: 'Not yet', planSave: { enabled: false } })).status).toBe(200);
+    expect(await decide(h.url, id, 'deny', { feedback: 'Not yet' })).toBe(200);
     const done = await client.exited;
     expect(done.code).toBe(2);
     expect(lastLine(done.stdout)).toMatchObject({ decision: 'denied', feedback: 'Not yet' });
@@ -201,7 +218,9 @@ describe('hub notifications', () => {
     expect(ntfy[1]?.body).toContain('denied');
 
     // The dead receiver is given up after its attempts, counted and logged by origin only.
-    await expect.poll(async () => ((await hubCall(h.url, 'GET', 'api/stats')).body['notifications'] as { failed: number }).failed, { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
+    const failed = async () =>
+      ((await hubCall(h.url, 'GET', 'api/stats')).body['notifications'] as { failed: number }).failed;
+    await expect.poll(failed, { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
     const logs = await h.logs();
     expect(logs).toContain('notification given up');
     expect(logs).not.toContain('secret-part');

@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedGitContext, TempRepo } from '../support/git-repo.ts';
-import { hubCall, lastLine, REVIEWER_TOKEN, startClient, startHub, SUBMIT_TOKEN, type Client, type HubContainer } from '../support/hub.ts';
+import { decide, hubCall, lastLine, REVIEWER_TOKEN, startClient, startHub, SUBMIT_TOKEN } from '../support/hub.ts';
+import type { Client, HubContainer } from '../support/hub.ts';
 import { imageForm, PNG } from '../support/images.ts';
 
 const asReviewer = { authorization: `Bearer ${REVIEWER_TOKEN}` };
@@ -31,7 +32,7 @@ function client(args: string[], options: { cwd?: string; stdin?: string } = {}):
 const idOf = (url: string) => /\/r\/([^/]+)\//.exec(url)?.[1] as string;
 
 describe('reviews on the hub keep the review server contract', () => {
-  it('serves a code review computed by the client: diff, switch, feedback; the client prints the feedback', async () => {
+  it('serves a code review computed by the client: diff, switch, feedback; the client prints it', async () => {
     const repo = TempRepo.init('main');
     try {
       repo.write('app.txt', 'one\n').commitAll('first');
@@ -41,17 +42,24 @@ describe('reviews on the hub keep the review server contract', () => {
       const id = idOf(await c.url);
       const diff = await hubCall(h.url, 'GET', `r/${id}/api/diff`);
       expect(diff.status).toBe(200);
-      expect(diff.body).toMatchObject({ gitRef: 'HEAD', origin: 'claude-code', diffType: 'uncommitted', gitContext: expectedGitContext('main'), sharingEnabled: true });
+      expect(diff.body).toMatchObject({ gitRef: 'HEAD', origin: 'claude-code', diffType: 'uncommitted' });
+      expect(diff.body['sharingEnabled']).toBe(true);
+      expect(diff.body['gitContext']).toEqual(expectedGitContext('main'));
       expect(diff.body['rawPatch']).toBe(repo.diff('HEAD'));
       const switched = await hubCall(h.url, 'POST', `r/${id}/api/diff/switch`, { diffType: 'last-commit' });
-      expect(switched.body).toEqual({ rawPatch: repo.diff('HEAD~1..HEAD'), gitRef: 'HEAD~1..HEAD', diffType: 'last-commit' });
+      const lastCommit = { rawPatch: repo.diff('HEAD~1..HEAD'), gitRef: 'HEAD~1..HEAD', diffType: 'last-commit' };
+      expect(switched.body).toEqual(lastCommit);
       expect((await hubCall(h.url, 'GET', `r/${id}/api/diff`)).body['diffType']).toBe('last-commit');
-      expect(await hubCall(h.url, 'POST', `r/${id}/api/diff/switch`, { diffType: 'nope' })).toMatchObject({ status: 400, body: { error: 'Unknown diffType: nope' } });
+      const unknown = await hubCall(h.url, 'POST', `r/${id}/api/diff/switch`, { diffType: 'nope' });
+      expect(unknown).toMatchObject({ status: 400, body: { error: 'Unknown diffType: nope' } });
       // The plan endpoint belongs to plan reviews: here it is the page, as on a code review server.
       expect((await hubCall(h.url, 'GET', `r/${id}/api/plan`)).headers.get('content-type')).toMatch(/^text\/html/);
 
-      const annotations = [{ id: 'a1', type: 'concern', filePath: 'app.txt', lineStart: 3, lineEnd: 3, side: 'new', text: 'Why three?' }];
-      expect((await hubCall(h.url, 'POST', `r/${id}/api/feedback`, { feedback: 'One question', annotations })).body).toEqual({ ok: true });
+      const annotations = [
+        { id: 'a1', type: 'concern', filePath: 'app.txt', lineStart: 3, lineEnd: 3, side: 'new', text: 'Why three?' },
+      ];
+      const sent = await hubCall(h.url, 'POST', `r/${id}/api/feedback`, { feedback: 'One question', annotations });
+      expect(sent.body).toEqual({ ok: true });
       expect((await hubCall(h.url, 'POST', `r/${id}/api/feedback`, { feedback: 'again' })).status).toBe(409);
       const done = await c.exited;
       expect(done.code).toBe(0);
@@ -62,14 +70,27 @@ describe('reviews on the hub keep the review server contract', () => {
   });
 
   it('answers the Claude Code hook through the hub, versions keyed by session_id', async () => {
-    const event = (plan: string) => JSON.stringify({ session_id: 'claude-session-7', cwd: dir, permission_mode: 'plan', hook_event_name: 'PermissionRequest', tool_name: 'ExitPlanMode', tool_input: { plan } });
+    const event = (plan: string) =>
+      JSON.stringify({
+        session_id: 'claude-session-7',
+        cwd: dir,
+        permission_mode: 'plan',
+        hook_event_name: 'PermissionRequest',
+        tool_name: 'ExitPlanMode',
+        tool_input: { plan },
+      });
     const first = client(['hook', 'claude-code'], { stdin: event('# Hooked\n\n1. A\n') });
     const firstId = idOf(await first.url);
-    expect((await hubCall(h.url, 'GET', `r/${firstId}/api/plan`)).body).toMatchObject({ plan: '# Hooked\n\n1. A\n', permissionMode: 'plan', origin: 'claude-code' });
-    await hubCall(h.url, 'POST', `r/${firstId}/api/deny`, { feedback: 'Add B', planSave: { enabled: false } });
+    const shown = (await hubCall(h.url, 'GET', `r/${firstId}/api/plan`)).body;
+    expect(shown).toMatchObject({ plan: '# Hooked\n\n1. A\n', permissionMode: 'plan', origin: 'claude-code' });
+    await decide(h.url, firstId, 'deny', { feedback: 'Add B' });
     const denied = await first.exited;
     expect(denied.code).toBe(0);
-    expect(lastLine(denied.stdout)).toEqual({ hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'deny', message: 'Add B' } } });
+    const deny = { behavior: 'deny', message: 'Add B' };
+    const hookAnswer = (decision: unknown) => ({
+      hookSpecificOutput: { hookEventName: 'PermissionRequest', decision },
+    });
+    expect(lastLine(denied.stdout)).toEqual(hookAnswer(deny));
 
     const second = client(['hook', 'claude-code'], { stdin: event('# Hooked\n\n1. A\n2. B\n') });
     const secondId = idOf(await second.url);
@@ -77,20 +98,26 @@ describe('reviews on the hub keep the review server contract', () => {
       version: 2,
       previous: { id: firstId, version: 1, plan: '# Hooked\n\n1. A\n', outcome: 'denied', feedback: 'Add B' },
     });
-    await hubCall(h.url, 'POST', `r/${secondId}/api/approve`, { permissionMode: 'acceptEdits', planSave: { enabled: false } });
-    expect(lastLine((await second.exited).stdout)).toEqual({
-      hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'allow', updatedPermissions: [{ type: 'setMode', mode: 'acceptEdits', destination: 'session' }] } },
-    });
+    await decide(h.url, secondId, 'approve', { permissionMode: 'acceptEdits' });
+    const setMode = { type: 'setMode', mode: 'acceptEdits', destination: 'session' };
+    const allowed = hookAnswer({ behavior: 'allow', updatedPermissions: [setMode] });
+    expect(lastLine((await second.exited).stdout)).toEqual(allowed);
   });
 
   it('shows a review only the images uploaded with it', async () => {
-    const submit = (title: string) => hubCall(h.url, 'POST', 'api/reviews', { kind: 'plan', plan: `# ${title}\n`, title }, asSubmitter);
+    const submit = (title: string) =>
+      hubCall(h.url, 'POST', 'api/reviews', { kind: 'plan', plan: `# ${title}\n`, title }, asSubmitter);
     const a = (await submit('Images A')).body['id'] as string;
     const b = (await submit('Images B')).body['id'] as string;
-    const upload = await fetch(new URL(`r/${a}/api/upload`, h.url), { method: 'POST', body: imageForm(PNG), headers: asReviewer });
+    const upload = await fetch(new URL(`r/${a}/api/upload`, h.url), {
+      method: 'POST',
+      body: imageForm(PNG),
+      headers: asReviewer,
+    });
     expect(upload.status).toBe(200);
     const stored = ((await upload.json()) as { path: string }).path;
-    const image = (id: string, p: string) => fetch(new URL(`r/${id}/api/image?path=${encodeURIComponent(p)}`, h.url), { headers: asReviewer });
+    const image = (id: string, p: string) =>
+      fetch(new URL(`r/${id}/api/image?path=${encodeURIComponent(p)}`, h.url), { headers: asReviewer });
     const own = await image(a, stored);
     expect(own.status).toBe(200);
     expect(Buffer.from(await own.arrayBuffer())).toEqual(PNG);
@@ -102,23 +129,40 @@ describe('reviews on the hub keep the review server contract', () => {
     }
   });
 
-  it('refuses bad submissions with the field named, and answers a retried submission with the same review', async () => {
-    const post = (body: unknown, headers: Record<string, string> = {}) => hubCall(h.url, 'POST', 'api/reviews', body, { ...asSubmitter, ...headers });
+  it('refuses bad submissions naming the field, and answers a retried submission with its review', async () => {
+    const post = (body: unknown, headers: Record<string, string> = {}) =>
+      hubCall(h.url, 'POST', 'api/reviews', body, { ...asSubmitter, ...headers });
+    const refused = (error: unknown) => ({ status: 400, body: { error } });
     expect(await post({})).toMatchObject({ status: 400, body: { error: 'Missing field kind' } });
-    expect(await post({ kind: 'poem' })).toMatchObject({ status: 400, body: { error: 'Invalid field kind: must be one of plan, code' } });
+    expect(await post({ kind: 'poem' })).toMatchObject(refused('Invalid field kind: must be one of plan, code'));
     expect(await post({ kind: 'plan' })).toMatchObject({ status: 400, body: { error: 'Missing field plan' } });
-    expect(await post({ kind: 'plan', plan: '  ' })).toMatchObject({ status: 400, body: { error: 'Invalid field plan: must be a non-empty string' } });
-    expect(await post({ kind: 'plan', plan: 'x', timeoutMs: -1 })).toMatchObject({ status: 400, body: { error: expect.stringContaining('timeoutMs') } });
-    expect(await post({ kind: 'code', diffType: 'uncommitted', diffs: {} })).toMatchObject({ status: 400, body: { error: 'Missing field diffs.uncommitted' } });
+    const blank = refused('Invalid field plan: must be a non-empty string');
+    expect(await post({ kind: 'plan', plan: '  ' })).toMatchObject(blank);
+    const negative = refused(expect.stringContaining('timeoutMs'));
+    expect(await post({ kind: 'plan', plan: 'x', timeoutMs: -1 })).toMatchObject(negative);
+    const noDiff = { kind: 'code', diffType: 'uncommitted', diffs: {} };
+    expect(await post(noDiff)).toMatchObject(refused('Missing field diffs.uncommitted'));
     expect(await post([1])).toMatchObject({ status: 400, body: { error: 'Request body must be a JSON object' } });
-    expect((await hubCall(h.url, 'POST', 'api/reviews', '{"kind":', { ...asSubmitter, 'content-type': 'application/json' })).status).toBe(400);
-    const form = await fetch(new URL('api/reviews', h.url), { method: 'POST', body: 'kind=plan', headers: { ...asSubmitter, 'content-type': 'application/x-www-form-urlencoded' } });
+    const broken = await fetch(new URL('api/reviews', h.url), {
+      method: 'POST',
+      body: '{"kind":',
+      headers: { ...asSubmitter, 'content-type': 'application/json' },
+    });
+    expect(broken.status).toBe(400);
+    expect(await broken.json()).toEqual({ error: 'Invalid JSON body' });
+    const form = await fetch(new URL('api/reviews', h.url), {
+      method: 'POST',
+      body: 'kind=plan',
+      headers: { ...asSubmitter, 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(form.status).toBe(415);
     const once = await post({ kind: 'plan', plan: '# Once\n' }, { 'idempotency-key': 'retry-1' });
     const again = await post({ kind: 'plan', plan: '# Once\n' }, { 'idempotency-key': 'retry-1' });
     expect(once.status).toBe(201);
     expect(again.status).toBe(200);
     expect(again.body).toEqual(once.body);
-    expect((await hubCall(h.url, 'GET', `api/reviews/${once.body['id']}/decision?wait=abc`, undefined, asSubmitter)).status).toBe(400);
+    const waitAbc = `api/reviews/${once.body['id']}/decision?wait=abc`;
+    const badWait = await hubCall(h.url, 'GET', waitAbc, undefined, asSubmitter);
+    expect(badWait.status).toBe(400);
   });
 });

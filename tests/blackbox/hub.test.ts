@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, newPage, type Browser } from '../support/browser.ts';
-import { hubCall, lastLine, REVIEWER_TOKEN, startClient, startHub, type Client, type HubContainer } from '../support/hub.ts';
+import { decide, hubCall, lastLine, REVIEWER_TOKEN, startClient, startHub } from '../support/hub.ts';
+import type { Client, HubContainer } from '../support/hub.ts';
 
 let dir: string;
 const hubs: HubContainer[] = [];
@@ -73,7 +74,9 @@ async function signIn(browser: Browser, base: string) {
 }
 
 describe('the review hub in a container', () => {
-  it('holds 50 reviews from 50 CLI clients; each client gets its own decision, 3 of them made in Chromium', { timeout: 300_000 }, async () => {
+  const slow = { timeout: 300_000 };
+
+  it('holds 50 reviews from 50 CLI clients; each gets its own decision, 3 made in Chromium', slow, async () => {
     const h = await hub();
     const started = await planClients(h, 50, 'Plan');
     const urls = await Promise.all(started.map((c) => c.url));
@@ -86,11 +89,10 @@ describe('the review hub in a container', () => {
     for (const i of order.slice(3)) {
       const review = byTitle.get(`Plan ${i}`);
       if (i % 2 === 0) {
-        expect((await hubCall(h.url, 'POST', `r/${review?.id}/api/approve`, { planSave: { enabled: false } })).status).toBe(200);
+        expect(await decide(h.url, review?.id, 'approve')).toBe(200);
         expected.set(i, { decision: 'approved', feedback: null, code: 0 });
       } else {
-        const r = await hubCall(h.url, 'POST', `r/${review?.id}/api/deny`, { feedback: `Not plan ${i}`, planSave: { enabled: false } });
-        expect(r.status).toBe(200);
+        expect(await decide(h.url, review?.id, 'deny', { feedback: `Not plan ${i}` })).toBe(200);
         expected.set(i, { decision: 'denied', feedback: `Not plan ${i}`, code: 2 });
       }
     }
@@ -121,7 +123,7 @@ describe('the review hub in a container', () => {
     expect(((await hubCall(h.url, 'GET', 'api/reviews')).body['pending'] as unknown[]).length).toBe(0);
   });
 
-  it('keeps 10 waiting reviews and a decision made just before `docker kill`; each client gets its decision after the restart', { timeout: 300_000 }, async () => {
+  it('keeps 10 waiting reviews and a decision made just before `docker kill` for their clients', slow, async () => {
     const h = await hub();
     const started = await planClients(h, 10, 'Kill');
     await Promise.all(started.map((c) => c.url));
@@ -129,18 +131,19 @@ describe('the review hub in a container', () => {
 
     // Decided, then the hub killed at once: the decision was committed before its 200.
     const first = byTitle.get('Kill 0');
-    expect((await hubCall(h.url, 'POST', `r/${first?.id}/api/deny`, { feedback: 'Decided before the kill', planSave: { enabled: false } })).status).toBe(200);
+    expect(await decide(h.url, first?.id, 'deny', { feedback: 'Decided before the kill' })).toBe(200);
     await h.killAndStart();
 
     const after = await pendingByTitle(h, 9);
     expect([...after.keys()].sort()).toEqual([...Array(9).keys()].map((i) => `Kill ${i + 1}`).sort());
-    expect((await hubCall(h.url, 'GET', `api/reviews/${first?.id}/decision`)).body).toMatchObject({ decision: 'denied', feedback: 'Decided before the kill' });
+    const kept = (await hubCall(h.url, 'GET', `api/reviews/${first?.id}/decision`)).body;
+    expect(kept).toMatchObject({ decision: 'denied', feedback: 'Decided before the kill' });
     for (let i = 1; i < 10; i++) {
-      expect((await hubCall(h.url, 'POST', `r/${after.get(`Kill ${i}`)?.id}/api/approve`, { feedback: `after ${i}`, planSave: { enabled: false } })).status).toBe(200);
+      expect(await decide(h.url, after.get(`Kill ${i}`)?.id, 'approve', { feedback: `after ${i}` })).toBe(200);
     }
     const results = await Promise.all(started.map((c) => c.exited));
     expect(results[0]?.code).toBe(2);
-    expect(lastLine(results[0]?.stdout ?? '')).toMatchObject({ decision: 'denied', feedback: 'Decided before the kill' });
+    expect(lastLine(results[0]?.stdout ?? '')).toMatchObject(kept);
     for (let i = 1; i < 10; i++) {
       expect(results[i]?.code, results[i]?.stderr).toBe(0);
       expect(lastLine(results[i]?.stdout ?? '')).toMatchObject({ decision: 'approved', feedback: `after ${i}` });

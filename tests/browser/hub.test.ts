@@ -5,7 +5,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserSuite, newPage, ROOT, screenshot } from '../support/browser.ts';
-import { freePort, hubCall, lastLine, REVIEWER_TOKEN, startClient, SUBMIT_TOKEN, type Client } from '../support/hub.ts';
+import { decide, freePort, lastLine, REVIEWER_TOKEN, startClient, SUBMIT_TOKEN, type Client } from '../support/hub.ts';
 
 const suite = browserSuite();
 let hub: ChildProcess;
@@ -16,7 +16,13 @@ beforeAll(async () => {
   const port = await freePort();
   base = `http://127.0.0.1:${port}/`;
   hub = spawn(process.execPath, [path.join(ROOT, 'src', 'cli.ts'), 'hub', '--port', String(port)], {
-    env: { PATH: process.env['PATH'] ?? '', HOME: suite.home, HUB_SUBMIT_TOKENS: SUBMIT_TOKEN, HUB_REVIEWER_TOKENS: REVIEWER_TOKEN, GATEHOUSE_PLAN_DIR: path.join(suite.home, 'plans') },
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOME: suite.home,
+      HUB_SUBMIT_TOKENS: SUBMIT_TOKEN,
+      HUB_REVIEWER_TOKENS: REVIEWER_TOKEN,
+      GATEHOUSE_PLAN_DIR: path.join(suite.home, 'plans'),
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   await new Promise<void>((resolve, reject) => {
@@ -68,7 +74,7 @@ async function submit(name: string, plan: string, session: string): Promise<Clie
 }
 
 describe('the hub in Chromium', () => {
-  it('signs in, lists a new review live, and shows version 2 with the diff and the feedback version 1 got', async () => {
+  it('signs in, lists a new review live, shows version 2 with the diff and the feedback v1 got', async () => {
     const { page, errors } = await newPage(suite.browser);
     await page.goto(base);
     await page.getByLabel('Reviewer token').fill('wrong token');
@@ -92,14 +98,15 @@ describe('the hub in Chromium', () => {
       'v1',
     ]);
     const v1Id = /\/r\/([^/]+)\//.exec(v1Url)?.[1];
-    expect((await hubCall(base, 'POST', `r/${v1Id}/api/deny`, { feedback: 'Never deploy **everywhere at once**: stage it.', planSave: { enabled: false } })).status).toBe(200);
+    expect(await decide(base, v1Id, 'deny', { feedback: 'Never deploy **everywhere at once**: stage it.' })).toBe(200);
     expect((await v1.exited).code).toBe(2);
     await page.getByRole('table', { name: 'Recent decisions' }).getByText('denied').waitFor();
 
     const v2 = await submit('v2.md', V2, 'session-keys');
     const v2Url = await v2.url;
     await pending.getByText('v2').waitFor();
-    await expect.poll(() => pending.locator('tbody tr').first().getByRole('link').allTextContents()).toEqual(['Rotate the signing keys', 'v1 (denied)']);
+    const links = () => pending.locator('tbody tr').first().getByRole('link').allTextContents();
+    await expect.poll(links).toEqual(['Rotate the signing keys', 'v1 (denied)']);
 
     await pending.getByRole('link', { name: 'Rotate the signing keys' }).click();
     expect(page.url()).toBe(v2Url);
@@ -107,8 +114,11 @@ describe('the hub in Chromium', () => {
     await changes.waitFor();
     const feedback = changes.getByRole('note', { name: 'Feedback on version 1' });
     expect(await feedback.locator('strong').textContent()).toBe('everywhere at once');
-    expect(await changes.locator('del.md-removed li').allTextContents()).toEqual(['Generate a new key pair', 'Deploy it everywhere at once']);
-    expect(await changes.locator('ins.md-added li').allTextContents()).toEqual(['Generate a new key pair', 'Deploy it to staging, then to one region', 'Deploy it everywhere']);
+    const removed = await changes.locator('del.md-removed li').allTextContents();
+    expect(removed).toEqual(['Generate a new key pair', 'Deploy it everywhere at once']);
+    const added = await changes.locator('ins.md-added li').allTextContents();
+    const steps = ['Generate a new key pair', 'Deploy it to staging, then to one region', 'Deploy it everywhere'];
+    expect(added).toEqual(steps);
     expect(await changes.locator('.md-same h2').allTextContents()).toEqual(['Steps', 'Rollback']);
     await screenshot(page, 'hub-plan-version-2');
 

@@ -46,7 +46,12 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
-export async function startHub(options: { env?: Record<string, string>; extraHosts?: { host: string; ipAddress: string }[] } = {}): Promise<HubContainer> {
+export interface HubOptions {
+  env?: Record<string, string>;
+  extraHosts?: { host: string; ipAddress: string }[];
+}
+
+export async function startHub(options: HubOptions = {}): Promise<HubContainer> {
   const port = await freePort();
   const volume = `gatehouse-hub-test-${randomBytes(6).toString('hex')}`;
   let builder = new GenericContainer(IMAGE)
@@ -89,17 +94,32 @@ export interface Client {
 }
 
 /** `gatehouse <args>` in client mode against `hub`, as an agent or a CI job runs it. */
-export function startClient(args: string[], options: { hub: string; cwd: string; home: string; stdin?: string; token?: string }): Client {
+export interface ClientOptions {
+  hub: string;
+  cwd: string;
+  home: string;
+  stdin?: string;
+  token?: string;
+}
+
+export function startClient(args: string[], options: ClientOptions): Client {
   const child = spawn(process.execPath, [path.join(ROOT, 'src', 'cli.ts'), ...args], {
     cwd: options.cwd,
-    env: { PATH: process.env['PATH'] ?? '', HOME: options.home, GATEHOUSE_HUB_URL: options.hub, GATEHOUSE_HUB_TOKEN: options.token ?? SUBMIT_TOKEN },
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOME: options.home,
+      GATEHOUSE_HUB_URL: options.hub,
+      GATEHOUSE_HUB_TOKEN: options.token ?? SUBMIT_TOKEN,
+    },
     stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
   child.stdin?.end(options.stdin);
   let stdout = '';
   let stderr = '';
   child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
-  const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
+  const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('exit', (code) => resolve({ code, stdout, stderr })),
+  );
   const url = new Promise<string>((resolve, reject) => {
     child.stderr?.on('data', (d: Buffer) => {
       stderr += d.toString();
@@ -112,8 +132,11 @@ export function startClient(args: string[], options: { hub: string; cwd: string;
   return { child, url, exited };
 }
 
+type Headers = Record<string, string>;
+const AS_REVIEWER: Headers = { authorization: `Bearer ${REVIEWER_TOKEN}` };
+
 /** A JSON call to the hub with the reviewer token (or the given headers). */
-export async function hubCall(base: string, method: string, p: string, body?: unknown, headers: Record<string, string> = { authorization: `Bearer ${REVIEWER_TOKEN}` }) {
+export async function hubCall(base: string, method: string, p: string, body?: unknown, headers: Headers = AS_REVIEWER) {
   const response = await fetch(new URL(p, base), {
     method,
     headers: { ...(body !== undefined && { 'content-type': 'application/json' }), ...headers },
@@ -122,6 +145,11 @@ export async function hubCall(base: string, method: string, p: string, body?: un
   const type = response.headers.get('content-type') ?? '';
   const payload = type.includes('json') ? await response.json() : await response.text();
   return { status: response.status, headers: response.headers, body: payload as Record<string, unknown> & string };
+}
+
+/** Decides review `id` as a reviewer through its own API (plans are not saved); resolves with the HTTP status. */
+export async function decide(base: string, id: string | undefined, action: 'approve' | 'deny', body: object = {}) {
+  return (await hubCall(base, 'POST', `r/${id}/api/${action}`, { ...body, planSave: { enabled: false } })).status;
 }
 
 /** The last JSON line a client printed on stdout. */

@@ -7,7 +7,9 @@ describe('TokenSet', () => {
     const tokens = new TokenSet(['alpha-token', 'b']);
     expect(tokens.has('alpha-token')).toBe(true);
     expect(tokens.has('b')).toBe(true);
-    for (const guess of ['alpha', 'alpha-token ', 'alpha-tokenx', '', 'B']) expect(tokens.has(guess), guess).toBe(false);
+    for (const guess of ['alpha', 'alpha-token ', 'alpha-tokenx', '', 'B']) {
+      expect(tokens.has(guess), guess).toBe(false);
+    }
     expect(new TokenSet([]).empty).toBe(true);
   });
 });
@@ -16,14 +18,17 @@ describe('loadHubConfig', () => {
   const env = { HOME: '/home/r' };
   it('binds loopback on 19432 by default, tokens optional there', () => {
     const c = loadHubConfig({ args: [], env, cwd: '/w' });
-    expect(c).toMatchObject({ host: '127.0.0.1', port: 19432, dbPath: '/home/r/.gatehouse/hub.db', uploadRoot: '/home/r/.gatehouse/uploads', publicUrl: null });
+    expect(c).toMatchObject({ host: '127.0.0.1', port: 19432, publicUrl: null });
+    expect(c).toMatchObject({ dbPath: '/home/r/.gatehouse/hub.db', uploadRoot: '/home/r/.gatehouse/uploads' });
     expect(c.allowedHosts).toEqual(['localhost', '127.0.0.1', '[::1]']);
     expect(loadHubConfig({ args: ['--port=7000'], env, cwd: '/w' }).port).toBe(7000);
   });
 
   it('refuses remote mode without both token lists, and reads the rest from the environment', () => {
-    expect(() => loadHubConfig({ args: [], env: { ...env, SERVICE_REMOTE: '1' }, cwd: '/w' })).toThrow(/HUB_SUBMIT_TOKENS/);
-    expect(() => loadHubConfig({ args: [], env: { ...env, SERVICE_REMOTE: '1', HUB_SUBMIT_TOKENS: 'a' }, cwd: '/w' })).toThrow(/HUB_REVIEWER_TOKENS/);
+    const remote = { ...env, SERVICE_REMOTE: '1' };
+    expect(() => loadHubConfig({ args: [], env: remote, cwd: '/w' })).toThrow(/HUB_SUBMIT_TOKENS/);
+    const submitOnly = { ...remote, HUB_SUBMIT_TOKENS: 'a' };
+    expect(() => loadHubConfig({ args: [], env: submitOnly, cwd: '/w' })).toThrow(/HUB_REVIEWER_TOKENS/);
     const c = loadHubConfig({
       args: [],
       env: {
@@ -41,13 +46,15 @@ describe('loadHubConfig', () => {
       },
       cwd: '/w',
     });
-    expect(c).toMatchObject({ host: '0.0.0.0', port: 8000, submitTokens: ['a', 'b'], reviewerTokens: ['r'], dbPath: '/data/hub.db', uploadRoot: '/data/uploads' });
+    expect(c).toMatchObject({ host: '0.0.0.0', port: 8000, submitTokens: ['a', 'b'], reviewerTokens: ['r'] });
+    expect(c).toMatchObject({ dbPath: '/data/hub.db', uploadRoot: '/data/uploads' });
     expect(c.allowedHosts).toEqual(['localhost', '127.0.0.1', '[::1]', 'review.internal', 'hub.example.com']);
     expect(c.notify.targets.map((t) => [t.format, t.url.href])).toEqual([
       ['json', 'http://a.example/hook'],
       ['slack', 'https://hooks.slack.example/x'],
       ['ntfy', 'https://ntfy.example/topic'],
     ]);
-    expect(() => loadHubConfig({ args: [], env: { ...env, HUB_WEBHOOK_URLS: 'ftp://x' }, cwd: '/w' })).toThrow(/hub\.notify\.webhooks\[0\]/);
+    const ftp = { ...env, HUB_WEBHOOK_URLS: 'ftp://x' };
+    expect(() => loadHubConfig({ args: [], env: ftp, cwd: '/w' })).toThrow(/hub\.notify\.webhooks\[0\]/);
   });
 });

@@ -6,7 +6,20 @@ import { Notifier, type ReviewEvent } from '../../../src/hub/notify.ts';
 
 const EVENT: ReviewEvent = {
   event: 'review.created',
-  review: { id: 'r1', url: 'http://hub/r/r1/', kind: 'plan', title: 'T', origin: 'claude-code', project: 'p', branch: 'b', session: '', version: 1, createdAt: '', decidedAt: null, outcome: null },
+  review: {
+    id: 'r1',
+    url: 'http://hub/r/r1/',
+    kind: 'plan',
+    title: 'T',
+    origin: 'claude-code',
+    project: 'p',
+    branch: 'b',
+    session: '',
+    version: 1,
+    createdAt: '',
+    decidedAt: null,
+    outcome: null,
+  },
 };
 
 const servers: ReturnType<typeof createServer>[] = [];
@@ -30,7 +43,8 @@ describe('Notifier', () => {
     });
     servers.push(server);
     const { port } = await listen(server, { port: 0, host: '127.0.0.1' });
-    const notifier = new Notifier({ targets: [{ url: new URL(`http://127.0.0.1:${port}/`), format: 'slack' }], attempts: 4, retryBaseMs: 10, log: pino({ level: 'silent' }) });
+    const targets = [{ url: new URL(`http://127.0.0.1:${port}/`), format: 'slack' as const }];
+    const notifier = new Notifier({ targets, attempts: 4, retryBaseMs: 10, log: pino({ level: 'silent' }) });
     notifier.notify(EVENT);
     await expect.poll(() => notifier.counts.sent).toBe(1);
     expect(notifier.counts).toEqual({ sent: 1, retried: 2, failed: 0 });
@@ -39,7 +53,8 @@ describe('Notifier', () => {
   });
 
   it('gives up after its attempts and never throws', async () => {
-    const notifier = new Notifier({ targets: [{ url: new URL('http://127.0.0.1:9/'), format: 'json' }], attempts: 2, retryBaseMs: 10, log: pino({ level: 'silent' }) });
+    const targets = [{ url: new URL('http://127.0.0.1:9/'), format: 'json' as const }];
+    const notifier = new Notifier({ targets, attempts: 2, retryBaseMs: 10, log: pino({ level: 'silent' }) });
     notifier.notify(EVENT);
     await expect.poll(() => notifier.counts.failed).toBe(1);
     expect(notifier.counts).toEqual({ sent: 0, retried: 1, failed: 1 });
