@@ -1,0 +1,100 @@
+import { createServer, type IncomingMessage } from 'node:http';
+import { PassThrough } from 'node:stream';
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { close, listen } from '../../../src/http/server.ts';
+import { runHubReview } from '../../../src/hub/client.ts';
+import { planDecisionCodec } from '../../../src/review/plan/serve.ts';
+import { testReviewConfig } from '../../support/review.ts';
+
+const servers: ReturnType<typeof createServer>[] = [];
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => close(s, 0)));
+  await Promise.all(cleanups.splice(0).map((c) => c()));
+});
+
+const DECISION = { decision: 'denied', feedback: 'No', savedPath: null, permissionMode: null, agentSwitch: null };
+
+function collect(): { stream: PassThrough; text: () => string } {
+  const stream = new PassThrough();
+  let text = '';
+  stream.on('data', (d: Buffer) => (text += d.toString()));
+  return { stream, text: () => text };
+}
+
+describe('runHubReview', () => {
+  it('retries an overloaded hub with one idempotency key, waits through 204s, ends with the decision', async () => {
+    const seen: { method: string; url: string; key: string | undefined; auth: string | undefined; body: string }[] = [];
+    let submits = 0;
+    let polls = 0;
+    const server = createServer((req: IncomingMessage, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        const key = req.headers['idempotency-key'] as string | undefined;
+        seen.push({ method: req.method ?? '', url: req.url ?? '', key, auth: req.headers.authorization, body });
+        if (req.method === 'POST') {
+          // Two overloaded answers, then the review.
+          res.statusCode = ++submits < 3 ? 503 : 201;
+          res.setHeader('content-type', 'application/json');
+          res.end(submits < 3 ? '{"error":"busy"}' : '{"id":"abc","url":"http://hub/r/abc/","version":1}');
+          return;
+        }
+        if (++polls < 3) {
+          res.statusCode = 204;
+          res.end();
+          return;
+        }
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify(DECISION));
+      });
+    });
+    servers.push(server);
+    const { port } = await listen(server, { port: 0, host: '127.0.0.1' });
+    const { config, cleanup } = await testReviewConfig({ timeoutMs: 60_000, session: 's1', hubToken: 'tok' });
+    cleanups.push(cleanup);
+    const stdout = collect();
+    const stderr = collect();
+    const code = await runHubReview({
+      config: { ...config, hubUrl: new URL(`http://127.0.0.1:${port}`) },
+      io: { stdout: stdout.stream, stderr: stderr.stream, shutdown: new AbortController().signal },
+      log: pino({ level: 'silent' }),
+      title: 'Plan review',
+      submission: { kind: 'plan', plan: '# P\n' },
+      codec: planDecisionCodec,
+    });
+    expect(code).toBe(2);
+    expect(JSON.parse(stdout.text())).toEqual(DECISION);
+    expect(stderr.text()).toBe('Plan review: http://hub/r/abc/\n');
+    const posts = seen.filter((r) => r.method === 'POST');
+    expect(posts).toHaveLength(3);
+    expect(new Set(posts.map((p) => p.key)).size).toBe(1);
+    expect(posts[0]?.key).toMatch(/^[0-9a-f-]{36}$/);
+    expect(JSON.parse(posts[0]?.body ?? '')).toEqual({ kind: 'plan', plan: '# P\n', session: 's1', timeoutMs: 60_000 });
+    expect(seen.every((r) => r.auth === 'Bearer tok')).toBe(true);
+    const gets = seen.filter((r) => r.method === 'GET').map((r) => r.url);
+    expect(gets).toEqual(Array(3).fill('/api/reviews/abc/decision?wait=30'));
+  });
+
+  it('stops at a refusal with the hub’s reason', async () => {
+    const server = createServer((_req, res) => {
+      res.statusCode = 401;
+      res.setHeader('content-type', 'application/json');
+      res.end('{"error":"Unknown token"}');
+    });
+    servers.push(server);
+    const { port } = await listen(server, { port: 0, host: '127.0.0.1' });
+    const { config, cleanup } = await testReviewConfig();
+    cleanups.push(cleanup);
+    const run = runHubReview({
+      config: { ...config, hubUrl: new URL(`http://127.0.0.1:${port}/`) },
+      io: { stdout: collect().stream, stderr: collect().stream, shutdown: new AbortController().signal },
+      log: pino({ level: 'silent' }),
+      title: 'Plan review',
+      submission: { kind: 'plan', plan: '# P\n' },
+      codec: planDecisionCodec,
+    });
+    await expect(run).rejects.toThrow('the hub refused POST /api/reviews: 401 Unknown token');
+  });
+});
