@@ -11,6 +11,7 @@ import { webDocument } from '../http/web-document.ts';
 import { createReviewApp } from '../review/app.ts';
 import { codeDecisionCodec } from '../review/code/command.ts';
 import { codeReviewRoutes, type CodeDecision } from '../review/code/routes.ts';
+import type { VersionsResponse } from '../review/contract.ts';
 import { reviewErrors } from '../review/errors.ts';
 import { DecisionGate, MAX_TIMER_MS } from '../review/instance.ts';
 import { planRoutes, type PlanDecision } from '../review/plan/routes.ts';
@@ -47,17 +48,6 @@ interface LiveReview {
   handler: ReturnType<Koa['callback']>;
 }
 
-/** The previous version of a plan and what its reviewer said (`GET /r/<id>/api/versions`). */
-export interface PreviousVersion {
-  version: number;
-  previous: {
-    id: string;
-    version: number;
-    plan: string | null;
-    outcome: string | null;
-    feedback: string | null;
-  } | null;
-}
 
 /** The outcome word of a stored decision (see ReviewSummary.outcome). */
 function outcomeOf(review: StoredReview): string | null {
@@ -66,9 +56,9 @@ function outcomeOf(review: StoredReview): string | null {
   return decision ?? 'feedback';
 }
 
-/** The single-page document of one review: the UI reads its API base from the injected meta tag. */
-function reviewDocument(id: string): string {
-  return webDocument().replace('<head>', `<head><meta name="gatehouse-base" content="/r/${id}/">`);
+/** The single-page document of a review on the hub: the meta tag tells the UI to show the plan's versions. */
+function reviewDocument(): string {
+  return webDocument().replace('<head>', '<head><meta name="gatehouse-hub" content="">');
 }
 
 export interface HubOptions {
@@ -204,7 +194,7 @@ export class Hub {
   }
 
   /** What a later version shows of the one before it. */
-  previousVersion(review: StoredReview): PreviousVersion {
+  previousVersion(review: StoredReview): VersionsResponse {
     const before = this.#store.previousVersion(review);
     if (before === undefined) return { version: review.version, previous: null };
     const decision = before.decision as { feedback?: string | null } | null;
@@ -257,7 +247,7 @@ export class Hub {
     routes.get('/api/versions', (ctx) => {
       ctx.body = this.previousVersion(this.#store.get(review.id) ?? review);
     });
-    const app = createReviewApp({ config, log, routes, document: () => reviewDocument(review.id) });
+    const app = createReviewApp({ config, log, routes, document: reviewDocument });
     return { gate, handler: app.callback() };
   }
 }

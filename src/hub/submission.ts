@@ -102,7 +102,7 @@ export function readSubmission(
 }
 
 /** The repository a code review's routes read: the diffs as submitted. */
-export function submittedRepository(payload: CodePayload): Pick<GitRepository, 'diff' | 'context'> {
+export function submittedRepository(payload: CodePayload): Pick<GitRepository, 'diff' | 'context' | 'sideContent'> {
   return {
     async diff(type) {
       const diff = payload.diffs[type];
@@ -113,6 +113,10 @@ export function submittedRepository(payload: CodePayload): Pick<GitRepository, '
     },
     async context() {
       return payload.gitContext;
+    },
+    async sideContent() {
+      // A submission carries its patches, not whole files: there are no lines to reveal around a hunk.
+      throw new Error('the hub holds the submitted patch only, so lines outside its hunks cannot be shown');
     },
   };
 }

@@ -38,7 +38,7 @@ export function readLinesQuery(query: Context['query']): DiffLinesQuery {
  * are served, from the very tree, index or working file it compared; `end`
  * may run past the last line (the answer stops there, `totalLines` says where).
  */
-export function diffLines(repo: GitRepository, currentType: () => DiffType): Middleware {
+export function diffLines(repo: Pick<GitRepository, 'sideContent'>, currentType: () => DiffType): Middleware {
   return async (ctx: Context) => {
     const query = readLinesQuery(ctx.query);
     const type = currentType();

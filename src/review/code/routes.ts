@@ -67,7 +67,7 @@ function readFeedback(body: FieldReader): CodeDecision {
 
 export interface CodeReviewOptions {
   /** Where the diffs come from: the work tree, or (on the hub) the diffs a submitter computed. */
-  repo: Pick<GitRepository, 'diff' | 'context'>;
+  repo: Pick<GitRepository, 'diff' | 'context' | 'sideContent'>;
   /** The diff shown first; a switch changes it for later `GET /api/diff`. */
   diffType: DiffType;
   config: ReviewConfig;

@@ -4,7 +4,8 @@
 import { diffArrays } from 'diff';
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { api, type VersionsResponse } from '../api.ts';
+import type { VersionsResponse } from '../../../src/review/contract.ts';
+import { api } from '../api.ts';
 import { markdownBlocks } from '../markdown.ts';
 import { RichText } from './common.tsx';
 
