@@ -113,7 +113,7 @@ export interface HubConfig {
   uploadRoot: string;
   submitTokens: string[];
   reviewerTokens: string[];
-  /** Lower-cased host names (no port). */
+  /** Host names served besides loopback (which always is), lower-cased, no port. */
   allowedHosts: string[];
   publicUrl: URL | null;
   sessionTtlMs: number;
@@ -121,7 +121,6 @@ export interface HubConfig {
   notify: { targets: NotifyTarget[]; attempts: number; retryBaseMs: number };
 }
 
-const LOOPBACK_HOSTS = ['localhost', '127.0.0.1', '[::1]'];
 
 /** Whether `host` (as bound) only accepts connections from this machine. */
 export function isLoopback(host: string): boolean {
@@ -147,7 +146,7 @@ export function loadHubConfig({ args, env, cwd }: { args: string[]; env: NodeJS.
   }
   const notifyUrls = (key: string, urls: string[], format: NotifyFormat) =>
     urls.map((u, i) => ({ url: httpUrl(`${key}[${i}]`, u), format }));
-  const hosts = [...LOOPBACK_HOSTS, ...h.allowed_hosts, ...(publicUrl ? [publicUrl.hostname] : [])];
+  const hosts = [...h.allowed_hosts, ...(publicUrl ? [publicUrl.hostname] : [])];
   return {
     review,
     // Unlike a one-off review, the hub has a known port even in local mode.

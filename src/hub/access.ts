@@ -122,13 +122,3 @@ export class Access {
     };
   }
 }
-
-/** The DNS rebinding defence: a request must name, in `Host`, a host the hub serves. */
-export function allowedHosts(hosts: readonly string[]): Middleware {
-  const allowed = new Set(hosts.map((h) => h.toLowerCase()));
-  return async (ctx: Context, next: Next) => {
-    const host = ctx.hostname.toLowerCase();
-    if (!allowed.has(host)) throw hubErrors.hostNotAllowed(ctx.host);
-    await next();
-  };
-}

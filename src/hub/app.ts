@@ -4,10 +4,12 @@ import Koa, { type Context, type Middleware, type Next } from 'koa';
 import { koaBody } from 'koa-body';
 import type { Logger } from 'pino';
 import type { HubConfig } from '../config/hub.ts';
+import { hostGuard } from '../http/host-guard.ts';
 import { errorHandler, noSniff, renderPlainError } from '../http/middleware.ts';
+import { documentHeaders } from '../http/web-document.ts';
 import { sameOriginPosts } from '../review/app.ts';
 import { reviewErrors } from '../review/errors.ts';
-import { allowedHosts, rolesOf, type Access } from './access.ts';
+import { rolesOf, type Access } from './access.ts';
 import { hubErrors } from './errors.ts';
 import type { Hub } from './hub.ts';
 import type { NotifyCounts } from './notify.ts';
@@ -45,9 +47,8 @@ function reviewMount(hub: Hub, access: Access): Middleware {
     const [, id, rest] = match as unknown as [string, string, string | undefined];
     if (!rolesOf(ctx).has('reviewer') && ctx.method === 'GET' && !(rest ?? '').startsWith('/api/')) {
       // A browser that followed a review link without a session signs in first, then reloads it.
+      servePage(ctx, SIGN_IN_PAGE);
       ctx.status = 401;
-      ctx.type = 'text/html; charset=utf-8';
-      ctx.body = SIGN_IN_PAGE;
       return;
     }
     await reviewer(ctx, async () => {
@@ -161,13 +162,19 @@ function jsonBodies(limit: number): Middleware[] {
   ];
 }
 
+/** One of the hub's pages, under the same CSP as the review UI (its own inline script only, its own origin). */
+function servePage(ctx: Context, html: string): void {
+  ctx.set(documentHeaders(html));
+  ctx.set('Cache-Control', 'no-store');
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.body = html;
+}
+
 /** `/`: the inbox for a reviewer, the sign-in form for anyone else. */
 function pages(): Middleware {
   return async (ctx: Context, next: Next) => {
     if (ctx.method !== 'GET' || ctx.path !== '/') return next();
-    ctx.type = 'text/html; charset=utf-8';
-    ctx.set('Cache-Control', 'no-store');
-    ctx.body = rolesOf(ctx).has('reviewer') ? INBOX_PAGE : SIGN_IN_PAGE;
+    servePage(ctx, rolesOf(ctx).has('reviewer') ? INBOX_PAGE : SIGN_IN_PAGE);
   };
 }
 
@@ -182,7 +189,7 @@ export function createHubApp(options: HubAppOptions): Koa {
   app.silent = true;
   app.use(errorHandler(renderPlainError, options.log));
   app.use(noSniff());
-  app.use(allowedHosts(options.config.allowedHosts));
+  app.use(hostGuard(options.config.allowedHosts, hubErrors.hostNotAllowed));
   app.use(options.access.authenticate());
   app.use(sameOriginPosts());
   app.use(reviewMount(options.hub, options.access));

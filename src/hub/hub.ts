@@ -56,9 +56,12 @@ function outcomeOf(review: StoredReview): string | null {
   return decision ?? 'feedback';
 }
 
+let hubDocument: string | undefined;
+
 /** The single-page document of a review on the hub: the meta tag tells the UI to show the plan's versions. */
 function reviewDocument(): string {
-  return webDocument().replace('<head>', '<head><meta name="gatehouse-hub" content="">');
+  hubDocument ??= webDocument().replace('<head>', '<head><meta name="gatehouse-hub" content="">');
+  return hubDocument;
 }
 
 export interface HubOptions {
@@ -247,7 +250,9 @@ export class Hub {
     routes.get('/api/versions', (ctx) => {
       ctx.body = this.previousVersion(this.#store.get(review.id) ?? review);
     });
-    const app = createReviewApp({ config, log, routes, document: reviewDocument });
+    // The hub's Host allowlist, not the review settings': the hub already checked the Host, and must pass it on.
+    const allowedHosts = this.#config.allowedHosts;
+    const app = createReviewApp({ config, log, routes, document: reviewDocument, allowedHosts });
     return { gate, handler: app.callback() };
   }
 }

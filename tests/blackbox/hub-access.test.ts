@@ -101,6 +101,9 @@ describe('hub access', () => {
       expect(JSON.parse(r.body).error).toContain('is not served here');
     }
     expect((await raw(u, 'GET', 'api/reviews', { host: 'hub.example.test', ...asReviewer })).status).toBe(200);
+    // A review's own server answers the hub's public name too.
+    expect((await raw(u, 'GET', `r/${id}/api/plan`, { host: 'hub.example.test', ...asReviewer })).status).toBe(200);
+    expect((await raw(u, 'GET', `r/${id}/api/plan`, { host: 'evil.example', ...asReviewer })).status).toBe(403);
     const local = `localhost:${new URL(u).port}`;
     expect((await raw(u, 'GET', 'api/reviews', { host: local, ...asReviewer })).status).toBe(200);
 

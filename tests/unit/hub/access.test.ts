@@ -20,7 +20,7 @@ describe('loadHubConfig', () => {
     const c = loadHubConfig({ args: [], env, cwd: '/w' });
     expect(c).toMatchObject({ host: '127.0.0.1', port: 19432, publicUrl: null });
     expect(c).toMatchObject({ dbPath: '/home/r/.gatehouse/hub.db', uploadRoot: '/home/r/.gatehouse/uploads' });
-    expect(c.allowedHosts).toEqual(['localhost', '127.0.0.1', '[::1]']);
+    expect(c.allowedHosts).toEqual([]);
     expect(loadHubConfig({ args: ['--port=7000'], env, cwd: '/w' }).port).toBe(7000);
   });
 
@@ -48,7 +48,7 @@ describe('loadHubConfig', () => {
     });
     expect(c).toMatchObject({ host: '0.0.0.0', port: 8000, submitTokens: ['a', 'b'], reviewerTokens: ['r'] });
     expect(c).toMatchObject({ dbPath: '/data/hub.db', uploadRoot: '/data/uploads' });
-    expect(c.allowedHosts).toEqual(['localhost', '127.0.0.1', '[::1]', 'review.internal', 'hub.example.com']);
+    expect(c.allowedHosts).toEqual(['review.internal', 'hub.example.com']);
     expect(c.notify.targets.map((t) => [t.format, t.url.href])).toEqual([
       ['json', 'http://a.example/hook'],
       ['slack', 'https://hooks.slack.example/x'],
