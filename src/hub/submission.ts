@@ -116,7 +116,7 @@ export function submittedRepository(payload: CodePayload): Pick<GitRepository, '
     },
     async sideContent() {
       // A submission carries its patches, not whole files: there are no lines to reveal around a hunk.
-      throw new Error('the hub holds the submitted patch only, so lines outside its hunks cannot be shown');
+      throw reviewErrors.linesNotSubmitted();
     },
   };
 }

@@ -36,6 +36,8 @@ export const reviewErrors = {
     return new HttpError(400, `Invalid range: line ${start} is past the end of the file (${length})`);
   },
   rangeTooLong: (max: number) => new HttpError(400, `Invalid range: at most ${max} lines per request`),
+  linesNotSubmitted: () =>
+    new HttpError(501, 'This review holds the submitted patch only: lines outside its hunks cannot be shown'),
 
   // Code review: the repository could not be read (the message says why)
   gitFailed: (cause: unknown) => new HttpError(500, `Git error: ${cause instanceof Error ? cause.message : String(cause)}`, { cause }),

@@ -54,7 +54,7 @@ describe('reviews on the hub keep the review server contract', () => {
       expect(unknown).toMatchObject({ status: 400, body: { error: 'Unknown diffType: nope' } });
       // The hub has the patches, not the files: revealing lines around a hunk says why it cannot.
       const lines = await hubCall(h.url, 'GET', `r/${id}/api/diff/lines?path=app.txt&side=new&start=1&end=2`);
-      expect(lines).toMatchObject({ status: 500, body: { error: expect.stringContaining('submitted patch only') } });
+      expect(lines).toMatchObject({ status: 501, body: { error: expect.stringContaining('submitted patch only') } });
       // The plan endpoint belongs to plan reviews: here it is the page, as on a code review server.
       expect((await hubCall(h.url, 'GET', `r/${id}/api/plan`)).headers.get('content-type')).toMatch(/^text\/html/);
 
