@@ -36,10 +36,12 @@ async function timedReview(name: string, base: string, script: string): Promise<
   let installed: number | null = null;
   child.stdout.on('data', () => (installed ??= performance.now() - start));
   const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-  let done = false;
-  void exited.then(() => (done = true));
+  const exit = { seen: false };
+  void exited.then(() => {
+    exit.seen = true;
+  });
   for (;;) {
-    if (done) throw new Error(`\`${script}\` exited before the review was served`);
+    if (exit.seen) throw new Error(`\`${script}\` exited before the review was served`);
     const ok = await fetch(`${base}/api/plan`).then((r) => r.ok, () => false);
     if (ok) return { served: performance.now() - start, installed, exited };
     await sleep(20);

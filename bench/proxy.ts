@@ -123,7 +123,7 @@ function runUpstream(): void {
 /** The floor: a bare pass-through, node:http piped to an undici Pool. */
 function runFloor(upstreamPort: number): void {
   const pool = new Pool(`http://127.0.0.1:${upstreamPort}`);
-  const server = createServer(async (req, res) => {
+  const forward = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     try {
       const headers = { ...req.headers };
       delete headers.host;
@@ -134,7 +134,8 @@ function runFloor(upstreamPort: number): void {
     } catch {
       res.writeHead(502).end();
     }
-  });
+  };
+  const server = createServer((req, res) => void forward(req, res));
   server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
 }
 

@@ -24,8 +24,8 @@ export function quotePath(prefix: string, path: string, quoteHigh = true): strin
   let out = `"${prefix}`;
   for (let i = 0; i < path.length; i++) {
     const c = path.charCodeAt(i);
-    if (!needsQuoting(c, quoteHigh)) out += path[i];
-    else if (ESCAPES[c]) out += `\\${ESCAPES[c]}`;
+    if (!needsQuoting(c, quoteHigh)) out += path.charAt(i);
+    else if (ESCAPES[c] !== undefined) out += `\\${ESCAPES[c]}`;
     else out += `\\${c.toString(8).padStart(3, '0')}`;
   }
   return `${out}"`;

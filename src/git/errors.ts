@@ -7,6 +7,11 @@ export class GitError extends Error {
   override readonly name = 'GitError';
 }
 
+/** The code and message of a thrown value, which need not be an Error at all. */
+function errnoOf(cause: unknown): Partial<NodeJS.ErrnoException> {
+  return typeof cause === 'object' && cause !== null ? cause : {};
+}
+
 /** Every message the diff engine produces, in one place. */
 export const gitErrors = {
   notARepository: (dir: string) => new GitError(`Not a git repository: ${dir}`),
@@ -17,5 +22,5 @@ export const gitErrors = {
   unsupported: (what: string) => new GitError(`Unsupported repository layout: ${what}`),
   corrupt: (what: string) => new GitError(`Corrupt git data: ${what}`),
   unreadable: (what: string, cause: unknown) =>
-    new GitError(`Cannot read ${what}: ${(cause as NodeJS.ErrnoException)?.code ?? (cause as Error)?.message ?? 'unknown error'}`, { cause }),
+    new GitError(`Cannot read ${what}: ${errnoOf(cause).code ?? errnoOf(cause).message ?? 'unknown error'}`, { cause }),
 } as const;

@@ -83,10 +83,10 @@ export class ObjectStore {
     this.sources = sources.map((s) => ({ dir: s.dir, packs: s.packs.current(), cache: s.packs.cache }));
   }
 
-  async read(oid: string): Promise<GitObject> {
+  read(oid: string): Promise<GitObject> {
     const found = this.find(oid);
-    if (!found) throw gitErrors.missingObject(oid);
-    return found;
+    if (!found) return Promise.reject(gitErrors.missingObject(oid));
+    return Promise.resolve(found);
   }
 
   async readBlob(oid: string): Promise<Buffer> {

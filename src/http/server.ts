@@ -51,7 +51,7 @@ export async function listen(server: Server, { port, host, retries = 5, retryDel
 export async function close(
   server: Server,
   graceMs = 2_000,
-  beforeDrop: () => Promise<void> = async () => undefined,
+  beforeDrop: () => Promise<void> = () => Promise.resolve(),
 ): Promise<void> {
   if (!server.listening) return;
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));

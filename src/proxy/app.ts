@@ -39,15 +39,13 @@ type Method = 'GET' | 'POST';
  */
 function exactRoutes(routes: readonly [Method, string, Middleware][]): Middleware {
   const table = new Map(routes.map(([method, path, handler]) => [`${method} ${path}`, handler]));
-  return (ctx, next) => {
+  return (ctx, next): unknown => {
     const handler = table.get(`${ctx.method} ${ctx.path}`);
     return handler ? handler(ctx, next) : next();
   };
 }
 
-const noRoute: Middleware = async (ctx) => {
-  throw proxyErrors.routeNotFound(ctx.method, ctx.path);
-};
+const noRoute: Middleware = (ctx) => Promise.reject(proxyErrors.routeNotFound(ctx.method, ctx.path));
 
 /**
  * The proxy, in request order: log line, error shapes, nosniff, browser

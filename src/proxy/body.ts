@@ -38,7 +38,10 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     const onData = (chunk: Buffer) => {
       if (whole) chunk.copy(whole, size);
       size += chunk.length;
-      if (size <= limit) return void (whole || chunks.push(chunk));
+      if (size <= limit) {
+        if (!whole) chunks.push(chunk);
+        return;
+      }
       cleanup();
       reject(tooLarge(req, limit));
     };

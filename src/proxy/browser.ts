@@ -32,7 +32,7 @@ export function allowedOrigins(origins: readonly string[]): Middleware {
     allowHeaders: BROWSER_REQUEST_HEADERS,
     origin: any ? '*' : (ctx) => ctx.get('origin'),
   });
-  return (ctx: Context, next: Next) => {
+  return (ctx: Context, next: Next): unknown => {
     const origin = ctx.get('origin');
     if (!origin) return next();
     if (!any && !origins.includes(origin.toLowerCase())) throw proxyErrors.originNotAllowed(origin);
@@ -48,5 +48,5 @@ export function allowedOrigins(origins: readonly string[]): Middleware {
  */
 export function keylessHosts(mode: EffectiveAuthMode, allowed: readonly string[]): Middleware {
   const guard = hostGuard(allowed, proxyErrors.hostNotAllowed);
-  return (ctx: Context, next: Next) => (needsKey(mode, ctx.path) ? next() : guard(ctx, next));
+  return (ctx: Context, next: Next): unknown => (needsKey(mode, ctx.path) ? next() : guard(ctx, next));
 }

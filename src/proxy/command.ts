@@ -25,7 +25,8 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
   const flushed = () => new Promise<void>((resolve) => log.flush(() => resolve()));
   for (const warning of config.warnings) log.warn(warning);
   const proxy = createProxyApp(config, { env: ctx.env, log });
-  const server = createServer({ keepAliveTimeout: 65_000 }, proxy.app.callback());
+  const handle = proxy.app.callback();
+  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => void handle(req, res));
   try {
     const address = await listen(server, { port: config.port, host: config.host });
     log.info(

@@ -63,7 +63,10 @@ async function dispatch(ctx: Context, { router, streams }: EndpointDeps, request
   state.stream = request.stream;
   const resolution = router.resolve(request.model);
   const passThrough = resolution !== undefined && passesThrough(request.family, request.endpoint, resolution.upstream.config);
-  if (COUNT_ENDPOINTS.has(request.endpoint) && !passThrough) return countLocally(ctx, request.family, request.body, request.model);
+  if (COUNT_ENDPOINTS.has(request.endpoint) && !passThrough) {
+    countLocally(ctx, request.family, request.body, request.model);
+    return;
+  }
   if (!resolution) throw proxyErrors.modelNotFound(request.model);
   const { upstream, mappedModel } = resolution;
   state.upstream = upstream.config.name;
@@ -145,7 +148,7 @@ export function geminiModelEndpoint(deps: EndpointDeps, fixedMethod?: Endpoint):
  */
 export function multipartModelEndpoint(deps: EndpointDeps, endpoint: Endpoint): Middleware {
   const json = jsonModelEndpoint(deps, 'openai', endpoint);
-  return async (ctx, next) => {
+  return async (ctx, next): Promise<unknown> => {
     const boundary = boundaryOf(ctx.get('content-type'));
     if (!boundary) return json(ctx, next);
     const head = await readMultipartHead(ctx.req, boundary, deps.maxBodyBytes);

@@ -10,7 +10,7 @@ import { sendUpstream, type Upstream, type UpstreamRequest } from './upstreams.t
 const SMALL_BODY = 64 * 1024;
 
 export function healthz(): Middleware {
-  return async (ctx) => {
+  return (ctx) => {
     ctx.body = { status: 'ok' };
   };
 }
@@ -20,7 +20,7 @@ export function healthz(): Middleware {
  * body read off the socket and dropped, never parsed or logged.
  */
 export function telemetrySink(): Middleware {
-  return async (ctx) => {
+  return (ctx) => {
     ctx.req.resume();
     ctx.body = {};
   };

@@ -29,7 +29,7 @@ interface Listed {
 
 function parseModelList(protocol: Protocol, json: unknown): Listed[] {
   const body = (json ?? {}) as { data?: unknown; models?: unknown };
-  const items = (protocol === 'gemini' ? body.models : body.data) as unknown;
+  const items = protocol === 'gemini' ? body.models : body.data;
   if (!Array.isArray(items)) return [];
   const out: Listed[] = [];
   for (const item of items as Record<string, unknown>[]) {
@@ -144,7 +144,7 @@ export function modelList(catalog: ModelCatalog): Middleware {
 /** `GET /v1/models/:model`, `/v1beta/models/:model`: one model, or 404 in the family's shape. */
 export function modelInfo(catalog: ModelCatalog): Middleware {
   return async (ctx) => {
-    const id = String((ctx as { params?: Record<string, string> }).params?.['model'] ?? '').replace(/^models\//, '');
+    const id = ((ctx as { params?: Record<string, string> }).params?.['model'] ?? '').replace(/^models\//, '');
     const entry = (await catalog.list()).find((e) => e.id === id);
     if (!entry) throw proxyErrors.modelNotFound(id);
     ctx.body = MODEL_SHAPES[requestFamily(ctx)](entry);

@@ -1,5 +1,10 @@
 import { HttpError } from '../http/errors.ts';
 
+/** The errno code of a thrown value, which need not be an Error at all. */
+function errnoCode(cause: unknown): string | undefined {
+  return typeof cause === 'object' && cause !== null ? (cause as NodeJS.ErrnoException).code : undefined;
+}
+
 /**
  * Every error answer of the review servers (plan and code), in one place.
  * Rendered as `{"error": "<message>"}` by renderPlainError; docs/api.md lists
@@ -64,7 +69,7 @@ export const reviewErrors = {
   pathNotAllowed: (field: string) => new HttpError(400, `Invalid field ${field}: must be a folder inside an allowed root`),
   vaultNotFound: () => new HttpError(400, 'Invalid field notevault.vaultPath: no such vault folder'),
   saveFailed: (what: string, cause: unknown) =>
-    new HttpError(500, `Could not save the ${what}: ${(cause as NodeJS.ErrnoException)?.code ?? 'write failed'}; nothing was decided, try again`, { cause }),
+    new HttpError(500, `Could not save the ${what}: ${errnoCode(cause) ?? 'write failed'}; nothing was decided, try again`, { cause }),
 } as const;
 
 /** The body of a failed agent list: status 200 (docs/api.md, `GET /api/agents`). */

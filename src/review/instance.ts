@@ -173,7 +173,8 @@ export async function runReview<D>(options: ReviewOptions<D>): Promise<number> {
     document: options.document,
     allowedHosts: servedHosts(config, address.port),
   });
-  server.on('request', app.callback());
+  const handle = app.callback();
+  server.on('request', (req, res) => void handle(req, res));
   const url = `http://localhost:${address.port}/`;
   io.stderr.write(`${options.title}: ${url}\n`);
   log.info({ url, host: config.host, port: address.port, remote: config.remote, uploadDir }, 'review server listening');

@@ -2,8 +2,18 @@ import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { IMAGE } from '../support/image.ts';
 
-function inspect(): { Config: { User: string; WorkingDir: string; Entrypoint: string[]; Env: string[]; ExposedPorts: Record<string, unknown>; Healthcheck?: { Test: string[] }; Labels: Record<string, string> } } {
-  return JSON.parse(execFileSync('docker', ['image', 'inspect', IMAGE], { encoding: 'utf8' }))[0];
+interface ImageConfig {
+  User: string;
+  WorkingDir: string;
+  Entrypoint: string[];
+  Env: string[];
+  ExposedPorts: Record<string, unknown>;
+  Healthcheck?: { Test: string[] };
+  Labels: Record<string, string>;
+}
+
+function inspect(): { Config: ImageConfig } {
+  return (JSON.parse(execFileSync('docker', ['image', 'inspect', IMAGE], { encoding: 'utf8' })) as [{ Config: ImageConfig }])[0];
 }
 
 describe('the image', () => {

@@ -86,7 +86,7 @@ describe('plan review in a container (remote mode, port 19432)', () => {
     const uploaded = await call(u, 'POST', 'api/upload', imageForm(PNG));
     expect(uploaded.status).toBe(200);
     expect(uploaded.body['path']).toMatch(/^\/tmp\/gatehouse-[A-Za-z0-9]{6}\/[0-9a-f-]{36}\.png$/);
-    expect(await call(u, 'GET', `api/image?path=${uploaded.body['path']}`)).toMatchObject({ status: 200, body: PNG });
+    expect(await call(u, 'GET', `api/image?path=${String(uploaded.body['path'])}`)).toMatchObject({ status: 200, body: PNG });
     expect(await call(u, 'POST', 'api/upload', imageForm(WEBP, { filename: 'x.webp', type: 'image/webp' }))).toMatchObject({ status: 200 });
     expect(await call(u, 'POST', 'api/upload', imageForm(GIF))).toMatchObject({ status: 400, body: { error: 'Unsupported file type: only PNG, JPEG and WebP images are accepted' } });
     expect(await call(u, 'POST', 'api/upload', imageForm(PNG, { field: 'image' }))).toMatchObject({ status: 400, body: { error: 'No file provided' } });
@@ -145,7 +145,7 @@ describe('plan review in a container (remote mode, port 19432)', () => {
     expect([a.status, b.status].sort()).toEqual([200, 409]);
     const done = await c.finish();
     expect(done.stdout.trim().split('\n')).toHaveLength(1);
-    expect(JSON.parse(done.stdout).decision).toBe(a.status === 200 ? 'approved' : 'denied');
+    expect((JSON.parse(done.stdout) as { decision: string }).decision).toBe(a.status === 200 ? 'approved' : 'denied');
     expect(done.exitCode).toBe(a.status === 200 ? 0 : 2);
   });
 
@@ -206,7 +206,7 @@ describe('plan review in a container (remote mode, port 19432)', () => {
       const args = ['run', '--rm', ...envArgs, '--entrypoint', 'sh', IMAGE, '-c', script];
       const result = await run('docker', args).then(
         () => ({ code: 0, stdout: '', stderr: '' }),
-        (error: { code: number; stdout: string; stderr: string }) => error,
+        (error: unknown) => error as { code: number; stdout: string; stderr: string },
       );
       expect(result.code, message).toBe(1);
       expect(result.stdout).toBe('');

@@ -34,9 +34,9 @@ beforeAll(async () => {
   proxy = await startProxyContainer(translationConfig(`http://${HOST_FROM_CONTAINER}:${upstream.port}`, true));
 });
 afterAll(async () => {
-  await proxy?.stop();
-  await upstream?.close();
-  await trap?.close();
+  await (proxy as ProxyContainer | undefined)?.stop();
+  await (upstream as ScriptedUpstream | undefined)?.close();
+  await (trap as NetworkTrap | undefined)?.close();
 });
 beforeEach(() => {
   trap.attempts.length = 0;

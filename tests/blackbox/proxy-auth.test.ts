@@ -59,7 +59,7 @@ describe.each([
     proxy = await startProxyContainer(config, { PROXY_API_KEY: KEY, PROXY_ALLOW_LAN_ACCESS: 'true' });
   });
   afterAll(async () => {
-    await proxy?.stop();
+    await (proxy as ProxyContainer | undefined)?.stop();
   });
 
   it.each(CREDENTIALS)('the right key in %s opens every path, /healthz included', async (credential) => {
@@ -103,7 +103,7 @@ describe.each([
     proxy = await startProxyContainer({ proxy: { auth_mode: mode } }, key ? { PROXY_API_KEY: key } : {});
   });
   afterAll(async () => {
-    await proxy?.stop();
+    await (proxy as ProxyContainer | undefined)?.stop();
   });
 
   async function inside(path: string, headers: Record<string, string> = {}): Promise<string> {

@@ -42,8 +42,8 @@ describe('proxy with LAN access (keys required): browsers and hosts', () => {
     );
   });
   afterAll(async () => {
-    await proxy?.stop();
-    await fake?.close();
+    await (proxy as ProxyContainer | undefined)?.stop();
+    await (fake as FakeUpstream | undefined)?.close();
   });
 
   it("refuses another site's simple POST (text/plain): 403, no CORS header, nothing sent upstream", async () => {
@@ -132,7 +132,7 @@ describe('proxy on loopback with no key (auth_mode auto): DNS rebinding', () => 
     proxy = await startProxyContainer({ proxy: { allowed_hosts: ['proxy.lan'] } });
   });
   afterAll(async () => {
-    await proxy?.stop();
+    await (proxy as ProxyContainer | undefined)?.stop();
   });
 
   /** From inside the container: the proxy binds 127.0.0.1 there. */

@@ -48,8 +48,8 @@ describe('docker compose: the proxy service', () => {
       .up(['proxy']);
   });
   afterAll(async () => {
-    await compose?.down({ timeout: 10_000, removeVolumes: true });
-    await fake?.close();
+    await (compose as StartedDockerComposeEnvironment | undefined)?.down({ timeout: 10_000, removeVolumes: true });
+    await (fake as FakeUpstream | undefined)?.close();
     if (configDir) rmSync(configDir, { recursive: true, force: true });
   });
 

@@ -66,8 +66,8 @@ describe('gatehouse proxy (container): refusals and hang-ups', () => {
     url = new URL(proxy.base);
   });
   afterAll(async () => {
-    await proxy?.stop();
-    await fake?.close();
+    await (proxy as ProxyContainer | undefined)?.stop();
+    await (fake as FakeUpstream | undefined)?.close();
   });
 
   /**
@@ -205,8 +205,8 @@ describe('gatehouse proxy (container): streams still open when the shutdown grac
     proxy = await startFaultsProxy(fake);
   });
   afterAll(async () => {
-    await proxy?.stop();
-    await fake?.close();
+    await (proxy as ProxyContainer | undefined)?.stop();
+    await (fake as FakeUpstream | undefined)?.close();
   });
 
   it('each ends with its protocol\'s error event, translated or passed through, then the proxy exits 0', async () => {

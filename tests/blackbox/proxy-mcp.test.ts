@@ -77,8 +77,8 @@ describe('proxy MCP endpoints (container)', () => {
     base = `http://${container.getHost()}:${container.getMappedPort(8045)}`;
   });
   afterAll(async () => {
-    await container?.stop({ timeout: 10_000 });
-    await remote?.close();
+    await (container as StartedTestContainer | undefined)?.stop({ timeout: 10_000 });
+    await (remote as RemoteMcpFixture | undefined)?.close();
   });
 
   const url = (name: string) => `${base}/mcp/${name}/mcp`;
@@ -101,7 +101,7 @@ describe('proxy MCP endpoints (container)', () => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(['add', 'crash', 'echo', 'env', 'slow']);
     expect(firstText(await client.callTool({ name: 'add', arguments: { a: 19, b: 23 } }))).toBe('42');
-    const seen = JSON.parse(firstText(await client.callTool({ name: 'env', arguments: {} })));
+    const seen = JSON.parse(firstText(await client.callTool({ name: 'env', arguments: {} }))) as { greeting: string; names: string[] };
     expect(seen.greeting).toBe('hi from the container env');
     expect(seen.names).toEqual(['FIXTURE_GREETING', 'HOME', 'PATH']);
     expect(await fixtureProcesses()).toBe(1);
@@ -160,7 +160,7 @@ describe('proxy MCP shutdown (container)', () => {
       // at once (not left to the client's own timeout) and does not hold the shutdown up.
       const pending = client.callTool({ name: 'slow', arguments: { ms: 60_000 } }, undefined, { timeout: 10_000 }).then(
         () => 'answered',
-        (error: Error) => error.message,
+        (error: unknown) => (error instanceof Error ? error.message : String(error)),
       );
       await new Promise((resolve) => setTimeout(resolve, 300));
       await container.stop({ timeout: 15_000, remove: false });

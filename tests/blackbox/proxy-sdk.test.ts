@@ -36,8 +36,8 @@ describe('official SDKs through gatehouse proxy (container)', () => {
     );
   });
   afterAll(async () => {
-    await proxy?.stop();
-    await fake?.close();
+    await (proxy as ProxyContainer | undefined)?.stop();
+    await (fake as FakeUpstream | undefined)?.close();
   });
 
   describe('openai', () => {

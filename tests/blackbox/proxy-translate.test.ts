@@ -18,8 +18,8 @@ beforeAll(async () => {
   proxy = await startProxyContainer(translationConfig(`http://${HOST_FROM_CONTAINER}:${upstream.port}`, true));
 });
 afterAll(async () => {
-  await proxy?.stop();
-  await upstream?.close();
+  await (proxy as ProxyContainer | undefined)?.stop();
+  await (upstream as ScriptedUpstream | undefined)?.close();
 });
 
 describe('gatehouse proxy (container): translation', () => {

@@ -57,8 +57,8 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
     base = proxy.base;
   });
   afterAll(async () => {
-    await proxy?.stop();
-    await fake?.close();
+    await (proxy as ProxyContainer | undefined)?.stop();
+    await (fake as FakeUpstream | undefined)?.close();
   });
 
   const post = (path: string, body: unknown, headers: Record<string, string> = JSON_AUTH) =>
@@ -261,7 +261,7 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
       const res = await post('/v1/messages/count_tokens', { model: 'sonnet', messages: [{ role: 'user', content: 'hi' }] });
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ input_tokens: 42 });
-      expect(JSON.parse(expectCredentials('/anthropic/v1/messages/count_tokens', 'x-api-key', KEYS.anthropic).body.toString()).model).toBe('claude-fake-1');
+      expect((JSON.parse(expectCredentials('/anthropic/v1/messages/count_tokens', 'x-api-key', KEYS.anthropic).body.toString()) as { model: string }).model).toBe('claude-fake-1');
     });
 
     it('POST /v1/messages/count_tokens estimates locally when no Anthropic upstream serves the model (never 404)', async () => {
@@ -359,7 +359,7 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
       expect(fake.last('/openai/v1/chat/completions').aborted).toBe(false);
       controller.abort();
       const aborted = await fake.waitForAbort('/openai/v1/chat/completions', 5_000);
-      expect(JSON.parse(aborted.body.toString()).model).toBe('gpt-hang');
+      expect((JSON.parse(aborted.body.toString()) as { model: string }).model).toBe('gpt-hang');
     });
 
     it('a client that disconnects while the upstream has not answered yet aborts it too', async () => {
@@ -414,12 +414,15 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
       let sent = 0;
       const body = new ReadableStream<Uint8Array>({
         pull(controller) {
-          if (sent > MAX_BODY * 2) return controller.close();
+          if (sent > MAX_BODY * 2) {
+            controller.close();
+            return;
+          }
           sent += chunk.length;
           controller.enqueue(chunk);
         },
       });
-      const res = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: JSON_AUTH, body, duplex: 'half' } as RequestInit);
+      const res = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: JSON_AUTH, body, duplex: 'half' });
       // The rest of the body is read and dropped, so the client gets to read the answer.
       expect(res.status).toBe(413);
       expect(await res.json()).toEqual(SHAPES.openai('request_too_large'));

@@ -51,7 +51,7 @@ async function json(
 
 async function form(c: ReviewContainer, path: string, data: FormData) {
   const res = await fetch(c.url + path, { method: 'POST', body: data });
-  return { status: res.status, body: (await res.json()) as unknown };
+  return { status: res.status, body: await res.json() };
 }
 
 async function shell(c: ReviewContainer, command: string): Promise<string> {
@@ -132,7 +132,7 @@ describe('review server (container, remote mode): cross-site and local attacks',
     ok.append('file', new Blob([new Uint8Array(PNG)], { type: 'image/png' }), 'shot.png');
     const stored = await form(c, 'api/upload', ok);
     expect(stored.status).toBe(200);
-    const file = String((stored.body as { path: string }).path);
+    const file = (stored.body as { path: string }).path;
     expect(file).toMatch(/^\/tmp\/gatehouse-[A-Za-z0-9]{6}\/[0-9a-f-]{36}\.png$/);
     const folder = file.slice(0, file.lastIndexOf('/'));
     const listing = await shell(c, `stat -c '%a %U' ${folder} && find /tmp/gatehouse-* /work/planted -mindepth 1`);

@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserSuite, decisionOf, openCodeReview, screenshot, unlabelledControls } from '../support/browser.ts';
+import { browserSuite, type Attributed, decisionOf, openCodeReview, screenshot, unlabelledControls } from '../support/browser.ts';
 import { closedPort } from '../support/proxy-container.ts';
 import { TempRepo } from '../support/git-repo.ts';
 
@@ -50,7 +50,7 @@ beforeAll(() => {
   repo.git('add', 'docs/new.md');
 });
 
-afterAll(() => repo?.cleanup());
+afterAll(() => (repo as TempRepo | undefined)?.cleanup());
 
 const codeReview = (args: string[] = []) => openCodeReview(suite, repo.dir, args);
 
@@ -134,7 +134,7 @@ describe('code review in the browser', () => {
     const { review, page, errors } = await codeReview();
     const switcher = page.getByRole('combobox', { name: 'Diff type' });
     expect(await switcher.inputValue()).toBe('uncommitted');
-    const options = await switcher.locator('option').evaluateAll((os) => os.map((o) => o.getAttribute('value')));
+    const options = await switcher.locator('option').evaluateAll((os: Attributed[]) => os.map((o) => o.getAttribute('value')));
     expect(options).toEqual(['uncommitted', 'last-commit', 'branch']);
 
     await switcher.selectOption('last-commit');

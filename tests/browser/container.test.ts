@@ -27,7 +27,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await container?.stop();
-  await browser?.close();
+  await (browser as Browser | undefined)?.close();
 });
 
 describe('the review UI served by the container', () => {

@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserSuite, decisionOf, openCodeReview, screenshot } from '../support/browser.ts';
+import { browserSuite, type Scrollable, decisionOf, openCodeReview, screenshot } from '../support/browser.ts';
 import { TempRepo } from '../support/git-repo.ts';
 
 /**
@@ -32,7 +32,7 @@ beforeAll(() => {
   repo.write(FILE, AFTER);
 });
 
-afterAll(() => repo?.cleanup());
+afterAll(() => (repo as TempRepo | undefined)?.cleanup());
 
 const lineButton = (page: Page, side: 'old' | 'new', no: number) =>
   page.getByRole('button', { name: `Comment on ${side} line ${no} of ${FILE}`, exact: true });
@@ -41,7 +41,7 @@ const shown = (page: Page, side: 'old' | 'new', no: number) => lineButton(page, 
 const scrollDiff = (page: Page, to: 'top' | 'bottom') =>
   page
     .getByRole('region', { name: 'Diff' })
-    .evaluate((el, end) => el.scrollTo({ top: end === 'top' ? 0 : el.scrollHeight }), to);
+    .evaluate((el: Scrollable, end) => el.scrollTo({ top: end === 'top' ? 0 : el.scrollHeight }), to);
 
 /** The hunk headers, read from the top of the diff list, without git's function names. */
 async function headers(page: Page): Promise<string[]> {

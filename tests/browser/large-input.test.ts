@@ -4,7 +4,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { ROOT, browserSuite, decisionOf, newPage, screenshot, selectText, startReview, tempDir } from '../support/browser.ts';
+import { ROOT, browserSuite, type Scrollable, decisionOf, newPage, screenshot, selectText, startReview, tempDir } from '../support/browser.ts';
 import { TempRepo } from '../support/git-repo.ts';
 
 const suite = browserSuite();
@@ -77,7 +77,7 @@ describe('large input', () => {
       await page.getByRole('tree', { name: 'Changed files' }).getByRole('button', { name: 'm49.ts' }).click();
       await page.locator('.file-head', { hasText: 'src/m49.ts' }).waitFor();
       const vlist = page.getByRole('region', { name: 'Diff' });
-      await vlist.evaluate((el) => el.scrollBy(0, 1e7));
+      await vlist.evaluate((el: Scrollable) => el.scrollBy(0, 1e7));
       const last = page.getByRole('button', { name: `Comment on new line ${lines} of src/m49.ts`, exact: true });
       await last.click();
       await page.getByRole('form', { name: 'Comment on lines' }).getByRole('textbox', { name: 'Comment' }).fill('Last line.');

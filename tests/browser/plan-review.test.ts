@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserSuite, decisionOf, inPage, naturalWidth, newPage, giveFile, screenshot, selectText, startReview, tempDir, unlabelledControls } from '../support/browser.ts';
+import { browserSuite, type Attributed, decisionOf, inPage, naturalWidth, newPage, giveFile, screenshot, selectText, startReview, tempDir, unlabelledControls } from '../support/browser.ts';
 import { closedPort } from '../support/proxy-container.ts';
 
 const PLAN = `# Add rate limiting to the gateway
@@ -433,9 +433,9 @@ describe('plan review in the browser', () => {
     const article = page.locator('.plan-doc');
     expect(await article.locator('script, iframe, object, svg, form, button, style').count()).toBe(0);
     expect(await article.locator('[onerror], [onload], [onclick], [ontoggle], [style]').count()).toBe(0);
-    const hrefs = await article.locator('a').evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+    const hrefs = await article.locator('a').evaluateAll((as: Attributed[]) => as.map((a) => a.getAttribute('href')));
     expect(hrefs.filter((h) => h !== null && /^(javascript|data):/i.test(h))).toEqual([]);
-    const srcs = await article.locator('img').evaluateAll((imgs) => imgs.map((i) => i.getAttribute('src')));
+    const srcs = await article.locator('img').evaluateAll((imgs: Attributed[]) => imgs.map((i) => i.getAttribute('src')));
     expect(srcs.filter((src) => src !== null && /^(javascript|data):/i.test(src))).toEqual([]);
     await screenshot(page, 'plan-hostile');
     // The page still works: the real Approve button decides.

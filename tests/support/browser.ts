@@ -208,6 +208,16 @@ export function tempDir(prefix: string): string {
   return mkdtempSync(path.join(tmpdir(), prefix));
 }
 
+/** What page functions touch of an element, named here: the Node tsconfig has no DOM types. */
+export interface Attributed {
+  getAttribute(name: string): string | null;
+}
+export interface Scrollable {
+  scrollHeight: number;
+  scrollTo(options: { top: number }): void;
+  scrollBy(x: number, y: number): void;
+}
+
 export interface BrowserSuite {
   browser: Browser;
   /** HOME of the servers the suite starts: plan files and notes land here, not in the real home. */
@@ -228,8 +238,10 @@ export function browserSuite(): BrowserSuite {
   });
   afterAll(async () => {
     stopAllReviews();
-    await suite.browser?.close();
-    if (suite.home !== undefined) rmSync(suite.home, { recursive: true, force: true });
+    // Unset when beforeAll failed.
+    const { browser, home } = suite as Partial<BrowserSuite>;
+    await browser?.close();
+    if (home !== undefined) rmSync(home, { recursive: true, force: true });
   });
   return suite;
 }

@@ -139,7 +139,8 @@ export class FakeUpstream {
     const path = `/${rest.join('/')}`;
     let body: Json = {};
     if (record.body[0] === 0x7b) body = JSON.parse(record.body.toString('utf8')) as Json;
-    const model = String(body['model'] ?? /\/models\/([^:/]+)/.exec(path)?.[1] ?? /name="model"\r\n\r\n([^\r]*)/.exec(record.body.toString('latin1'))?.[1] ?? '');
+    const named = body['model'];
+    const model = typeof named === 'string' ? named : (/\/models\/([^:/]+)/.exec(path)?.[1] ?? /name="model"\r\n\r\n([^\r]*)/.exec(record.body.toString('latin1'))?.[1] ?? '');
     if (model.includes('slow')) await sleep(this.#slowMs);
     if (res.destroyed) return;
     try {
@@ -170,12 +171,16 @@ export class FakeUpstream {
   }
 
   async #openai(req: IncomingMessage, res: ServerResponse, path: string, model: string, body: Json, record: RecordedRequest): Promise<void> {
-    if (model.includes('fail')) return json(res, 400, { error: { message: `fake: ${model} refused`, type: 'invalid_request_error', param: 'model', code: 'fake_refusal' } });
+    if (model.includes('fail')) {
+      json(res, 400, { error: { message: `fake: ${model} refused`, type: 'invalid_request_error', param: 'model', code: 'fake_refusal' } });
+      return;
+    }
     const tool = firstToolName(body);
     const created = 1_700_000_000;
     switch (`${req.method} ${path}`) {
       case 'GET /v1/models':
-        return json(res, 200, { object: 'list', data: [{ id: 'gpt-fake-1', object: 'model', created, owned_by: 'fake' }, { id: 'unrouted-model', object: 'model', created, owned_by: 'fake' }] });
+        json(res, 200, { object: 'list', data: [{ id: 'gpt-fake-1', object: 'model', created, owned_by: 'fake' }, { id: 'unrouted-model', object: 'model', created, owned_by: 'fake' }] });
+        return;
       case 'POST /v1/chat/completions': {
         const id = 'chatcmpl-fake';
         const base = { id, object: 'chat.completion.chunk', created, model };
@@ -190,14 +195,16 @@ export class FakeUpstream {
         const message = tool
           ? { role: 'assistant', content: null, tool_calls: [{ id: 'call_fake', type: 'function', function: { name: tool, arguments: JSON.stringify(TOOL_ARGS) } }] }
           : { role: 'assistant', content: 'Hello from the fake upstream' };
-        return json(res, 200, {
+        json(res, 200, {
           id, object: 'chat.completion', created, model,
           choices: [{ index: 0, message, finish_reason: tool ? 'tool_calls' : 'stop', logprobs: null }],
           usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 },
         });
+        return;
       }
       case 'POST /v1/completions':
-        return json(res, 200, { id: 'cmpl-fake', object: 'text_completion', created, model, choices: [{ index: 0, text: 'Hello from the fake upstream', finish_reason: 'stop', logprobs: null }] });
+        json(res, 200, { id: 'cmpl-fake', object: 'text_completion', created, model, choices: [{ index: 0, text: 'Hello from the fake upstream', finish_reason: 'stop', logprobs: null }] });
+        return;
       case 'POST /v1/responses': {
         const output = [{ type: 'message', id: 'msg_fake', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Hello from the fake upstream', annotations: [] }] }];
         const response = { id: 'resp_fake', object: 'response', created_at: created, status: 'completed', model, output, usage: { input_tokens: 5, output_tokens: 5, total_tokens: 10 } };
@@ -209,30 +216,47 @@ export class FakeUpstream {
           ].map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
           return this.#sse(res, model, events);
         }
-        return json(res, 200, response);
+        json(res, 200, response);
+        return;
       }
       case 'POST /v1/images/generations':
       case 'POST /v1/images/edits':
-        return json(res, 200, { created, data: [{ b64_json: Buffer.from(`image for ${model}, ${record.body.length} bytes in`).toString('base64') }] });
+        json(res, 200, { created, data: [{ b64_json: Buffer.from(`image for ${model}, ${record.body.length} bytes in`).toString('base64') }] });
+        return;
       case 'POST /v1/audio/transcriptions':
-        return json(res, 200, { text: `transcribed by ${model}, ${record.body.length} bytes in` });
+        json(res, 200, { text: `transcribed by ${model}, ${record.body.length} bytes in` });
+        return;
       default:
-        return json(res, 404, { error: { message: `fake: no ${req.method} ${path}`, type: 'invalid_request_error', param: null, code: null } });
+        json(res, 404, { error: { message: `fake: no ${req.method} ${path}`, type: 'invalid_request_error', param: null, code: null } });
+        return;
     }
   }
 
   async #anthropic(res: ServerResponse, path: string, model: string, body: Json): Promise<void> {
-    if (model.includes('fail')) return json(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: `fake: ${model} refused` } });
-    if (path === '/v1/models') {
-      return json(res, 200, { data: [{ type: 'model', id: 'claude-fake-1', display_name: 'Claude Fake 1', created_at: '2025-01-01T00:00:00Z' }], has_more: false, first_id: 'claude-fake-1', last_id: 'claude-fake-1' });
+    if (model.includes('fail')) {
+      json(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: `fake: ${model} refused` } });
+      return;
     }
-    if (path === '/v1/messages/count_tokens') return json(res, 200, { input_tokens: 42 });
-    if (path !== '/v1/messages') return json(res, 404, { type: 'error', error: { type: 'not_found_error', message: `fake: no ${path}` } });
+    if (path === '/v1/models') {
+      json(res, 200, { data: [{ type: 'model', id: 'claude-fake-1', display_name: 'Claude Fake 1', created_at: '2025-01-01T00:00:00Z' }], has_more: false, first_id: 'claude-fake-1', last_id: 'claude-fake-1' });
+      return;
+    }
+    if (path === '/v1/messages/count_tokens') {
+      json(res, 200, { input_tokens: 42 });
+      return;
+    }
+    if (path !== '/v1/messages') {
+      json(res, 404, { type: 'error', error: { type: 'not_found_error', message: `fake: no ${path}` } });
+      return;
+    }
     const tool = firstToolName(body);
     const usage = { input_tokens: 5, output_tokens: 5 };
     const content = tool ? [{ type: 'tool_use', id: 'toolu_fake', name: tool, input: TOOL_ARGS }] : [{ type: 'text', text: 'Hello from the fake upstream' }];
     const message = { id: 'msg_fake', type: 'message', role: 'assistant', model, content, stop_reason: tool ? 'tool_use' : 'end_turn', stop_sequence: null, usage };
-    if (body['stream'] !== true) return json(res, 200, message);
+    if (body['stream'] !== true) {
+      json(res, 200, message);
+      return;
+    }
     const block = tool ? { type: 'tool_use', id: 'toolu_fake', name: tool, input: {} } : { type: 'text', text: '' };
     const deltas = tool
       ? [{ type: 'input_json_delta', partial_json: JSON.stringify(TOOL_ARGS) }]
@@ -245,30 +269,42 @@ export class FakeUpstream {
       { type: 'message_delta', delta: { stop_reason: message.stop_reason, stop_sequence: null }, usage: { output_tokens: 5 } },
       { type: 'message_stop' },
     ];
-    return this.#sse(res, model, events.map((e) => `event: ${e['type']}\ndata: ${JSON.stringify(e)}\n\n`));
+    return this.#sse(res, model, events.map((e) => `event: ${String(e['type'])}\ndata: ${JSON.stringify(e)}\n\n`));
   }
 
   async #gemini(res: ServerResponse, path: string, model: string, body: Json, query: URLSearchParams): Promise<void> {
-    if (model.includes('fail')) return json(res, 400, { error: { code: 400, message: `fake: ${model} refused`, status: 'INVALID_ARGUMENT' } });
+    if (model.includes('fail')) {
+      json(res, 400, { error: { code: 400, message: `fake: ${model} refused`, status: 'INVALID_ARGUMENT' } });
+      return;
+    }
     if (path === '/v1beta/models') {
-      return json(res, 200, { models: [{ name: 'models/gemini-fake-1', displayName: 'Gemini Fake 1', supportedGenerationMethods: ['generateContent', 'countTokens'] }] });
+      json(res, 200, { models: [{ name: 'models/gemini-fake-1', displayName: 'Gemini Fake 1', supportedGenerationMethods: ['generateContent', 'countTokens'] }] });
+      return;
     }
     const method = /:(\w+)$/.exec(path)?.[1];
-    if (method === 'countTokens') return json(res, 200, { totalTokens: 42 });
+    if (method === 'countTokens') {
+      json(res, 200, { totalTokens: 42 });
+      return;
+    }
     const tool = firstToolName(body);
     const candidate = (parts: Json[], finish?: string) => ({ candidates: [{ content: { role: 'model', parts }, index: 0, ...(finish ? { finishReason: finish } : {}) }], modelVersion: model });
     const usageMetadata = { promptTokenCount: 5, candidatesTokenCount: 5, totalTokenCount: 10 };
     if (method === 'generateContent') {
       const parts = tool ? [{ functionCall: { name: tool, args: TOOL_ARGS } }] : [{ text: 'Hello from the fake upstream' }];
-      return json(res, 200, { ...candidate(parts, 'STOP'), usageMetadata });
+      json(res, 200, { ...candidate(parts, 'STOP'), usageMetadata });
+      return;
     }
     if (method === 'streamGenerateContent') {
-      if (query.get('alt') !== 'sse') return json(res, 400, { error: { code: 400, message: 'fake: only alt=sse streams', status: 'INVALID_ARGUMENT' } });
+      if (query.get('alt') !== 'sse') {
+        json(res, 400, { error: { code: 400, message: 'fake: only alt=sse streams', status: 'INVALID_ARGUMENT' } });
+        return;
+      }
       const chunks = tool
         ? [{ ...candidate([{ functionCall: { name: tool, args: TOOL_ARGS } }], 'STOP'), usageMetadata }]
         : ['Hello', ' from', ' the', ' fake', ' upstream'].map((text, i, all) => ({ ...candidate([{ text }], i === all.length - 1 ? 'STOP' : undefined), ...(i === all.length - 1 ? { usageMetadata } : {}) }));
       return this.#sse(res, model, chunks.map((c) => `data: ${JSON.stringify(c)}\r\n\r\n`));
     }
-    return json(res, 404, { error: { code: 404, message: `fake: no ${path}`, status: 'NOT_FOUND' } });
+    json(res, 404, { error: { code: 404, message: `fake: no ${path}`, status: 'NOT_FOUND' } });
+    return;
   }
 }

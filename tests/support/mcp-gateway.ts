@@ -19,7 +19,8 @@ export async function startGateway(servers: McpServers, options: { maxBodyBytes?
   const env = { PATH: process.env['PATH'], HOME: process.env['HOME'] };
   const gateway = mcpRoutes(servers, { env, log: createLogger('silent'), ...options });
   app.use(gateway);
-  const server = createServer(app.callback());
+  const handle = app.callback();
+  const server = createServer((req, res) => void handle(req, res));
   const { port } = await listen(server, { port: 0, host: '127.0.0.1' });
   const origin = `http://127.0.0.1:${port}`;
   return {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -46,7 +46,7 @@ export async function startRemoteMcpServer({ host = '127.0.0.1', requiredAuthori
   const transports = new Map<string, StreamableHTTPServerTransport>();
   let release = () => {};
   const gate = { wait: new Promise<void>((resolve) => (release = resolve)) };
-  const http = createServer(async (req, res) => {
+  const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     fixture.requests.push({ method: req.method ?? '', headers: req.headers });
     if (requiredAuthorization !== undefined && req.headers.authorization !== requiredAuthorization) {
       res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end('{"error":"unauthorized"}');
@@ -76,7 +76,8 @@ export async function startRemoteMcpServer({ host = '127.0.0.1', requiredAuthori
       return;
     }
     await transport.handleRequest(req, res, body);
-  });
+  };
+  const http = createServer((req, res) => void serve(req, res));
   await new Promise<void>((resolve) => http.listen(0, host, resolve));
   const { port } = http.address() as AddressInfo;
   const fixture: RemoteMcpFixture = {

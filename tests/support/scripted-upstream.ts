@@ -193,7 +193,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, requests: Recor
   }
   const adapter = adapterFor(protocol, url);
   const agent = agentTurn(adapter, url, body);
-  if (agent) return writeAgentTurn(res, adapter, protocol, agent, stream);
+  if (agent) {
+    writeAgentTurn(res, adapter, protocol, agent, stream);
+    return;
+  }
   if (isResponses(url)) {
     res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify(errorBody(protocol, 404, 'the scripted Responses API serves coding agents only')));
     return;

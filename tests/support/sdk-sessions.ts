@@ -4,7 +4,7 @@
  * Each returns the texts the client saw, so a test can check them.
  */
 import Anthropic from '@anthropic-ai/sdk';
-import { GoogleGenAI, type Content } from '@google/genai';
+import { FunctionResponse, GoogleGenAI, type Content } from '@google/genai';
 import OpenAI from 'openai';
 
 export type ClientFamily = 'openai-chat' | 'openai-responses' | 'anthropic' | 'gemini';
@@ -38,6 +38,7 @@ function openaiChat(url: string, key: string): Sessions {
   const first: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'system', content: SYSTEM }, { role: 'user', content: QUESTION }];
   return {
     async plain(model) {
+      // eslint-disable-next-line @typescript-eslint/no-deprecated -- the older spelling clients still send
       const r = await client.chat.completions.create({ model, messages: first, max_tokens: 200 });
       return { text: r.choices[0]?.message.content ?? '' };
     },
@@ -144,7 +145,7 @@ function gemini(url: string, key: string): Sessions {
       const r1 = await ask(first);
       const call = r1.content.parts?.find((p) => p.functionCall)?.functionCall;
       if (!call?.name) throw new Error(`no tool call: ${JSON.stringify(r1)}`);
-      const r2 = await ask([...first, r1.content, { role: 'user', parts: [{ functionResponse: { id: call.id, name: call.name, response: { output: TOOL_OUTPUT } } }] }]);
+      const r2 = await ask([...first, r1.content, { role: 'user', parts: [{ functionResponse: Object.assign(new FunctionResponse(), { id: call.id, name: call.name, response: { output: TOOL_OUTPUT } }) }] }]);
       return { text: r2.text, call: { id: call.id ?? '', name: call.name, args: call.args } };
     },
   };

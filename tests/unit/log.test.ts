@@ -44,7 +44,7 @@ describe('LineBatcher', () => {
     expect(written()).toBe('12345\n67890\nheld\n');
   });
 
-  it('flushSync has written everything when it returns', async () => {
+  it('flushSync has written everything when it returns', () => {
     const { batcher, written } = batcherToFile(1000);
     batcher.write('a\n');
     batcher.write('b\n');

@@ -65,7 +65,7 @@ export function readSettings(store: Pick<SettingsStore, 'getItem'>): Settings {
 /** Writes each changed setting to the store. */
 export function writeSettings(store: Pick<SettingsStore, 'setItem'>, changes: Partial<Settings>): void {
   for (const [key, value] of Object.entries(changes)) {
-    store.setItem(PREFIX + key, typeof value === 'boolean' ? (value ? '1' : '0') : String(value));
+    store.setItem(PREFIX + key, typeof value === 'boolean' ? (value ? '1' : '0') : value);
   }
 }
 

@@ -112,7 +112,8 @@ export class StdioChild {
     this.#process.stdin?.end();
     for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
       const done = await Promise.race([closed.then(() => true), sleep(GRACE_MS, false, { ref: false })]);
-      if (done || this.#exited) return;
+      // Read through the getter: the exit handler may have run while this awaited.
+      if (done || this.exited) return;
       this.#process.kill(signal);
     }
     await closed;

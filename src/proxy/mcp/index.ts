@@ -57,7 +57,7 @@ export function mcpRoutes(servers: McpServers, { env, log, maxBodyBytes = 50 * 1
   };
 
   // Not async: every other request passes straight on, without a promise of its own.
-  const middleware = ((ctx: Context, next: Next) => (PATH.test(ctx.path) ? errors(ctx, () => route(ctx)) : next())) as McpGateway;
+  const middleware = ((ctx: Context, next: Next): unknown => (PATH.test(ctx.path) ? errors(ctx, () => route(ctx)) : next())) as McpGateway;
   middleware.close = async () => {
     await Promise.all(bridges.map((bridge) => bridge.close()));
     // Open SSE relays would hold close() forever; the server's own grace period has passed by now.

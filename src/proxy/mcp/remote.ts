@@ -56,7 +56,7 @@ export async function relayRemote(ctx: Context, name: string, server: RemoteMcpS
   try {
     upstream = await request(server.url, {
       dispatcher,
-      method: ctx.method as Dispatcher.HttpMethod,
+      method: ctx.method,
       headers: upstreamHeaders(ctx, server),
       body,
       signal: abort.signal,

@@ -6,7 +6,7 @@ import {
 } from './model.ts';
 import {
   argsObject, argsText, arr, compact, contentText, isObject, newId, obj, objectSchema, optNum, optStr,
-  pushMessage, sse, SseStreamDecoder, stopList, str, truncated,
+  pushMessage, sse, SseStreamDecoder, stopList, str, truncated, textOf,
 } from './wire.ts';
 
 const STOP_IN: Record<string, StopReason> = {
@@ -261,7 +261,7 @@ class MessagesStreamDecoder extends SseStreamDecoder {
       case 'message_start': {
         const m = isObject(e.message) ? e.message : {};
         this.usage = decodeUsage(m.usage);
-        out.push({ type: 'start', id: typeof m.id === 'string' ? m.id : newId('msg_'), model: String(m.model ?? ''), provider: 'anthropic' });
+        out.push({ type: 'start', id: typeof m.id === 'string' ? m.id : newId('msg_'), model: textOf(m.model), provider: 'anthropic' });
         return;
       }
       case 'content_block_start': {
@@ -270,14 +270,14 @@ class MessagesStreamDecoder extends SseStreamDecoder {
         if (b.type === 'tool_use' || b.type === 'server_tool_use') {
           const tool = this.tools++;
           this.blocks.set(index, { kind: 'tool', index: tool });
-          out.push({ type: 'tool_start', index: tool, id: String(b.id ?? newId('toolu_')), name: String(b.name ?? '') });
+          out.push({ type: 'tool_start', index: tool, id: textOf(b.id, newId('toolu_')), name: textOf(b.name) });
           if (isObject(b.input) && Object.keys(b.input).length > 0) out.push({ type: 'tool_args', index: tool, delta: JSON.stringify(b.input) });
         } else if (b.type === 'thinking') {
           this.blocks.set(index, { kind: 'thinking' });
           if (typeof b.thinking === 'string' && b.thinking !== '') out.push({ type: 'reasoning', text: b.thinking });
         } else if (b.type === 'redacted_thinking') {
           this.blocks.set(index, { kind: 'thinking' });
-          out.push({ type: 'reasoning', text: '', encrypted: String(b.data ?? '') });
+          out.push({ type: 'reasoning', text: '', encrypted: textOf(b.data) });
         } else {
           this.blocks.set(index, { kind: 'text' });
           if (typeof b.text === 'string' && b.text !== '') out.push({ type: 'text', text: b.text });
@@ -287,10 +287,10 @@ class MessagesStreamDecoder extends SseStreamDecoder {
       case 'content_block_delta': {
         const d = isObject(e.delta) ? e.delta : {};
         const block = this.blocks.get(Number(e.index));
-        if (d.type === 'text_delta') out.push({ type: 'text', text: String(d.text ?? '') });
-        else if (d.type === 'thinking_delta') out.push({ type: 'reasoning', text: String(d.thinking ?? '') });
-        else if (d.type === 'signature_delta') out.push({ type: 'reasoning', text: '', signature: String(d.signature ?? '') });
-        else if (d.type === 'input_json_delta' && block?.kind === 'tool') out.push({ type: 'tool_args', index: block.index, delta: String(d.partial_json ?? '') });
+        if (d.type === 'text_delta') out.push({ type: 'text', text: textOf(d.text) });
+        else if (d.type === 'thinking_delta') out.push({ type: 'reasoning', text: textOf(d.thinking) });
+        else if (d.type === 'signature_delta') out.push({ type: 'reasoning', text: '', signature: textOf(d.signature) });
+        else if (d.type === 'input_json_delta' && block?.kind === 'tool') out.push({ type: 'tool_args', index: block.index, delta: textOf(d.partial_json) });
         return;
       }
       case 'message_delta': {

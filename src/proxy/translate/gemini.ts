@@ -6,7 +6,7 @@ import {
 } from './model.ts';
 import {
   argsObject, argsText, arr, compact, contentText, geminiParameters, geminiSchema, isObject, newId, obj, optNum, optStr,
-  pushMessage, SseStreamDecoder, stopList, str, toolNames, truncated,
+  pushMessage, SseStreamDecoder, stopList, str, toolNames, truncated, textOf,
 } from './wire.ts';
 
 const FINISH_IN: Record<string, StopReason> = {
@@ -294,7 +294,7 @@ export function decodeResponse(body: JsonObject): ModelResponse {
   const hasCalls = parts.some((p) => p.type === 'tool_call');
   // A prompt Gemini blocked has no candidates, only promptFeedback.blockReason.
   const blocked = isObject(body.promptFeedback) && typeof body.promptFeedback.blockReason === 'string';
-  const finish = String(candidate.finishReason ?? (blocked ? 'SAFETY' : 'STOP'));
+  const finish = textOf(candidate.finishReason, blocked ? 'SAFETY' : 'STOP');
   return {
     id,
     model: typeof body.modelVersion === 'string' ? body.modelVersion : '',
@@ -356,7 +356,7 @@ class GeminiStreamDecoder extends SseStreamDecoder {
     if (!this.started) {
       this.started = true;
       this.id = typeof chunk.responseId === 'string' ? chunk.responseId : newId('');
-      out.push({ type: 'start', id: this.id, model: String(chunk.modelVersion ?? ''), provider: 'gemini' });
+      out.push({ type: 'start', id: this.id, model: textOf(chunk.modelVersion), provider: 'gemini' });
     }
     if (isObject(chunk.usageMetadata)) this.usage = decodeUsage(chunk.usageMetadata);
     if (isObject(chunk.promptFeedback) && typeof chunk.promptFeedback.blockReason === 'string') this.finishReason = 'SAFETY';
@@ -369,7 +369,7 @@ class GeminiStreamDecoder extends SseStreamDecoder {
       if (isObject(rp.functionCall)) {
         const index = this.tools++;
         const id = typeof rp.functionCall.id === 'string' && rp.functionCall.id !== '' ? rp.functionCall.id : callId(this.id, index);
-        out.push(compact({ type: 'tool_start' as const, index, id, name: String(rp.functionCall.name ?? ''), signature }));
+        out.push(compact({ type: 'tool_start' as const, index, id, name: textOf(rp.functionCall.name), signature }));
         out.push({ type: 'tool_args', index, delta: argsText(rp.functionCall.args) });
       } else if (rp.thought === true) {
         out.push(compact({ type: 'reasoning' as const, text: typeof rp.text === 'string' ? rp.text : '', signature }));

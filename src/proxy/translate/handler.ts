@@ -54,7 +54,7 @@ function upstreamPath(protocol: Protocol, model: string, stream: boolean): { pat
 
 function decode(client: ClientAdapter, ctx: Context, route: Route): Conversation {
   try {
-    return client.decodeRequest(route.body as JsonObject, { model: route.clientModel, stream: route.stream, sse: ctx.query.alt === 'sse' });
+    return client.decodeRequest(route.body, { model: route.clientModel, stream: route.stream, sse: ctx.query.alt === 'sse' });
   } catch (error) {
     if (error instanceof TranslateError) throw proxyErrors.invalidRequest(error.message);
     throw error;

@@ -25,7 +25,7 @@ export function jsonBody(value: unknown, sizeHint: number): JsonBody {
   return { body: Readable.from(batched(value), { objectMode: false }), length };
 }
 
-async function* batched(value: unknown): AsyncGenerator<Buffer> {
+function* batched(value: unknown): Generator<Buffer> {
   let pending = '';
   for (const piece of jsonPieces(value)) {
     pending += piece;
@@ -38,7 +38,7 @@ async function* batched(value: unknown): AsyncGenerator<Buffer> {
 }
 
 /** A string's JSON text in pieces of at most PIECE characters, never splitting a surrogate pair. */
-function* stringPieces(text: string): Generator<string> {
+function* stringPieces(text: string): Generator<string, void, undefined> {
   if (text.length <= PIECE) {
     yield JSON.stringify(text);
     return;
@@ -55,9 +55,11 @@ function* stringPieces(text: string): Generator<string> {
 }
 
 /** JSON.stringify's text for plain data (no toJSON, no replacer), in pieces. */
-export function* jsonPieces(value: unknown): Generator<string> {
+export function* jsonPieces(value: unknown): Generator<string, void, undefined> {
   if (typeof value === 'string') return yield* stringPieces(value);
-  if (value === null || typeof value !== 'object') return yield JSON.stringify(value) ?? 'null';
+  // JSON.stringify gives no text for these; in a body they stand for null.
+  if (value === undefined || typeof value === 'function' || typeof value === 'symbol') return yield 'null';
+  if (value === null || typeof value !== 'object') return yield JSON.stringify(value);
   if (Array.isArray(value)) {
     yield '[';
     for (let i = 0; i < value.length; i++) {

@@ -8,7 +8,7 @@ import {
 } from './model.ts';
 import {
   argsText, arr, compact, contentText, imageFromUrl, imageToUrl, isObject, newId, obj, objectSchema, optBool,
-  optNum, optStr, pushMessage, sse, SseStreamDecoder, stopList, str, truncated,
+  optNum, optStr, pushMessage, sse, SseStreamDecoder, stopList, str, truncated, textOf,
 } from './wire.ts';
 
 const FINISH_IN: Record<string, StopReason> = {
@@ -212,7 +212,7 @@ export function decodeResponse(body: JsonObject): ModelResponse {
   if (typeof msg.refusal === 'string' && msg.refusal !== '') parts.push({ type: 'text', text: msg.refusal });
   for (const rc of arr(msg.tool_calls, 'tool_calls')) {
     if (!isObject(rc) || !isObject(rc.function)) continue;
-    parts.push({ type: 'tool_call', id: typeof rc.id === 'string' ? rc.id : newId('call_'), name: String(rc.function.name ?? ''), arguments: argsText(rc.function.arguments) });
+    parts.push({ type: 'tool_call', id: typeof rc.id === 'string' ? rc.id : newId('call_'), name: textOf(rc.function.name), arguments: argsText(rc.function.arguments) });
   }
   return {
     id: typeof body.id === 'string' ? body.id : newId('chatcmpl-'),
@@ -275,7 +275,7 @@ class ChatStreamDecoder extends SseStreamDecoder {
     if (!chunk) return;
     if (!this.started) {
       this.started = true;
-      out.push({ type: 'start', id: typeof chunk.id === 'string' ? chunk.id : newId('chatcmpl-'), model: String(chunk.model ?? ''), provider: 'openai' });
+      out.push({ type: 'start', id: typeof chunk.id === 'string' ? chunk.id : newId('chatcmpl-'), model: textOf(chunk.model), provider: 'openai' });
     }
     if (isObject(chunk.usage)) this.usage = decodeUsage(chunk.usage);
     const choice = Array.isArray(chunk.choices) && isObject(chunk.choices[0]) ? chunk.choices[0] : undefined;
@@ -294,7 +294,7 @@ class ChatStreamDecoder extends SseStreamDecoder {
         if (index === undefined) {
           index = this.tools.size;
           this.tools.set(wireIndex, index);
-          out.push({ type: 'tool_start', index, id: typeof tc.id === 'string' ? tc.id : newId('call_'), name: String(fn.name ?? '') });
+          out.push({ type: 'tool_start', index, id: typeof tc.id === 'string' ? tc.id : newId('call_'), name: textOf(fn.name) });
         }
         if (typeof fn.arguments === 'string' && fn.arguments !== '') out.push({ type: 'tool_args', index, delta: fn.arguments });
       }

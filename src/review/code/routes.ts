@@ -108,9 +108,9 @@ export function codeReviewRoutes({ repo, diffType: initial, config, log }: CodeR
 
     router.post('/api/feedback', async (ctx: Context) => {
       const decision = readFeedback(readBody(ctx.request.body));
-      await gate.decide(ctx, async () => {
+      await gate.decide(ctx, () => {
         log.info({ annotations: decision.annotations.length }, 'code review feedback received');
-        return { body: { ok: true } satisfies FeedbackResponse, decision };
+        return Promise.resolve({ body: { ok: true } satisfies FeedbackResponse, decision });
       });
     });
 

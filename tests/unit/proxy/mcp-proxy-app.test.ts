@@ -43,7 +43,7 @@ describe('MCP gateway mounted in the proxy', () => {
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
         logged += chunk.toString('utf8');
-        for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+        for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
         done();
       },
     });

@@ -59,7 +59,7 @@ describe('MCP gateway, stdio servers', () => {
 
   it('gives the process only its configured env (resolved from the env passed in) plus PATH and HOME', async () => {
     const { client } = await connect('local');
-    const seen = JSON.parse(firstText(await client.callTool({ name: 'env', arguments: {} })));
+    const seen = JSON.parse(firstText(await client.callTool({ name: 'env', arguments: {} }))) as { greeting: string; names: string[] };
     expect(seen.greeting).toBe('hello from env');
     expect(seen.names).toEqual(['FIXTURE_GREETING', 'HOME', 'PATH']);
   });
@@ -158,11 +158,11 @@ describe('MCP gateway shutdown', () => {
   it('ends every stdio process on close() and answers pending calls with a JSON-RPC error', async () => {
     const app = await startGateway(resolveMcpServers({ local: { command: NODE, args: [FIXTURE] } }, {}));
     const { client } = await connectMcp(app.url('local'));
-    const { pid } = JSON.parse(firstText(await client.callTool({ name: 'env', arguments: {} })));
+    const { pid } = JSON.parse(firstText(await client.callTool({ name: 'env', arguments: {} }))) as { pid: number };
     const pending = client.callTool({ name: 'slow', arguments: { ms: 60_000 } });
     const outcome = pending.then(
       () => 'answered',
-      (error: Error) => error.message,
+      (error: unknown) => (error instanceof Error ? error.message : String(error)),
     );
     await sleep(200);
     await app.gateway.close();

@@ -35,7 +35,8 @@ afterAll(() => close(opencode, 0));
 async function agents(origin: 'claude-code' | 'opencode', url = opencodeUrl) {
   const app = new Koa();
   app.use(listAgents({ origin, opencodeServerUrl: url, log: silentLog, timeoutMs: 300 }));
-  const server = createServer(app.callback());
+  const handle = app.callback();
+  const server = createServer((req, res) => void handle(req, res));
   const { port } = await listen(server, { port: 0, host: '127.0.0.1' });
   try {
     const r = await fetch(`http://127.0.0.1:${port}/`);

@@ -28,7 +28,8 @@ beforeAll(async () => {
   await writeFile(path.join(root, 'outside.png'), PNG);
   await symlink(path.join(root, 'outside.png'), path.join(project, 'escape.png'));
   await symlink(path.join(project, 'docs', 'diagram.png'), path.join(project, 'inside-link.png'));
-  server = createServer(createReviewApp({ config, log: silentLog, routes: new Router(), document: () => '<html></html>' }).callback());
+  const handle = createReviewApp({ config, log: silentLog, routes: new Router(), document: () => '<html></html>' }).callback();
+  server = createServer((req, res) => void handle(req, res));
   const { port } = await listen(server, { port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${port}`;
 });

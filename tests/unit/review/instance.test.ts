@@ -96,7 +96,7 @@ describe('runReview', () => {
     expect(await loser.json()).toEqual({ error: 'This review has already been decided' });
     expect(await exit).toBe(0);
     expect(stdout.text().trim().split('\n')).toHaveLength(1);
-    expect(JSON.parse(stdout.text()).value).toBe(a.status === 200 ? 'first' : 'second');
+    expect((JSON.parse(stdout.text()) as { value: string }).value).toBe(a.status === 200 ? 'first' : 'second');
   });
 
   it('keeps waiting after an invalid body or a failed recording', async () => {

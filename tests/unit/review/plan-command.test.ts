@@ -24,7 +24,7 @@ function context(argv: string[], stdin = '') {
 
 describe('gatehouse plan: errors before serving', () => {
   it.each([
-    [['missing.md'], `cannot read the plan ${'DIR'}/missing.md: no such file`],
+    [['missing.md'], 'cannot read the plan DIR/missing.md: no such file'],
     [['empty.md'], 'the plan is empty (empty.md)'],
     [['-'], 'the plan is empty (stdin)'],
     [[], 'the plan is empty (stdin)'],

@@ -43,7 +43,7 @@ async function startPlan(overrides: Partial<ReviewConfig> = {}, permissionMode =
     return { status: r.status, body: (await r.json()) as Record<string, unknown> };
   };
   const get = async (p: string) => (await fetch(`${url}api/${p}`)).json();
-  return { url, exit, stdout, config, root, post, get, decision: async () => ({ code: await exit, json: JSON.parse(stdout.text()) }) };
+  return { url, exit, stdout, config, root, post, get, decision: async () => ({ code: await exit, json: JSON.parse(stdout.text()) as Record<string, unknown> }) };
 }
 
 describe('plan review routes', () => {

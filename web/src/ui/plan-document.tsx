@@ -38,7 +38,7 @@ function setHighlights(index: TextIndex, annotations: readonly PlanAnnotation[],
 }
 
 function caretOffset(index: TextIndex, x: number, y: number): number | undefined {
-  const pos = document.caretPositionFromPoint?.(x, y);
+  const pos = (document as Partial<Document>).caretPositionFromPoint?.(x, y);
   if (pos == null || !index.root.contains(pos.offsetNode)) return undefined;
   return index.offsetOf(pos.offsetNode, pos.offset);
 }
@@ -81,7 +81,7 @@ export function PlanDocument(props: Props): JSX.Element {
     if (index.current !== undefined) setHighlights(index.current, props.annotations, props.activeId);
   }, [props.annotations, props.activeId, props.plan]);
 
-  useEffect(() => () => HIGHLIGHTS.forEach((h) => CSS.highlights?.delete(`gh-${h}`)), []);
+  useEffect(() => () => HIGHLIGHTS.forEach((h) => (CSS as Partial<typeof CSS>).highlights?.delete(`gh-${h}`)), []);
 
   const readSelection = (): void => {
     const article = ref.current;

@@ -142,7 +142,7 @@ describe('a client that hangs up', () => {
     const controller = new AbortController();
     const { path, body } = request('anthropic', 'gpt-x', 'FAIL HANG', true);
     const res = await fetch(proxy.url + path, { method: 'POST', signal: controller.signal, headers: { 'content-type': 'application/json', 'x-api-key': API_KEY }, body: JSON.stringify(body) });
-    const reader = res.body?.getReader();
+    const reader = res.body?.getReader() as ReadableStreamDefaultReader<Uint8Array> | undefined;
     const first = await reader?.read();
     expect(new TextDecoder().decode(first?.value)).toContain('event: message_start');
     controller.abort();

@@ -50,7 +50,7 @@ describe('a translated request with a large image', () => {
   beforeAll(async () => {
     proxy = await startTranslatingProxy();
   });
-  afterAll(async () => proxy?.close());
+  afterAll(async () => (proxy as TranslatingProxy | undefined)?.close());
 
   it('reaches the upstream whole (Anthropic client, OpenAI upstream)', async () => {
     const data = Buffer.alloc(3 * 1024 * 1024, 9).toString('base64');
