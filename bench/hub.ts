@@ -53,12 +53,12 @@ function start(args: string[], env: Record<string, string>): Promise<Started> {
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   return new Promise((resolve, reject) => {
     let err = '';
-    child.stderr?.on('data', (d: Buffer) => {
+    child.stderr.on('data', (d: Buffer) => {
       err += d.toString();
       const url = /(https?:\/\/\S+)/.exec(err)?.[1];
       if (url) {
-        child.stderr?.removeAllListeners('data');
-        child.stderr?.resume();
+        child.stderr.removeAllListeners('data');
+        child.stderr.resume();
         resolve({ child, url, exited });
       }
     });

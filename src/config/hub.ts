@@ -137,6 +137,9 @@ export function loadHubConfig({ args, env, cwd }: { args: string[]; env: NodeJS.
   const h = validated(convict(hubSchema(env), { args: [], env })).get('hub');
   const publicUrl = h.public_url ? httpUrl('hub.public_url', h.public_url) : null;
   const dbPath = path.resolve(cwd, h.db_path);
+  // convict types a null default as its format's type; unset, these are null.
+  const sessionTtlMs = (h.session_ttl_ms as number | null) ?? DEFAULT_SESSION_TTL_MS;
+  const retryBaseMs = (h.notify.retry_base_ms as number | null) ?? 1_000;
   const host = review.host;
   if (!isLoopback(host) && (h.submit_tokens.length === 0 || h.reviewer_tokens.length === 0)) {
     throw new ConfigError(
@@ -158,7 +161,7 @@ export function loadHubConfig({ args, env, cwd }: { args: string[]; env: NodeJS.
     reviewerTokens: h.reviewer_tokens,
     allowedHosts: [...new Set(hosts.map((x) => x.toLowerCase()))],
     publicUrl,
-    sessionTtlMs: h.session_ttl_ms ?? DEFAULT_SESSION_TTL_MS,
+    sessionTtlMs,
     submissionMaxBytes: h.submission_max_bytes,
     notify: {
       targets: [
@@ -167,7 +170,7 @@ export function loadHubConfig({ args, env, cwd }: { args: string[]; env: NodeJS.
         ...notifyUrls('hub.notify.ntfy_topics', h.notify.ntfy_topics, 'ntfy'),
       ],
       attempts: Math.max(1, h.notify.attempts),
-      retryBaseMs: h.notify.retry_base_ms ?? 1_000,
+      retryBaseMs,
     },
   };
 }

@@ -103,7 +103,7 @@ export class Access {
   /** `POST /api/session {"token"}`: a reviewer token becomes an HttpOnly, SameSite=Strict session cookie. */
   signIn(): Middleware {
     const { reviewers, store, sessionTtlMs, secureCookies } = this.#options;
-    return async (ctx: Context) => {
+    return (ctx: Context) => {
       const token = (ctx.request.body as { token?: unknown } | undefined)?.token;
       if (typeof token !== 'string' || !reviewers.has(token)) throw hubErrors.wrongToken();
       const value = randomBytes(32).toString('base64url');

@@ -41,7 +41,7 @@ const REVIEW_PATH = /^\/r\/([A-Za-z0-9_-]{1,64})(\/.*)?$/;
  */
 function reviewMount(hub: Hub, access: Access): Middleware {
   const reviewer = access.requireRole('reviewer');
-  return async (ctx: Context, next: Next) => {
+  return async (ctx: Context, next: Next): Promise<unknown> => {
     const match = REVIEW_PATH.exec(ctx.path);
     if (match === null) return next();
     const [, id, rest] = match as unknown as [string, string, string | undefined];
@@ -55,7 +55,10 @@ function reviewMount(hub: Hub, access: Access): Middleware {
       const handler = hub.reviewHandler(id);
       if (handler === undefined) throw hubErrors.reviewNotFound();
       // The UI resolves its API calls against /r/<id>/, so the page must be served with the slash.
-      if (rest === undefined) return ctx.redirect(`/r/${id}/${ctx.querystring ? `?${ctx.querystring}` : ''}`);
+      if (rest === undefined) {
+        ctx.redirect(`/r/${id}/${ctx.querystring ? `?${ctx.querystring}` : ''}`);
+        return;
+      }
       ctx.respond = false;
       ctx.req.url = rest + (ctx.querystring ? `?${ctx.querystring}` : '');
       await handler(ctx.req, ctx.res);
@@ -103,7 +106,7 @@ function apiRoutes({ hub, store, access, notifyCounts }: HubAppOptions): Router 
 
   router.post('/api/session', access.signIn());
 
-  router.post('/api/reviews', submitter, async (ctx: Context) => {
+  router.post('/api/reviews', submitter, (ctx: Context) => {
     const key = ctx.get('idempotency-key');
     const submission = readSubmission(ctx.request.body, Date.now(), {
       requestKey: key ? key.slice(0, 200) : null,
@@ -115,18 +118,18 @@ function apiRoutes({ hub, store, access, notifyCounts }: HubAppOptions): Router 
     ctx.body = { id: review.id, url: summary.url, version: review.version };
   });
 
-  router.get('/api/reviews', reviewer, async (ctx: Context) => {
+  router.get('/api/reviews', reviewer, (ctx: Context) => {
     ctx.body = {
       pending: store.pending().map((r) => hub.summary(r)),
       decided: store.recentlyDecided(RECENT_DECISIONS).map((r) => hub.summary(r)),
     };
   });
 
-  router.get('/api/reviews/:id/decision', access.requireRole('submitter', 'reviewer'), async (ctx: Context) => {
+  router.get('/api/reviews/:id/decision', access.requireRole('submitter', 'reviewer'), async (ctx) => {
     const wait = waitSeconds(ctx);
     const gone = new AbortController();
     ctx.req.once('close', () => gone.abort());
-    const decision = await hub.waitForDecision(ctx.params['id'] as string, wait * 1000, gone.signal);
+    const decision = await hub.waitForDecision(ctx.params['id'] ?? '', wait * 1000, gone.signal);
     if (decision === undefined) throw hubErrors.reviewNotFound();
     ctx.set('Cache-Control', 'no-store');
     if (decision === null) ctx.status = 204;
@@ -135,7 +138,7 @@ function apiRoutes({ hub, store, access, notifyCounts }: HubAppOptions): Router 
 
   router.get('/api/events', reviewer, events(hub));
 
-  router.get('/api/stats', reviewer, async (ctx: Context) => {
+  router.get('/api/stats', reviewer, (ctx: Context) => {
     ctx.body = { pending: store.pending().length, notifications: notifyCounts };
   });
   return router;
@@ -152,7 +155,7 @@ function jsonBodies(limit: number): Middleware[] {
     text: false,
   });
   return [
-    async (ctx: Context, next: Next) => {
+    async (ctx: Context, next: Next): Promise<unknown> => {
       if (ctx.method !== 'POST') return next();
       if (ctx.request.is('json') === false) throw reviewErrors.notJson();
       if (Number(ctx.get('content-length') || 0) > limit) throw hubErrors.submissionTooLarge(limit);
@@ -172,7 +175,7 @@ function servePage(ctx: Context, html: string): void {
 
 /** `/`: the inbox for a reviewer, the sign-in form for anyone else. */
 function pages(): Middleware {
-  return async (ctx: Context, next: Next) => {
+  return (ctx: Context, next: Next): unknown => {
     if (ctx.method !== 'GET' || ctx.path !== '/') return next();
     servePage(ctx, rolesOf(ctx).has('reviewer') ? INBOX_PAGE : SIGN_IN_PAGE);
   };

@@ -55,7 +55,8 @@ export interface HubReviewOptions<D> {
  */
 export async function runHubReview<D>(options: HubReviewOptions<D>): Promise<number> {
   const { config, io, log, title, submission, codec } = options;
-  if (io.shutdown.aborted) return SIGNAL_EXIT_CODES[String(io.shutdown.reason)] ?? 1;
+  const early = signalExitCode(io.shutdown);
+  if (early !== undefined) return early;
   if (config.decisionFile) await mkdir(path.dirname(config.decisionFile), { recursive: true });
   const base = config.hubUrl.href.endsWith('/') ? config.hubUrl.href : `${config.hubUrl.href}/`;
   const giveUpAt = config.timeoutMs === null ? null : Date.now() + config.timeoutMs + GIVE_UP_AFTER_DEADLINE_MS;
@@ -86,12 +87,19 @@ export async function runHubReview<D>(options: HubReviewOptions<D>): Promise<num
       await answer.body?.cancel();
     }
   } catch (error) {
-    if (io.shutdown.aborted) {
+    // Read again: the signal may have come while this waited.
+    const code = signalExitCode(io.shutdown);
+    if (code !== undefined) {
       log.info({ signal: String(io.shutdown.reason) }, 'stopped waiting by a signal; the review stays on the hub');
-      return SIGNAL_EXIT_CODES[String(io.shutdown.reason)] ?? 1;
+      return code;
     }
     throw error;
   }
+}
+
+/** The exit code for a shutdown signal that has arrived, or undefined while none has. */
+function signalExitCode(shutdown: AbortSignal): number | undefined {
+  return shutdown.aborted ? (SIGNAL_EXIT_CODES[String(shutdown.reason)] ?? 1) : undefined;
 }
 
 interface ConnectionOptions {

@@ -39,7 +39,8 @@ export async function runHub(ctx: CommandContext): Promise<number> {
     secureCookies: config.publicUrl?.protocol === 'https:',
   });
   const app = createHubApp({ config, hub, store, access, log, notifyCounts: notifier.counts });
-  const server = createServer({ keepAliveTimeout: 65_000 }, app.callback());
+  const handle = app.callback();
+  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => void handle(req, res));
   try {
     hub.start();
     const address = await listen(server, { port: config.port, host: config.host });

@@ -104,19 +104,19 @@ export function readSubmission(
 /** The repository a code review's routes read: the diffs as submitted. */
 export function submittedRepository(payload: CodePayload): Pick<GitRepository, 'diff' | 'context' | 'sideContent'> {
   return {
-    async diff(type) {
+    diff(type) {
       const diff = payload.diffs[type];
-      if (diff === undefined) throw new Error(`the submitter sent no ${type} diff`);
-      if ('error' in diff) throw new Error(diff.error);
+      if (diff === undefined) return Promise.reject(new Error(`the submitter sent no ${type} diff`));
+      if ('error' in diff) return Promise.reject(new Error(diff.error));
       const latin1Patch = Buffer.from(diff.rawPatch, 'utf8').toString('latin1');
-      return { rawPatch: diff.rawPatch, gitRef: diff.gitRef, latin1Patch };
+      return Promise.resolve({ rawPatch: diff.rawPatch, gitRef: diff.gitRef, latin1Patch });
     },
-    async context() {
-      return payload.gitContext;
+    context() {
+      return Promise.resolve(payload.gitContext);
     },
-    async sideContent() {
+    sideContent() {
       // A submission carries its patches, not whole files: there are no lines to reveal around a hunk.
-      throw reviewErrors.linesNotSubmitted();
+      return Promise.reject(reviewErrors.linesNotSubmitted());
     },
   };
 }

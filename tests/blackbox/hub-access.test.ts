@@ -53,7 +53,7 @@ describe('hub access', () => {
   it('refuses to start reachable from other machines without tokens', async () => {
     const failed = await run('docker', ['run', '--rm', IMAGE, 'hub']).then(
       () => null,
-      (error: { code: number; stderr: string }) => error,
+      (error: unknown) => error as { code: number; stderr: string },
     );
     expect(failed?.code).toBe(1);
     expect(failed?.stderr).toContain('HUB_SUBMIT_TOKENS');
@@ -98,7 +98,7 @@ describe('hub access', () => {
     for (const host of ['evil.example', 'evil.example:19432', 'hub.example.test.evil.example']) {
       const r = await raw(u, 'GET', 'api/reviews', { host, ...asReviewer });
       expect(r.status, host).toBe(403);
-      expect(JSON.parse(r.body).error).toContain('is not served here');
+      expect((JSON.parse(r.body) as { error: string }).error).toContain('is not served here');
     }
     expect((await raw(u, 'GET', 'api/reviews', { host: 'hub.example.test', ...asReviewer })).status).toBe(200);
     // A review's own server answers the hub's public name too.
@@ -196,7 +196,7 @@ describe('hub notifications', () => {
     const url = await client.url;
     const id = /\/r\/([^/]+)\//.exec(url)?.[1];
     const what = (r: { path: string; body: string }) =>
-      r.path === '/ntfy' ? r.body.slice(0, 14) : (JSON.parse(r.body).event ?? 'text');
+      r.path === '/ntfy' ? r.body.slice(0, 14) : ((JSON.parse(r.body) as { event?: string }).event ?? 'text');
     const paths = () => received.map((r) => `${r.path} ${what(r)}`);
     const created = ['/json review.created', '/slack/T000/B000/secret-part text', '/ntfy Plan "Notify m'];
     await expect.poll(paths, { timeout: 30_000 }).toEqual(expect.arrayContaining(created));
@@ -209,13 +209,13 @@ describe('hub notifications', () => {
     await expect.poll(() => received.filter((r) => r.path === '/json').length, { timeout: 30_000 }).toBe(2);
     await expect.poll(() => received.length, { timeout: 30_000 }).toBe(6);
 
-    const json = received.filter((r) => r.path === '/json').map((r) => JSON.parse(r.body));
+    const json = received.filter((r) => r.path === '/json').map((r) => JSON.parse(r.body) as { event: string; review: unknown });
     expect(json.map((e) => e.event)).toEqual(['review.created', 'review.decided']);
-    expect(json[0].review).toMatchObject({ id, url, kind: 'plan', title: 'Notify me', outcome: null, version: 1 });
-    expect(json[1].review).toMatchObject({ id, url, outcome: 'denied' });
-    const slack = received.filter((r) => r.path.startsWith('/slack')).map((r) => JSON.parse(r.body));
-    expect(slack[0].text).toContain(url);
-    expect(slack[1].text).toContain('denied');
+    expect(json[0]?.review).toMatchObject({ id, url, kind: 'plan', title: 'Notify me', outcome: null, version: 1 });
+    expect(json[1]?.review).toMatchObject({ id, url, outcome: 'denied' });
+    const slack = received.filter((r) => r.path.startsWith('/slack')).map((r) => JSON.parse(r.body) as { text: string });
+    expect(slack[0]?.text).toContain(url);
+    expect(slack[1]?.text).toContain('denied');
     const ntfy = received.filter((r) => r.path === '/ntfy');
     expect(ntfy[0]?.headers['click']).toBe(url);
     expect(ntfy[1]?.body).toContain('denied');

@@ -19,7 +19,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const c of clients) c.child.kill('SIGTERM');
-  await h?.stop();
+  await (h as HubContainer | undefined)?.stop();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -164,7 +164,7 @@ describe('reviews on the hub keep the review server contract', () => {
     expect(once.status).toBe(201);
     expect(again.status).toBe(200);
     expect(again.body).toEqual(once.body);
-    const waitAbc = `api/reviews/${once.body['id']}/decision?wait=abc`;
+    const waitAbc = `api/reviews/${String(once.body['id'])}/decision?wait=abc`;
     const badWait = await hubCall(h.url, 'GET', waitAbc, undefined, asSubmitter);
     expect(badWait.status).toBe(400);
   });

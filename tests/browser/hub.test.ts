@@ -37,7 +37,7 @@ beforeAll(async () => {
 
 afterAll(() => {
   for (const c of clients) c.child.kill('SIGTERM');
-  hub?.kill('SIGTERM');
+  (hub as ChildProcess | undefined)?.kill('SIGTERM');
 });
 
 const V1 = `# Rotate the signing keys

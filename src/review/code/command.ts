@@ -32,7 +32,7 @@ async function codeSubmission(repo: GitRepository, diffType: DiffType): Promise<
   const context = await repo.context();
   const diffs = Object.fromEntries(
     await Promise.all(
-      DIFF_TYPES.map(async (type) => {
+      DIFF_TYPES.map(async (type): Promise<[DiffType, unknown]> => {
         try {
           const { rawPatch, gitRef } = await repo.diff(type);
           return [type, { rawPatch, gitRef }];
