@@ -83,6 +83,22 @@ export function registerFormats(): void {
         }
       },
     },
+    // A positive duration: 30s, 2m, 1h, or milliseconds.
+    duration: {
+      validate(value: unknown) {
+        if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+          throw new Error('must be a positive duration such as 30s, 2m or 120000');
+        }
+      },
+      coerce: (value: unknown) => {
+        if (typeof value !== 'string') return value;
+        try {
+          return parseDuration(value);
+        } catch {
+          return value;
+        }
+      },
+    },
     'string-list': {
       validate(value: unknown) {
         if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) {

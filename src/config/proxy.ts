@@ -6,12 +6,12 @@ import { ConfigError, validated } from './errors.ts';
 import { logLevelSchema, parseDuration, registerFormats } from './formats.ts';
 import { mcpServersSchema, resolveMcpServers, type McpServers } from './mcp.ts';
 import { fail, httpUrl, isRecord, nonEmptyString } from './shape.ts';
+import type { CatalogTimes } from '../proxy/models.ts';
+import { PROTOCOL_NAMES, PROTOCOLS, type Protocol } from '../proxy/protocols/registry.ts';
+import type { StoreLimits, StoresConfig } from '../proxy/translate/stores.ts';
 
 registerFormats();
 
-export const PROTOCOLS = ['openai', 'anthropic', 'gemini'] as const;
-/** A wire protocol an upstream speaks (and a client family uses). */
-export type Protocol = (typeof PROTOCOLS)[number];
 
 export const AUTH_MODES = ['off', 'strict', 'all_except_health', 'auto'] as const;
 export type AuthMode = (typeof AUTH_MODES)[number];
@@ -23,8 +23,11 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const UPSTREAM_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const UPSTREAM_KEYS = new Set(['name', 'protocol', 'base_url', 'api_key', 'api_key_env', 'models', 'headers', 'timeout_ms', 'responses_api']);
-/** Headers the proxy sets itself on the way upstream. */
-const RESERVED_HEADERS = new Set(['host', 'content-length', 'connection', 'transfer-encoding', 'authorization', 'x-api-key', 'x-goog-api-key']);
+/** Headers the proxy sets itself on the way upstream: connection framing and every protocol's credential. */
+const RESERVED_HEADERS = new Set([
+  'host', 'content-length', 'connection', 'transfer-encoding',
+  ...Object.values(PROTOCOLS).flatMap((p) => p.credentials.headers),
+]);
 
 export interface UpstreamConfig {
   name: string;
@@ -68,9 +71,28 @@ export interface ProxyConfig {
   modelAliases: Record<string, string>;
   /** Resolved against the env: credentials are plain values. */
   mcpServers: McpServers;
+  /** Limits of what translation remembers between requests. */
+  stores: StoresConfig;
+  /** How long upstreams' model lists are kept, and how long a fetch may take. */
+  modelLists: CatalogTimes;
   logLevel: string;
   /** Startup warnings worth a log line (nothing unsafe: that refuses to start). */
   warnings: string[];
+}
+
+const MiB = 1024 * 1024;
+const HOUR = 60 * 60_000;
+
+function storeSchema(what: string, maxEntries: number, maxBytes: number) {
+  return {
+    max_entries: { doc: `Most ${what}.`, format: 'nat', default: maxEntries },
+    max_bytes: { doc: `Approximate bytes over all ${what}.`, format: 'nat', default: maxBytes },
+    ttl: { doc: `How long ${what} are kept.`, format: 'duration', default: HOUR },
+  };
+}
+
+function storeLimits(limits: { max_entries: number; max_bytes: number; ttl: number }): StoreLimits {
+  return { maxEntries: limits.max_entries, maxBytes: limits.max_bytes, ttlMs: limits.ttl };
 }
 
 function proxySchema() {
@@ -115,6 +137,15 @@ function proxySchema() {
       upstreams: { doc: 'Upstreams in routing order.', format: Array, default: [] as unknown[], sensitive: true },
       model_aliases: { doc: 'Client model name → upstream model name.', format: Object, default: {} as Record<string, unknown> },
       mcp: { servers: mcpServersSchema },
+      stores: {
+        responses: storeSchema('Responses API answers kept for previous_response_id', 2_000, 128 * MiB),
+        reasoning: storeSchema('signed reasoning carried for clients that drop it', 10_000, 32 * MiB),
+      },
+      model_lists: {
+        ttl: { doc: 'How long an upstream\'s model list is kept.', format: 'duration', default: 5 * 60_000 },
+        failure_ttl: { doc: 'How long a failed model-list fetch is remembered.', format: 'duration', default: 30_000 },
+        timeout: { doc: 'Time allowed for one model-list fetch.', format: 'duration', default: 10_000 },
+      },
     },
     log: { level: logLevelSchema },
   };
@@ -128,7 +159,7 @@ function resolveUpstream(key: string, raw: unknown, env: NodeJS.ProcessEnv): Ups
   const name = nonEmptyString(`${key}.name`, raw['name']);
   if (!UPSTREAM_NAME.test(name)) fail(`${key}.name`, 'uses letters, digits, "_", "-" and "." (at most 64, starting with a letter or digit)');
   const protocol = raw['protocol'];
-  if (!PROTOCOLS.includes(protocol as Protocol)) fail(`${key}.protocol`, `must be one of ${PROTOCOLS.join(', ')}`);
+  if (!PROTOCOL_NAMES.includes(protocol as Protocol)) fail(`${key}.protocol`, `must be one of ${PROTOCOL_NAMES.join(', ')}`);
   const baseUrl = raw['base_url'] as string;
   const url = httpUrl(`${key}.base_url`, baseUrl);
   if (url.search || url.hash || url.username || url.password) fail(`${key}.base_url`, 'must not carry a query, a fragment or credentials');
@@ -319,6 +350,8 @@ export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConf
     upstreams,
     modelAliases,
     mcpServers,
+    stores: { responses: storeLimits(p.stores.responses), reasoning: storeLimits(p.stores.reasoning) },
+    modelLists: { ttlMs: p.model_lists.ttl, failureTtlMs: p.model_lists.failure_ttl, fetchTimeoutMs: p.model_lists.timeout },
     logLevel: config.get('log.level'),
     warnings,
   };

@@ -1,11 +1,11 @@
-import type { Context, Middleware, Next } from 'koa';
+import type { Context, DefaultState, Middleware, Next, ParameterizedContext } from 'koa';
 import type { Logger } from 'pino';
 import { toHttpError, type HttpError } from './errors.ts';
 import { dropRestOfBody } from './refused-body.ts';
 import { documentHeaders } from './web-document.ts';
 
 /** How a family writes an HttpError into a response body. */
-export type ErrorRenderer = (error: HttpError, ctx: Context) => unknown;
+export type ErrorRenderer<StateT = DefaultState> = (error: HttpError, ctx: ParameterizedContext<StateT>) => unknown;
 
 /** The review server's shape: `{"error": "<message>"}`. */
 export const renderPlainError: ErrorRenderer = (error) => ({ error: error.message });
@@ -16,8 +16,8 @@ export const renderPlainError: ErrorRenderer = (error) => ({ error: error.messag
  * A client that hung up gets nothing: its leaving (an aborted body read, an
  * aborted upstream call) is no server error, and the request log says 499.
  */
-export function errorHandler(render: ErrorRenderer, log: Logger): Middleware {
-  return async (ctx: Context, next: Next) => {
+export function errorHandler<StateT = DefaultState>(render: ErrorRenderer<StateT>, log: Logger): Middleware<StateT> {
+  return async (ctx, next) => {
     try {
       await next();
     } catch (thrown) {

@@ -1,34 +1,23 @@
-import type { Context, Middleware } from 'koa';
-import type { Protocol } from '../config/proxy.ts';
+import type { RouterMiddleware } from '@koa/router';
 import { parseJsonObject, readBody } from './body.ts';
+import { clientGone } from './client-gone.ts';
+import type { ProxyContext, ProxyMiddleware, ProxyState } from './context.ts';
+import type { ClientCredentials } from './credentials.ts';
 import { proxyErrors } from './errors.ts';
 import { boundaryOf, multipartStream, readMultipartHead, withModel } from './multipart.ts';
-import { clientGone } from './client-gone.ts';
-import type { OpenStreams } from './open-streams.ts';
 import { forward } from './passthrough.ts';
-import { passesThrough, type Endpoint, type ModelRouter, type Route } from './routing.ts';
-import { handleTranslated } from './translate/handler.ts';
-import { estimateCountRequest } from './translate/tokens.ts';
-
-/** What the request log line reports, filled in as the request is understood. */
-export interface ProxyState {
-  family?: string;
-  model?: string;
-  upstream?: string;
-  stream?: boolean;
-}
+import type { BodyRoute, Operation, PathRoute } from './protocols/protocol.ts';
+import type { Protocol, ProtocolRecord } from './protocols/registry.ts';
+import { passesThrough, type ModelRouter, type Route } from './routing.ts';
+import { TranslateError, type JsonObject } from './translate/model.ts';
+import type { Translator } from './translate/handler.ts';
 
 export interface EndpointDeps {
   router: ModelRouter;
   maxBodyBytes: number;
-  streams: OpenStreams;
-}
-
-const COUNT_ENDPOINTS: ReadonlySet<Endpoint> = new Set(['messages.count_tokens', 'countTokens']);
-
-/** The path below base_url for a same-protocol request: OpenAI's base_url already ends in /v1. */
-function upstreamPath(family: Protocol, clientPath: string): string {
-  return family === 'openai' ? clientPath.slice('/v1'.length) : clientPath;
+  protocols: ProtocolRecord;
+  credentials: ClientCredentials;
+  translator: Translator;
 }
 
 function requireModel(value: unknown): string {
@@ -37,137 +26,125 @@ function requireModel(value: unknown): string {
   return value;
 }
 
-/** count_tokens with no upstream of the client's protocol: a local estimate, never a 404. */
-function countLocally(ctx: Context, family: Protocol, body: Record<string, unknown>, model: string): void {
-  const tokens = estimateCountRequest(family, body, model);
-  ctx.body = family === 'gemini' ? { totalTokens: tokens } : { input_tokens: tokens };
+/** A count request with no upstream of the client's protocol: a local estimate, never a 404. */
+function countLocally(ctx: ProxyContext, count: NonNullable<Operation['count']>, body: JsonObject, model: string): void {
+  let tokens: number;
+  try {
+    tokens = count.estimate(body, model);
+  } catch (error) {
+    if (error instanceof TranslateError) throw proxyErrors.invalidRequest(error.message);
+    throw error;
+  }
+  ctx.body = count.answer(tokens);
 }
 
 interface ModelRequest {
   family: Protocol;
-  endpoint: Endpoint;
+  operation: Operation;
   model: string;
-  stream: boolean;
-  body: Record<string, unknown>;
+  body: JsonObject;
   raw: Buffer;
-  /** The same-protocol upstream path for a model name. */
-  path: (model: string) => string;
   /** The bytes to forward once the model is mapped: the same buffer unless aliased. */
   bytes: (mappedModel: string) => Buffer;
 }
 
 /** Routes a parsed model request: pass through, translate, or count locally. */
-async function dispatch(ctx: Context, { router, streams }: EndpointDeps, request: ModelRequest): Promise<void> {
-  const state = ctx.state as ProxyState;
-  state.model = request.model;
-  state.stream = request.stream;
-  const resolution = router.resolve(request.model);
-  const passThrough = resolution !== undefined && passesThrough(request.family, request.endpoint, resolution.upstream.config);
-  if (COUNT_ENDPOINTS.has(request.endpoint) && !passThrough) {
-    countLocally(ctx, request.family, request.body, request.model);
-    return;
-  }
-  if (!resolution) throw proxyErrors.modelNotFound(request.model);
+async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelRequest): Promise<void> {
+  const { operation, model } = request;
+  const stream = operation.stream ?? request.body['stream'] === true;
+  ctx.state.model = model;
+  ctx.state.stream = stream;
+  const resolution = deps.router.resolve(model);
+  const passThrough = resolution !== undefined && passesThrough(request.family, operation, resolution.upstream.config);
+  if (operation.count && !passThrough) return countLocally(ctx, operation.count, request.body, model);
+  if (!resolution) throw proxyErrors.modelNotFound(model);
   const { upstream, mappedModel } = resolution;
-  state.upstream = upstream.config.name;
+  ctx.state.upstream = upstream.config.name;
   const signal = clientGone(ctx);
   if (passThrough) {
-    const stream = request.stream ? { streams, endpoint: request.endpoint } : undefined;
-    const path = request.path(mappedModel);
-    return forward(ctx, { upstream, path, body: request.bytes(mappedModel), signal, stream });
+    const path = operation.upstreamPath(mappedModel);
+    return forward(ctx, { upstream, path, body: request.bytes(mappedModel), signal, credentials: deps.credentials });
   }
   const route: Route = {
     family: request.family,
-    endpoint: request.endpoint,
+    clientProtocol: deps.protocols[request.family],
+    operation,
     upstream,
-    clientModel: request.model,
+    clientModel: model,
     upstreamModel: mappedModel,
-    stream: request.stream,
+    stream,
     body: request.body,
-    rawBytes: request.raw.length,
+    raw: request.raw,
     signal,
-    streams,
   };
-  return handleTranslated(ctx, route);
+  return deps.translator.handle(ctx, route);
 }
 
-/** An OpenAI or Anthropic JSON endpoint: the model is the body's `model`. */
-export function jsonModelEndpoint(deps: EndpointDeps, family: Protocol, endpoint: Endpoint): Middleware {
+/** A JSON endpoint whose model is the body's `model`. */
+function jsonEndpoint(deps: EndpointDeps, family: Protocol, operation: Operation): ProxyMiddleware {
   return async (ctx) => {
     const raw = await readBody(ctx.req, deps.maxBodyBytes);
     const body = parseJsonObject(raw);
     const model = requireModel(body['model']);
-    const path = upstreamPath(family, ctx.path);
     return dispatch(ctx, deps, {
       family,
-      endpoint,
+      operation,
       model,
-      stream: body['stream'] === true,
       body,
       raw,
-      path: () => path,
       // Only an alias changes the bytes; re-serialising is the price of that.
       bytes: (mapped) => (mapped === model ? raw : Buffer.from(JSON.stringify({ ...body, model: mapped }))),
     });
   };
 }
 
-const GEMINI_METHODS = new Set<Endpoint>(['generateContent', 'streamGenerateContent', 'countTokens']);
-
-/**
- * `POST /v1beta/models/:model`, where the parameter carries the method
- * (`gemini-2.5-flash:streamGenerateContent`), and the spec's
- * `/v1beta/models/:model/countTokens`.
- */
-export function geminiModelEndpoint(deps: EndpointDeps, fixedMethod?: Endpoint): Middleware {
+/** A JSON endpoint whose `:model` path parameter carries the model (and the operation). */
+export function pathModelEndpoint(deps: EndpointDeps, family: Protocol, route: PathRoute): RouterMiddleware<ProxyState> {
   return async (ctx) => {
-    const param = (ctx as Context & { params: Record<string, string> }).params['model'] ?? '';
-    const match = fixedMethod ? [param, param, fixedMethod] : /^(.+):([A-Za-z]+)$/.exec(param);
-    const method = match?.[2] as Endpoint | undefined;
-    if (!match || !method || !GEMINI_METHODS.has(method)) throw proxyErrors.routeNotFound(ctx.method, ctx.path);
-    const model = requireModel(match[1]?.replace(/^models\//, ''));
+    const parsed = route.fromPath(ctx.params['model'] ?? '');
+    if (!parsed) throw proxyErrors.routeNotFound(ctx.method, ctx.path);
+    const model = requireModel(parsed.model);
     const raw = await readBody(ctx.req, deps.maxBodyBytes);
     const body = parseJsonObject(raw);
-    return dispatch(ctx, deps, {
-      family: 'gemini',
-      endpoint: method,
-      model,
-      stream: method === 'streamGenerateContent',
-      body,
-      raw,
-      path: (mapped) => `/v1beta/models/${encodeURIComponent(mapped)}:${method}`,
-      bytes: () => raw,
-    });
+    return dispatch(ctx, deps, { family, operation: parsed.operation, model, body, raw, bytes: () => raw });
   };
 }
 
 /**
- * OpenAI's multipart endpoints (image edits, transcriptions): read as far as
- * the `model` field, then the file streams on to the upstream. A JSON body
- * (image edits accept one) takes the JSON path.
+ * A multipart endpoint (OpenAI's image edits and transcriptions): read as far
+ * as the `model` field, then the file streams on to an upstream of the same
+ * protocol. A JSON body takes the JSON path.
  */
-export function multipartModelEndpoint(deps: EndpointDeps, endpoint: Endpoint): Middleware {
-  const json = jsonModelEndpoint(deps, 'openai', endpoint);
-  return async (ctx, next): Promise<unknown> => {
+function multipartModelEndpoint(deps: EndpointDeps, family: Protocol, operation: Operation): ProxyMiddleware {
+  const json = jsonEndpoint(deps, family, operation);
+  return async (ctx, next) => {
     const boundary = boundaryOf(ctx.get('content-type'));
     if (!boundary) return json(ctx, next);
     const head = await readMultipartHead(ctx.req, boundary, deps.maxBodyBytes);
     const model = requireModel(head.model);
-    const state = ctx.state as ProxyState;
-    state.model = model;
-    state.stream = false;
+    ctx.state.model = model;
+    ctx.state.stream = false;
     const resolution = deps.router.resolve(model);
     if (!resolution) throw proxyErrors.modelNotFound(model);
-    state.upstream = resolution.upstream.config.name;
-    if (resolution.upstream.config.protocol !== 'openai') throw proxyErrors.noTranslation('openai', resolution.upstream.config.protocol, endpoint);
-    const first = resolution.mappedModel === model ? head.head : withModel(head, resolution.mappedModel);
+    const { upstream, mappedModel } = resolution;
+    ctx.state.upstream = upstream.config.name;
+    if (!passesThrough(family, operation, upstream.config)) {
+      throw proxyErrors.noTranslation(family, upstream.config.protocol, operation.name);
+    }
+    const first = mappedModel === model ? head.head : withModel(head, mappedModel);
     const declared = ctx.get('content-length');
     await forward(ctx, {
-      upstream: resolution.upstream,
-      path: upstreamPath('openai', ctx.path),
+      upstream,
+      path: operation.upstreamPath(mappedModel),
       body: multipartStream(first, head, deps.maxBodyBytes),
       signal: clientGone(ctx),
+      credentials: deps.credentials,
       headers: declared ? { 'content-length': String(Number(declared) + first.length - head.head.length) } : {},
     });
   };
+}
+
+/** The handler for a protocol's route whose model is in the body. */
+export function bodyModelEndpoint(deps: EndpointDeps, family: Protocol, route: BodyRoute): ProxyMiddleware {
+  return route.multipart ? multipartModelEndpoint(deps, family, route.operation) : jsonEndpoint(deps, family, route.operation);
 }

@@ -1,16 +1,14 @@
-import type { Middleware } from 'koa';
-import type { Protocol } from '../config/proxy.ts';
 import { parseJsonObject, readBody } from './body.ts';
+import type { ProxyContext, ProxyMiddleware } from './context.ts';
 import { proxyErrors } from './errors.ts';
-import { modelListRequest } from './models.ts';
 import type { ModelRouter } from './routing.ts';
 import { sendUpstream, type Upstream, type UpstreamRequest } from './upstreams.ts';
 
 /** Small JSON bodies only: warmup and detect carry a model name at most. */
 const SMALL_BODY = 64 * 1024;
 
-export function healthz(): Middleware {
-  return (ctx) => {
+export function healthz(): ProxyMiddleware {
+  return async (ctx) => {
     ctx.body = { status: 'ok' };
   };
 }
@@ -19,8 +17,8 @@ export function healthz(): Middleware {
  * Client telemetry (`/v1/api/event_logging[/batch]`): answered at once, the
  * body read off the socket and dropped, never parsed or logged.
  */
-export function telemetrySink(): Middleware {
-  return (ctx) => {
+export function telemetrySink(): ProxyMiddleware {
+  return async (ctx) => {
     ctx.req.resume();
     ctx.body = {};
   };
@@ -34,7 +32,7 @@ export function modelType(model: string): 'chat' | 'image' | 'audio' | 'embeddin
   return 'chat';
 }
 
-async function smallJson(ctx: Parameters<Middleware>[0], emptyIsObject: boolean): Promise<Record<string, unknown>> {
+async function smallJson(ctx: ProxyContext, emptyIsObject: boolean): Promise<Record<string, unknown>> {
   return parseJsonObject(await readBody(ctx.req, SMALL_BODY), { emptyIsObject });
 }
 
@@ -46,7 +44,7 @@ function optionalModel(body: Record<string, unknown>): string | undefined {
 }
 
 /** `POST /v1/models/detect {model}`: the routing answer, without calling anyone. */
-export function detectModel(router: ModelRouter): Middleware {
+export function detectModel(router: ModelRouter): ProxyMiddleware {
   return async (ctx) => {
     const model = optionalModel(await smallJson(ctx, false));
     if (model === undefined) throw proxyErrors.missingModel();
@@ -62,21 +60,12 @@ export function detectModel(router: ModelRouter): Middleware {
   };
 }
 
-/** The cheapest request that makes an upstream load `model`: one output token. */
-function oneTokenRequest(protocol: Protocol, model: string): UpstreamRequest {
-  const prompt = 'ping';
-  switch (protocol) {
-    case 'openai':
-      return { method: 'POST', path: '/chat/completions', body: JSON.stringify({ model, max_tokens: 1, messages: [{ role: 'user', content: prompt }] }) };
-    case 'anthropic':
-      return { method: 'POST', path: '/v1/messages', body: JSON.stringify({ model, max_tokens: 1, messages: [{ role: 'user', content: prompt }] }) };
-    case 'gemini':
-      return {
-        method: 'POST',
-        path: `/v1beta/models/${encodeURIComponent(model)}:generateContent`,
-        body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: prompt }] }], generationConfig: { maxOutputTokens: 1 } }),
-      };
-  }
+/** With a model, the one-token request that loads it; without, the model list (which checks the key). */
+function warmupRequest(upstream: Upstream, model: string | undefined): UpstreamRequest {
+  const protocol = upstream.protocol.upstream;
+  if (model === undefined) return { method: 'GET', ...protocol.models };
+  const { path, body } = protocol.warmup(model);
+  return { method: 'POST', path, body: JSON.stringify(body) };
 }
 
 interface WarmupResult {
@@ -88,7 +77,7 @@ interface WarmupResult {
 }
 
 async function warm(upstream: Upstream, model: string | undefined): Promise<WarmupResult> {
-  const request = model === undefined ? modelListRequest(upstream.config.protocol) : oneTokenRequest(upstream.config.protocol, model);
+  const request = warmupRequest(upstream, model);
   const started = performance.now();
   const result: WarmupResult = { upstream: upstream.config.name, model: model ?? null, status: null, latency_ms: 0 };
   try {
@@ -108,7 +97,7 @@ async function warm(upstream: Upstream, model: string | undefined): Promise<Warm
  * upstream (which loads it); without, each upstream's model list (which opens
  * the pooled connection and checks the key, spending no tokens).
  */
-export function warmup(router: ModelRouter): Middleware {
+export function warmup(router: ModelRouter): ProxyMiddleware {
   return async (ctx) => {
     const model = optionalModel(await smallJson(ctx, true));
     let results: WarmupResult[];

@@ -1,50 +1,19 @@
-import type { Middleware } from 'koa';
-import type { Protocol } from '../config/proxy.ts';
+import type { RouterMiddleware } from '@koa/router';
 import type { Logger } from '../log.ts';
-import type { ProxyState } from './endpoints.ts';
+import type { ProxyContext, ProxyMiddleware, ProxyState } from './context.ts';
 import { proxyErrors } from './errors.ts';
+import type { CatalogEntry, ListedModel, ProtocolSpec } from './protocols/protocol.ts';
+import type { ProtocolRecord } from './protocols/registry.ts';
 import { isGlob, type ModelRouter } from './routing.ts';
-import { sendUpstream, type Upstream, type UpstreamRequest } from './upstreams.ts';
+import { sendUpstream, type Upstream } from './upstreams.ts';
 
-export interface CatalogEntry {
-  id: string;
-  /** The upstream that serves it (for an alias: its target's). */
-  upstream: string;
-  displayName: string;
+export interface CatalogTimes {
+  /** How long an upstream's list is kept. */
+  ttlMs: number;
+  /** A failed fetch is retried sooner, but not on every request. */
+  failureTtlMs: number;
+  fetchTimeoutMs: number;
 }
-
-/** Each protocol's model-list request, below base_url. */
-export function modelListRequest(protocol: Protocol): Pick<UpstreamRequest, 'method' | 'path' | 'query'> {
-  switch (protocol) {
-    case 'openai': return { method: 'GET', path: '/models' };
-    case 'anthropic': return { method: 'GET', path: '/v1/models', query: 'limit=1000' };
-    case 'gemini': return { method: 'GET', path: '/v1beta/models', query: 'pageSize=1000' };
-  }
-}
-
-interface Listed {
-  id: string;
-  displayName?: string;
-}
-
-function parseModelList(protocol: Protocol, json: unknown): Listed[] {
-  const body = (json ?? {}) as { data?: unknown; models?: unknown };
-  const items = protocol === 'gemini' ? body.models : body.data;
-  if (!Array.isArray(items)) return [];
-  const out: Listed[] = [];
-  for (const item of items as Record<string, unknown>[]) {
-    const raw = protocol === 'gemini' ? item['name'] : item['id'];
-    if (typeof raw !== 'string') continue;
-    const display = item[protocol === 'gemini' ? 'displayName' : 'display_name'];
-    out.push({ id: raw.replace(/^models\//, ''), ...(typeof display === 'string' ? { displayName: display } : {}) });
-  }
-  return out;
-}
-
-const TTL_MS = 5 * 60_000;
-/** A failed fetch is retried sooner, but not on every request. */
-const FAILURE_TTL_MS = 30_000;
-const FETCH_TIMEOUT_MS = 10_000;
 
 /**
  * The routable models every list endpoint shows: each upstream's own list
@@ -54,27 +23,30 @@ const FETCH_TIMEOUT_MS = 10_000;
 export class ModelCatalog {
   readonly #router: ModelRouter;
   readonly #log: Logger;
-  readonly #cache = new Map<Upstream, { expires: number; models: Promise<Listed[]> }>();
+  readonly #times: CatalogTimes;
+  readonly #cache = new Map<Upstream, { expires: number; models: Promise<ListedModel[]> }>();
 
-  constructor(router: ModelRouter, log: Logger) {
+  constructor(router: ModelRouter, log: Logger, times: CatalogTimes) {
     this.#router = router;
     this.#log = log;
+    this.#times = times;
   }
 
-  #fetch(upstream: Upstream): Promise<Listed[]> {
+  #fetch(upstream: Upstream): Promise<ListedModel[]> {
     const cached = this.#cache.get(upstream);
     if (cached && cached.expires > Date.now()) return cached.models;
-    const entry = { expires: Date.now() + TTL_MS, models: Promise.resolve<Listed[]>([]) };
+    const entry = { expires: Date.now() + this.#times.ttlMs, models: Promise.resolve<ListedModel[]>([]) };
     entry.models = (async () => {
       try {
-        const response = await sendUpstream(upstream, { ...modelListRequest(upstream.config.protocol), signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+        const signal = AbortSignal.timeout(this.#times.fetchTimeoutMs);
+        const response = await sendUpstream(upstream, { method: 'GET', ...upstream.protocol.upstream.models, signal });
         if (response.statusCode !== 200) {
           await response.body.dump();
           throw new Error(`status ${response.statusCode}`);
         }
-        return parseModelList(upstream.config.protocol, await response.body.json());
+        return upstream.protocol.models.parse(await response.body.json());
       } catch (error) {
-        entry.expires = Date.now() + FAILURE_TTL_MS;
+        entry.expires = Date.now() + this.#times.failureTtlMs;
         this.#log.warn({ upstream: upstream.config.name, err: (error as Error).message }, 'model list unavailable');
         return [];
       }
@@ -100,53 +72,32 @@ export class ModelCatalog {
   }
 }
 
-const CREATED = Math.floor(Date.now() / 1000);
-const CREATED_AT = new Date(CREATED * 1000).toISOString();
-
-/** One model in each family's shape. */
-const MODEL_SHAPES: Record<Protocol, (entry: CatalogEntry) => unknown> = {
-  openai: (e) => ({ id: e.id, object: 'model', created: CREATED, owned_by: e.upstream }),
-  anthropic: (e) => ({ type: 'model', id: e.id, display_name: e.displayName, created_at: CREATED_AT }),
-  gemini: (e) => ({
-    name: `models/${e.id}`,
-    baseModelId: e.id,
-    version: '001',
-    displayName: e.displayName,
-    supportedGenerationMethods: ['generateContent', 'streamGenerateContent', 'countTokens'],
-  }),
-};
-
-/** The request's family; the model endpoints are never `other`. */
-function requestFamily(ctx: Parameters<Middleware>[0]): Protocol {
-  return (ctx.state as ProxyState).family as Protocol;
-}
-
-function listBody(family: Protocol, entries: CatalogEntry[]): unknown {
-  const models = entries.map(MODEL_SHAPES[family]);
-  switch (family) {
-    case 'openai': return { object: 'list', data: models };
-    case 'anthropic': return { data: models, has_more: false, first_id: entries[0]?.id ?? null, last_id: entries.at(-1)?.id ?? null };
-    case 'gemini': return { models };
-  }
+/** The request's protocol; the model endpoints' paths are never `other`. */
+function requestProtocol(ctx: ProxyContext, protocols: ProtocolRecord): ProtocolSpec {
+  const family = ctx.state.family;
+  if (family === undefined || family === 'other') throw proxyErrors.routeNotFound(ctx.method, ctx.path);
+  return protocols[family];
 }
 
 /**
  * `GET /v1/models`, `/v1/models/claude`, `/v1beta/models`: the routable
  * models in the family's list shape (on `/v1/models`, the family the SDK's
- * headers tell: see familyOfRequest).
+ * headers tell: see Families.ofRequest).
  */
-export function modelList(catalog: ModelCatalog): Middleware {
+export function modelList(catalog: ModelCatalog, protocols: ProtocolRecord): ProxyMiddleware {
   return async (ctx) => {
-    ctx.body = listBody(requestFamily(ctx), await catalog.list());
+    const protocol = requestProtocol(ctx, protocols);
+    ctx.body = protocol.models.list(await catalog.list());
   };
 }
 
 /** `GET /v1/models/:model`, `/v1beta/models/:model`: one model, or 404 in the family's shape. */
-export function modelInfo(catalog: ModelCatalog): Middleware {
+export function modelInfo(catalog: ModelCatalog, protocols: ProtocolRecord): RouterMiddleware<ProxyState> {
   return async (ctx) => {
-    const id = ((ctx as { params?: Record<string, string> }).params?.['model'] ?? '').replace(/^models\//, '');
+    const protocol = requestProtocol(ctx, protocols);
+    const id = (ctx.params['model'] ?? '').replace(/^models\//, '');
     const entry = (await catalog.list()).find((e) => e.id === id);
     if (!entry) throw proxyErrors.modelNotFound(id);
-    ctx.body = MODEL_SHAPES[requestFamily(ctx)](entry);
+    ctx.body = protocol.models.entry(entry);
   };
 }

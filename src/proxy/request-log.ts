@@ -1,20 +1,21 @@
-import type { Middleware } from 'koa';
 import type { Logger } from '../log.ts';
-import type { ProxyState } from './endpoints.ts';
-import { familyOfRequest } from './families.ts';
+import type { ProxyMiddleware } from './context.ts';
+import type { Families } from './families.ts';
+import { PROTOCOLS } from './protocols/registry.ts';
 
 /** Polled constantly by health checks and clients: worth a line only at debug level. */
 const QUIET = /^\/(?:healthz$|v1\/api\/event_logging(?:\/|$))/;
 
-/** pino paths censored should a request's headers or a key ever reach a log call. */
+/**
+ * pino paths censored should a request's headers or a key ever reach a log
+ * call: every protocol's key headers. Exact paths only: pino's wildcard
+ * redaction costs more than the whole line.
+ */
 export const REDACTED_PATHS = [
-  'req.headers.authorization',
-  'req.headers["x-api-key"]',
-  'req.headers["x-goog-api-key"]',
-  'headers.authorization',
-  'headers["x-api-key"]',
-  'headers["x-goog-api-key"]',
-  // Exact paths only: pino's wildcard redaction costs more than the whole line.
+  ...Object.values(PROTOCOLS).flatMap((p) => p.credentials.headers).flatMap((header) => {
+    const path = /^[a-z]+$/.test(header) ? `.${header}` : `[${JSON.stringify(header)}]`;
+    return [`req.headers${path}`, `headers${path}`];
+  }),
   'api_key',
   'apiKey',
 ];
@@ -24,12 +25,12 @@ export const REDACTED_PATHS = [
  * included) or the client went away: family, model, upstream, status, ms,
  * stream. Never headers, bodies or the query string (Gemini's `key`).
  */
-export function requestLog(log: Logger): Middleware {
+export function requestLog(log: Logger, families: Families): ProxyMiddleware {
   // Not async: the line is written on 'close', so there is nothing to await here.
   return (ctx, next) => {
     const started = performance.now();
-    const state = ctx.state as ProxyState;
-    state.family = familyOfRequest(ctx);
+    const state = ctx.state;
+    state.family = families.ofRequest(ctx);
     ctx.res.on('close', () => {
       const line = {
         method: ctx.method,

@@ -1,24 +1,8 @@
-import type { Protocol, UpstreamConfig } from '../config/proxy.ts';
+import type { UpstreamConfig } from '../config/proxy.ts';
 import type { ClientGone } from './client-gone.ts';
-import type { OpenStreams } from './open-streams.ts';
+import type { Operation, ProtocolSpec } from './protocols/protocol.ts';
+import type { Protocol } from './protocols/registry.ts';
 import type { Upstream } from './upstreams.ts';
-
-/**
- * The client-side operation of a model request. Gemini's is the method suffix
- * of its path (`gemini-2.5-flash:streamGenerateContent`).
- */
-export type Endpoint =
-  | 'chat.completions'
-  | 'completions'
-  | 'responses'
-  | 'images.generations'
-  | 'images.edits'
-  | 'audio.transcriptions'
-  | 'messages'
-  | 'messages.count_tokens'
-  | 'generateContent'
-  | 'streamGenerateContent'
-  | 'countTokens';
 
 /**
  * A routed model request: what the client asked for in its protocol and
@@ -26,9 +10,10 @@ export type Endpoint =
  * (see `passesThrough`).
  */
 export interface Route {
-  /** The client's protocol (the family of the path it called). */
+  /** The client's protocol (the family of the path it called), by name and in full. */
   family: Protocol;
-  endpoint: Endpoint;
+  clientProtocol: ProtocolSpec;
+  operation: Operation;
   upstream: Upstream;
   /** The model the client named. */
   clientModel: string;
@@ -38,24 +23,19 @@ export interface Route {
   stream: boolean;
   /** The parsed JSON request body (for multipart requests: empty). */
   body: Record<string, unknown>;
-  /**
-   * The size of the request body as received. Only its size: translation
-   * keeps no reference to the raw bytes, so they go once the body is parsed.
-   */
-  rawBytes: number;
+  /** The raw request body as received. */
+  raw: Buffer;
   /** Aborted when the client disconnects: pass it to sendUpstream. */
   signal: ClientGone;
-  /** Where a streamed answer registers, so a shutdown can end it with an error event. */
-  streams: OpenStreams;
 }
 
 /**
  * Whether a request goes to its upstream as it is: the upstream speaks the
- * client's protocol and serves the endpoint. An OpenAI upstream with
- * `responses_api: false` gets Responses requests translated to chat completions.
+ * client's protocol and serves the operation (an OpenAI upstream with
+ * `responses_api: false` gets Responses requests translated).
  */
-export function passesThrough(family: Protocol, endpoint: Endpoint, upstream: UpstreamConfig): boolean {
-  return upstream.protocol === family && (endpoint !== 'responses' || upstream.responsesApi);
+export function passesThrough(family: Protocol, operation: Operation, upstream: UpstreamConfig): boolean {
+  return upstream.protocol === family && (operation.servedBy?.(upstream) ?? true);
 }
 
 /** `*` any run of characters, `?` exactly one; everything else literal. */
@@ -101,5 +81,4 @@ export class ModelRouter {
     }
     return undefined;
   }
-
 }

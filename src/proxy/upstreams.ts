@@ -1,42 +1,25 @@
-import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/proxy.ts';
 import { HttpError } from '../http/errors.ts';
-import { proxyErrors } from './errors.ts';
 import { ClientGone } from './client-gone.ts';
+import { proxyErrors } from './errors.ts';
+import type { ProtocolSpec } from './protocols/protocol.ts';
 
-/** An upstream with its connection pool. */
+/** An upstream with its connection pool and its protocol. */
 export interface Upstream {
   readonly config: UpstreamConfig;
+  readonly protocol: ProtocolSpec;
   readonly pool: Pool;
   /** The path part of `base_url` (`/v1` for OpenAI-style), without a trailing slash. */
   readonly basePath: string;
 }
 
-/** Anthropic requires a version header; clients that send their own keep it. */
-export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
-
-/** Credentials clients use towards the proxy: never forwarded upstream. */
-const CLIENT_CREDENTIAL_HEADERS = ['authorization', 'x-api-key', 'x-goog-api-key'] as const;
-
-/** Hop-by-hop headers (RFC 9110 §7.6.1): they describe one connection, in either direction. */
-export const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
-
-/**
- * What a client's request header set loses on its way up: hop-by-hop, proxy
- * credentials, what undici computes itself, and what only a browser sends
- * (its cookies and where the page came from), which no upstream API uses.
- */
-const NOT_FORWARDED = new Set([
-  ...HOP_BY_HOP, 'proxy-authorization', 'proxy-authenticate', 'host', 'content-length', 'expect',
-  'cookie', 'origin', 'referer',
-]);
-
-export function createUpstream(config: UpstreamConfig): Upstream {
+export function createUpstream(config: UpstreamConfig, protocol: ProtocolSpec): Upstream {
   const url = new URL(config.baseUrl);
   return {
     config,
+    protocol,
     pool: new Pool(url.origin, { keepAliveTimeout: 30_000, connect: { timeout: 10_000 } }),
     basePath: url.pathname.replace(/\/+$/, ''),
   };
@@ -47,33 +30,13 @@ export async function closeUpstreams(upstreams: readonly Upstream[]): Promise<vo
 }
 
 /**
- * The client's request headers as they may travel upstream: without
- * hop-by-hop headers and without any client credential.
+ * The upstream's configured headers and its own credential in its protocol's
+ * style, over a request's headers (which carry no client key: see
+ * ClientCredentials.forwardableHeaders).
  */
-export function forwardableHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
-  for (const name in headers) {
-    const value = headers[name];
-    if (value === undefined || NOT_FORWARDED.has(name)) continue;
-    if ((CLIENT_CREDENTIAL_HEADERS as readonly string[]).includes(name)) continue;
-    out[name] = value;
-  }
-  return out;
-}
-
-/** The upstream's own credential in its protocol's style, plus its configured headers. */
 function upstreamHeaders(upstream: Upstream, headers: Record<string, string | string[]>): Record<string, string | string[]> {
-  const { protocol, apiKey, headers: extra } = upstream.config;
-  delete headers['authorization'];
-  delete headers['x-api-key'];
-  delete headers['x-goog-api-key'];
-  Object.assign(headers, extra);
-  if (protocol === 'anthropic') headers['anthropic-version'] ??= DEFAULT_ANTHROPIC_VERSION;
-  if (apiKey !== undefined) {
-    if (protocol === 'openai') headers['authorization'] = `Bearer ${apiKey}`;
-    else if (protocol === 'anthropic') headers['x-api-key'] = apiKey;
-    else headers['x-goog-api-key'] = apiKey;
-  }
+  Object.assign(headers, upstream.config.headers);
+  upstream.protocol.credentials.authorize(headers, upstream.config.apiKey);
   return headers;
 }
 
@@ -87,7 +50,7 @@ export interface UpstreamRequest {
   path: string;
   /** Query string without `?` (already free of the client's `key`). */
   query?: string;
-  /** Request headers; client credentials in it are dropped, the upstream's are added. */
+  /** Request headers, free of client keys; the upstream's credential is added. */
   headers?: Record<string, string | string[]>;
   body?: Buffer | string | Readable | null;
   /** Aborts the upstream call: the client went away, or a time limit passed. */

@@ -29,11 +29,11 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { anthropic } from '../../src/proxy/translate/anthropic.ts';
-import { gemini } from '../../src/proxy/translate/gemini.ts';
+import { anthropic } from '../../src/proxy/protocols/anthropic/messages.ts';
+import { gemini } from '../../src/proxy/protocols/gemini/generate.ts';
 import type { Adapter, ClientAdapter, Conversation, ModelResponse, Provider, StreamEvent } from '../../src/proxy/translate/model.ts';
-import { openaiChat } from '../../src/proxy/translate/openai-chat.ts';
-import { openaiResponses } from '../../src/proxy/translate/openai-responses.ts';
+import { openaiChat } from '../../src/proxy/protocols/openai/chat.ts';
+import { openaiResponses } from '../../src/proxy/protocols/openai/responses.ts';
 
 export type UpstreamProtocol = 'openai' | 'anthropic' | 'gemini';
 

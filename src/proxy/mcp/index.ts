@@ -1,9 +1,8 @@
-import type { Context, Middleware, Next } from 'koa';
 import { Agent } from 'undici';
 import type { McpServers } from '../../config/mcp.ts';
 import { errorHandler, renderPlainError } from '../../http/middleware.ts';
 import type { Logger } from '../../log.ts';
-import type { ProxyState } from '../endpoints.ts';
+import type { ProxyContext, ProxyMiddleware, ProxyState } from '../context.ts';
 import { mcpErrors } from './errors.ts';
 import { checkOrigin } from './origin.ts';
 import { relayRemote } from './remote.ts';
@@ -18,7 +17,7 @@ export interface McpRoutesOptions {
 }
 
 /** Koa middleware serving `/mcp/<name>/mcp`, with the hook that ends child processes at shutdown. */
-export type McpGateway = Middleware & { close(): Promise<void> };
+export type McpGateway = ProxyMiddleware & { close(): Promise<void> };
 
 const PATH = /^\/mcp\/([^/]+)\/mcp$/;
 const METHODS = new Set(['GET', 'POST', 'DELETE']);
@@ -32,7 +31,7 @@ const METHODS = new Set(['GET', 'POST', 'DELETE']);
 export function mcpRoutes(servers: McpServers, { env, log, maxBodyBytes = 50 * 1024 * 1024 }: McpRoutesOptions): McpGateway {
   // Remote MCP servers get their own pool: long-lived SSE streams must not queue LLM requests.
   const dispatcher = new Agent({ keepAliveTimeout: 30_000 });
-  const handlers = new Map<string, (ctx: Context) => Promise<void>>();
+  const handlers = new Map<string, (ctx: ProxyContext) => Promise<void>>();
   const bridges: StdioBridge[] = [];
   for (const [name, server] of Object.entries(servers)) {
     if (server.kind === 'remote') {
@@ -44,24 +43,24 @@ export function mcpRoutes(servers: McpServers, { env, log, maxBodyBytes = 50 * 1
     }
   }
 
-  const errors = errorHandler(renderPlainError, log);
-  const route = async (ctx: Context) => {
+  const errors = errorHandler<ProxyState>(renderPlainError, log);
+  const route = async (ctx: ProxyContext) => {
     const name = PATH.exec(ctx.path)?.[1] ?? '';
     const handler = handlers.get(name);
     if (!handler) throw mcpErrors.notConfigured(name);
     if (!METHODS.has(ctx.method)) throw mcpErrors.methodNotAllowed();
     checkOrigin(ctx);
     // For the proxy's request log line.
-    (ctx.state as ProxyState).upstream = `mcp:${name}`;
+    ctx.state.upstream = `mcp:${name}`;
     await handler(ctx);
   };
 
   // Not async: every other request passes straight on, without a promise of its own.
-  const middleware = ((ctx: Context, next: Next): unknown => (PATH.test(ctx.path) ? errors(ctx, () => route(ctx)) : next())) as McpGateway;
-  middleware.close = async () => {
+  const middleware: ProxyMiddleware = (ctx, next) => (PATH.test(ctx.path) ? errors(ctx, () => route(ctx)) : next());
+  const close = async () => {
     await Promise.all(bridges.map((bridge) => bridge.close()));
     // Open SSE relays would hold close() forever; the server's own grace period has passed by now.
     await dispatcher.destroy();
   };
-  return middleware;
+  return Object.assign(middleware, { close });
 }

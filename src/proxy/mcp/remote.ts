@@ -1,10 +1,9 @@
 import { pipeline } from 'node:stream/promises';
-import type { Context } from 'koa';
 import { errors as undiciErrors, request, type Dispatcher } from 'undici';
 import type { Logger } from '../../log.ts';
 import type { RemoteMcpServer } from '../../config/mcp.ts';
 import { readBody } from '../body.ts';
-import type { ProxyState } from '../endpoints.ts';
+import type { ProxyContext } from '../context.ts';
 import { mcpErrors } from './errors.ts';
 
 /**
@@ -26,7 +25,7 @@ export interface RemoteOptions {
   maxBodyBytes: number;
 }
 
-function upstreamHeaders(ctx: Context, server: RemoteMcpServer): Record<string, string> {
+function upstreamHeaders(ctx: ProxyContext, server: RemoteMcpServer): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const name of REQUEST_HEADERS) {
     const value = ctx.get(name);
@@ -46,7 +45,7 @@ function classify(name: string, server: RemoteMcpServer, error: unknown) {
  * body is piped chunk by chunk as it arrives, so SSE events reach the client
  * one by one; a client that goes away ends the upstream request.
  */
-export async function relayRemote(ctx: Context, name: string, server: RemoteMcpServer, { dispatcher, log, maxBodyBytes }: RemoteOptions): Promise<void> {
+export async function relayRemote(ctx: ProxyContext, name: string, server: RemoteMcpServer, { dispatcher, log, maxBodyBytes }: RemoteOptions): Promise<void> {
   const body = ctx.method === 'POST' ? await readBody(ctx.req, maxBodyBytes) : undefined;
   // Until the upstream answers, a client that leaves cancels the request.
   const abort = new AbortController();
@@ -80,7 +79,7 @@ export async function relayRemote(ctx: Context, name: string, server: RemoteMcpS
     if (value !== undefined) ctx.set(header, value);
   }
   if (String(upstream.headers['content-type'] ?? '').startsWith('text/event-stream')) {
-    (ctx.state as ProxyState).stream = true;
+    ctx.state.stream = true;
     // Nothing between here and the client may hold events back.
     ctx.set('x-accel-buffering', 'no');
     ctx.req.socket.setNoDelay(true);

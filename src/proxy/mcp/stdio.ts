@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Context } from 'koa';
+import type { ProxyContext } from '../context.ts';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { StdioMcpServer } from '../../config/mcp.ts';
 import type { Logger } from '../../log.ts';
@@ -53,7 +53,7 @@ export class StdioBridge {
     return this.#sessions.size;
   }
 
-  async handle(ctx: Context): Promise<void> {
+  async handle(ctx: ProxyContext): Promise<void> {
     if (this.#closing) throw mcpErrors.shuttingDown();
     const body = ctx.method === 'POST' ? parseJson(await readBody(ctx.req, this.#options.maxBodyBytes)) : undefined;
     const sessionId = ctx.get('mcp-session-id');

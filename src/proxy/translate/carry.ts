@@ -6,30 +6,35 @@
  * tool call id and puts it back when the client echoes the call.
  */
 import type { Conversation, ModelResponse, ReasoningPart } from './model.ts';
-import type { CarriedReasoning, TtlStore } from './responses-store.ts';
+import type { CarriedReasoning, Store } from './stores.ts';
+
+const signed = (p: ReasoningPart): boolean => p.signature !== undefined || p.encrypted !== undefined;
 
 /** Remembers a response's signed reasoning under each of its tool calls. */
-export function rememberReasoning(store: TtlStore<CarriedReasoning>, res: ModelResponse): void {
-  const reasoning = res.parts.filter((p): p is ReasoningPart => p.type === 'reasoning' && (p.signature !== undefined || p.encrypted !== undefined));
+export async function rememberReasoning(store: Store<CarriedReasoning>, res: ModelResponse): Promise<void> {
+  const reasoning = res.parts.filter((p): p is ReasoningPart => p.type === 'reasoning' && signed(p));
+  const writes: Promise<void>[] = [];
   for (const p of res.parts) {
     if (p.type !== 'tool_call' || (reasoning.length === 0 && p.signature === undefined)) continue;
-    const size = reasoning.reduce((n, r) => n + r.text.length + (r.signature?.length ?? 0) + (r.encrypted?.length ?? 0), p.signature?.length ?? 0);
+    const size = reasoning.reduce(
+      (n, r) => n + r.text.length + (r.signature?.length ?? 0) + (r.encrypted?.length ?? 0),
+      p.signature?.length ?? 0,
+    );
     const value: CarriedReasoning = { reasoning };
     if (p.signature !== undefined) value.signature = p.signature;
-    store.set(p.id, value, size + 64);
+    writes.push(store.set(p.id, value, size + 64));
   }
+  await Promise.all(writes);
 }
 
 /** Puts remembered reasoning back into assistant turns that lost it. */
-export function restoreReasoning(store: TtlStore<CarriedReasoning>, conv: Conversation): void {
-  if (store.size === 0) return;
+export async function restoreReasoning(store: Store<CarriedReasoning>, conv: Conversation): Promise<void> {
   for (const m of conv.messages) {
     if (m.role !== 'assistant') continue;
-    const signed = m.parts.some((p) => p.type === 'reasoning' && (p.signature !== undefined || p.encrypted !== undefined));
-    let restored = signed;
+    let restored = m.parts.some((p) => p.type === 'reasoning' && signed(p));
     for (const p of m.parts) {
       if (p.type !== 'tool_call') continue;
-      const carried = store.get(p.id);
+      const carried = await store.get(p.id);
       if (!carried) continue;
       if (p.signature === undefined && carried.signature !== undefined) p.signature = carried.signature;
       if (!restored && carried.reasoning.length > 0) {

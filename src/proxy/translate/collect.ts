@@ -1,10 +1,12 @@
 /** Folds stream events into the response they describe (for stores, caches and tests). */
-import type { ModelResponse, Provider, StreamEvent, ToolCallPart, Usage } from './model.ts';
+import type { ModelResponse, Provider, ReasoningPart, StreamEvent, ToolCallPart, Usage } from './model.ts';
+import { compact } from './wire.ts';
 
 export class Collector {
   id = '';
   model = '';
-  provider: Provider = 'openai';
+  /** Known from the stream's start event. */
+  provider: Provider | undefined;
   readonly parts: ModelResponse['parts'] = [];
   private readonly calls = new Map<number, ToolCallPart>();
   usage: Usage = { input: 0, output: 0 };
@@ -22,7 +24,7 @@ export class Collector {
         return;
       case 'reasoning': {
         const target = last?.type === 'reasoning' && last.signature === undefined && last.encrypted === undefined ? last : undefined;
-        const part = target ?? { type: 'reasoning' as const, text: '', provider: this.provider };
+        const part: ReasoningPart = target ?? compact({ type: 'reasoning' as const, text: '', provider: this.provider });
         if (!target) this.parts.push(part);
         part.text += e.text;
         if (e.signature !== undefined) part.signature = e.signature;

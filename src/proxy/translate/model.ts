@@ -4,8 +4,10 @@
  * Plain data only, so adapters stay pure functions over it.
  */
 
+import type { Protocol } from '../protocols/registry.ts';
+
 /** Who produced a reasoning block: its signature is only valid for that provider. */
-export type Provider = 'openai' | 'anthropic' | 'gemini';
+export type Provider = Protocol;
 
 export interface TextPart { type: 'text'; text: string }
 export interface ImagePart {
@@ -33,7 +35,8 @@ export interface ToolResultPart {
 export interface ReasoningPart {
   type: 'reasoning';
   text: string;
-  provider: Provider;
+  /** Unknown only for a stream that never said where it came from. */
+  provider?: Provider;
   /** Anthropic thinking signature, Gemini thought signature. */
   signature?: string;
   /** Anthropic redacted thinking data, OpenAI encrypted reasoning content. */
@@ -163,6 +166,8 @@ export interface ClientAdapter {
   encodeResponse(res: ModelResponse, conv: Conversation): JsonObject;
   /** `conv` is the client's decoded request (model name, options such as include_usage). */
   streamEncoder(conv: Conversation): StreamEncoder;
+  /** The stream's content type when it is not SSE. */
+  streamContentType?(conv: Conversation): string | undefined;
 }
 
 /** An upstream protocol's edge. */

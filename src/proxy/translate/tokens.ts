@@ -1,15 +1,11 @@
 /**
  * A local token estimate for count_tokens / countTokens when the upstream
- * speaks another protocol: the request decoded into the internal form, then
- * about four characters per token for text (the vendors' rule of thumb), a
- * few tokens of framing per message and tool, and images by their size.
+ * speaks another protocol: the request decoded into the internal form (by its
+ * protocol's count operation), then about four characters per token for text
+ * (the vendors' rule of thumb), a few tokens of framing per message and tool,
+ * and images by their size.
  */
-import type { Protocol } from '../../config/proxy.ts';
-import { anthropic } from './anthropic.ts';
-import { gemini } from './gemini.ts';
-import { proxyErrors } from '../errors.ts';
-import { TranslateError, type Conversation, type ImagePart, type JsonObject, type Part } from './model.ts';
-import { isObject } from './wire.ts';
+import type { Conversation, ImagePart, Part } from './model.ts';
 
 const CHARS_PER_TOKEN = 4;
 const PER_MESSAGE = 4;
@@ -49,21 +45,4 @@ export function estimateConversation(conv: Conversation): number {
   for (const m of conv.messages) tokens += m.parts.reduce((n, p) => n + part(p), PER_MESSAGE);
   for (const t of conv.tools ?? []) tokens += text(t.name) + text(t.description ?? '') + text(JSON.stringify(t.parameters)) + PER_TOOL;
   return tokens;
-}
-
-/**
- * The estimate for a count request in the client's protocol (Anthropic's
- * count_tokens body, or Gemini's countTokens body with `contents` or a whole
- * `generateContentRequest`). Never 0 for a request that has any content.
- */
-export function estimateCountRequest(family: Protocol, body: JsonObject, model: string): number {
-  try {
-    const conv = family === 'gemini'
-      ? gemini.decodeRequest(isObject(body.generateContentRequest) ? body.generateContentRequest : body, { model })
-      : anthropic.decodeRequest({ ...body, model }, {});
-    return estimateConversation(conv);
-  } catch (error) {
-    if (error instanceof TranslateError) throw proxyErrors.invalidRequest(error.message);
-    throw error;
-  }
 }

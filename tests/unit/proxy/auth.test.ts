@@ -6,7 +6,9 @@ import type { EffectiveAuthMode } from '../../../src/config/proxy.ts';
 import { errorHandler } from '../../../src/http/middleware.ts';
 import { createLogger } from '../../../src/log.ts';
 import { authenticate, needsKey } from '../../../src/proxy/auth.ts';
-import { renderProxyError } from '../../../src/proxy/families.ts';
+import { ClientCredentials } from '../../../src/proxy/credentials.ts';
+import { Families } from '../../../src/proxy/families.ts';
+import { PROTOCOLS } from '../../../src/proxy/protocols/registry.ts';
 
 const KEY = 'sk-proxy-0123456789';
 
@@ -29,7 +31,7 @@ describe('authenticate', () => {
   beforeAll(async () => {
     for (const mode of ['off', 'strict', 'all_except_health'] as EffectiveAuthMode[]) {
       const app = new Koa();
-      app.use(errorHandler(renderProxyError, createLogger('silent'))).use(authenticate(mode, KEY)).use((ctx) => {
+      app.use(errorHandler(new Families(PROTOCOLS).render, createLogger('silent'))).use(authenticate(mode, KEY, new ClientCredentials(PROTOCOLS))).use((ctx) => {
         ctx.body = { ok: true };
       });
       const server = app.listen(0, '127.0.0.1');

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { HttpError } from '../../../src/http/errors.ts';
 import { proxyErrors } from '../../../src/proxy/errors.ts';
-import { errorBody, familyOf } from '../../../src/proxy/families.ts';
+import { Families } from '../../../src/proxy/families.ts';
+import { PROTOCOLS } from '../../../src/proxy/protocols/registry.ts';
+
+const families = new Families(PROTOCOLS);
+const familyOf = (path: string) => families.of(path);
+const errorBody = families.errorBody.bind(families);
 
 describe('familyOf', () => {
   it.each([

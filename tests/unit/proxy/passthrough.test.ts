@@ -9,6 +9,8 @@ import Koa from 'koa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clientGone } from '../../../src/proxy/client-gone.ts';
 import { forward } from '../../../src/proxy/passthrough.ts';
+import { ClientCredentials } from '../../../src/proxy/credentials.ts';
+import { PROTOCOLS } from '../../../src/proxy/protocols/registry.ts';
 import { closeUpstreams, createUpstream, type Upstream } from '../../../src/proxy/upstreams.ts';
 
 const servers: Server[] = [];
@@ -33,9 +35,11 @@ const serve = (handler: (req: IncomingMessage, res: ServerResponse) => void) => 
 async function proxyTo(upstreamPort: number): Promise<number> {
   const upstream = createUpstream({
     name: 'up', protocol: 'openai', baseUrl: `http://127.0.0.1:${upstreamPort}/v1`, apiKey: 'sk-up', models: ['*'], headers: {}, timeoutMs: 5_000, responsesApi: true,
-  });
+  }, PROTOCOLS.openai);
   upstreams.push(upstream);
-  const app = new Koa().use((ctx) => forward(ctx, { upstream, path: '/chat/completions', body: Buffer.from('{}'), signal: clientGone(ctx) }));
+  const app = new Koa().use((ctx) => forward(ctx, {
+    upstream, path: '/chat/completions', body: Buffer.from('{}'), signal: clientGone(ctx), credentials: new ClientCredentials(PROTOCOLS),
+  }));
   // A cut response's socket error reaches Koa's 'error' event (the proxy logs it at debug).
   app.silent = true;
   const handle = app.callback();

@@ -1,7 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { UpstreamConfig } from '../../../src/config/proxy.ts';
-import { globToRegExp, isGlob, ModelRouter, passesThrough, type Endpoint } from '../../../src/proxy/routing.ts';
+import { operations as anthropicOperations } from '../../../src/proxy/protocols/anthropic/index.ts';
+import { operations as openaiOperations } from '../../../src/proxy/protocols/openai/index.ts';
+import { PROTOCOLS } from '../../../src/proxy/protocols/registry.ts';
+import { globToRegExp, isGlob, ModelRouter, passesThrough } from '../../../src/proxy/routing.ts';
 import type { Upstream } from '../../../src/proxy/upstreams.ts';
 
 function upstreamConfig(name: string, models: string[], protocol: UpstreamConfig['protocol'] = 'openai', responsesApi = true): UpstreamConfig {
@@ -10,7 +13,7 @@ function upstreamConfig(name: string, models: string[], protocol: UpstreamConfig
 
 function upstream(name: string, models: string[], protocol: UpstreamConfig['protocol'] = 'openai'): Upstream {
   const config = upstreamConfig(name, models, protocol);
-  return { config, basePath: '', pool: undefined as never };
+  return { config, protocol: PROTOCOLS[protocol], basePath: '', pool: undefined as never };
 }
 
 describe('globToRegExp', () => {
@@ -84,7 +87,10 @@ describe('passesThrough', () => {
   const chatOnly = upstreamConfig('vllm', ['*'], 'openai', false);
   const anthropic = upstreamConfig('an', ['*'], 'anthropic');
 
-  it.each<[string, boolean, UpstreamConfig, 'openai' | 'anthropic', Endpoint]>([
+  const operations = { openai: openaiOperations, anthropic: anthropicOperations };
+  const endpoint = (family: 'openai' | 'anthropic', name: string) => Object.values(operations[family]).find((o) => o.name === name);
+
+  it.each<[string, boolean, UpstreamConfig, 'openai' | 'anthropic', string]>([
     ['Responses to an OpenAI upstream', true, openai, 'openai', 'responses'],
     ['Responses to an upstream without the Responses API', false, chatOnly, 'openai', 'responses'],
     ['chat completions to an upstream without the Responses API', true, chatOnly, 'openai', 'chat.completions'],
@@ -92,7 +98,9 @@ describe('passesThrough', () => {
     ['Responses to an Anthropic upstream', false, anthropic, 'openai', 'responses'],
     ['Anthropic messages to an Anthropic upstream', true, anthropic, 'anthropic', 'messages'],
     ['Anthropic messages to an OpenAI upstream', false, openai, 'anthropic', 'messages'],
-  ])('%s → passes through: %s', (_, expected, config, family, endpoint) => {
-    expect(passesThrough(family, endpoint, config)).toBe(expected);
+  ])('%s → passes through: %s', (_, expected, config, family, name) => {
+    const operation = endpoint(family, name);
+    expect(operation).toBeDefined();
+    expect(passesThrough(family, operation as NonNullable<typeof operation>, config)).toBe(expected);
   });
 });

@@ -1,8 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { UpstreamConfig } from '../../../src/config/proxy.ts';
 import { HttpError } from '../../../src/http/errors.ts';
-import { forwardableQuery } from '../../../src/proxy/passthrough.ts';
-import { createUpstream, forwardableHeaders, upstreamFailure } from '../../../src/proxy/upstreams.ts';
+import { ClientCredentials } from '../../../src/proxy/credentials.ts';
+import { PROTOCOLS } from '../../../src/proxy/protocols/registry.ts';
+import { createUpstream as create, upstreamFailure } from '../../../src/proxy/upstreams.ts';
+
+const credentials = new ClientCredentials(PROTOCOLS);
+const forwardableHeaders = credentials.forwardableHeaders.bind(credentials);
+const forwardableQuery = credentials.forwardableQuery.bind(credentials);
+const createUpstream = (config: UpstreamConfig) => create(config, PROTOCOLS[config.protocol]);
 
 const config: UpstreamConfig = { name: 'oa', protocol: 'openai', baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-up', models: ['*'], headers: {}, timeoutMs: 1234, responsesApi: true };
 

@@ -4,11 +4,11 @@
  * as the golden fixtures say.
  */
 import { describe, expect, it } from 'vitest';
-import { anthropic } from '../../../../src/proxy/translate/anthropic.ts';
-import { gemini } from '../../../../src/proxy/translate/gemini.ts';
+import { anthropic } from '../../../../src/proxy/protocols/anthropic/messages.ts';
+import { gemini } from '../../../../src/proxy/protocols/gemini/generate.ts';
 import type { ClientAdapter, Conversation, ModelResponse, UpstreamAdapter } from '../../../../src/proxy/translate/model.ts';
-import { openaiChat } from '../../../../src/proxy/translate/openai-chat.ts';
-import { openaiResponses } from '../../../../src/proxy/translate/openai-responses.ts';
+import { openaiChat } from '../../../../src/proxy/protocols/openai/chat.ts';
+import { openaiResponses } from '../../../../src/proxy/protocols/openai/responses.ts';
 import { fixtureJson } from './fixtures.ts';
 
 const CONVERSATION: Conversation = {

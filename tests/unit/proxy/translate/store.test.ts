@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TtlStore } from '../../../../src/proxy/translate/responses-store.ts';
+import { TtlStore } from '../../../../src/proxy/translate/stores.ts';
 
 describe('TtlStore', () => {
   const clock = () => {

@@ -5,11 +5,11 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { anthropic } from '../../../../src/proxy/translate/anthropic.ts';
-import { gemini } from '../../../../src/proxy/translate/gemini.ts';
+import { anthropic } from '../../../../src/proxy/protocols/anthropic/messages.ts';
+import { gemini } from '../../../../src/proxy/protocols/gemini/generate.ts';
 import type { Adapter, ClientAdapter, Conversation, ModelResponse, Provider, StreamEvent } from '../../../../src/proxy/translate/model.ts';
-import { openaiChat } from '../../../../src/proxy/translate/openai-chat.ts';
-import { openaiResponses } from '../../../../src/proxy/translate/openai-responses.ts';
+import { openaiChat } from '../../../../src/proxy/protocols/openai/chat.ts';
+import { openaiResponses } from '../../../../src/proxy/protocols/openai/responses.ts';
 import { collect, decodeAll, sseFrames } from './fixtures.ts';
 
 const CONV: Conversation = { model: 'client-model', system: undefined, messages: [], stream: true, includeUsage: true };

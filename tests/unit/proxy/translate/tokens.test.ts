@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { estimateCountRequest } from '../../../../src/proxy/translate/tokens.ts';
+import { operations as anthropic } from '../../../../src/proxy/protocols/anthropic/index.ts';
+import { operations as gemini } from '../../../../src/proxy/protocols/gemini/index.ts';
+import type { JsonObject } from '../../../../src/proxy/translate/model.ts';
+
+/** The local estimate of each protocol's count operation. */
+const COUNT = { anthropic: anthropic.countTokens.count, gemini: gemini.countTokens.count };
+const estimateCountRequest = (family: keyof typeof COUNT, body: JsonObject, model: string) => COUNT[family].estimate(body, model);
 
 /** A 1000×750 PNG header (IHDR only): what the estimate reads of an image. */
 const PNG = Buffer.concat([Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex'), Buffer.from('000003e8000002ee0806000000', 'hex')]).toString('base64');

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { anthropic } from '../../../../src/proxy/translate/anthropic.ts';
-import { gemini } from '../../../../src/proxy/translate/gemini.ts';
+import { anthropic } from '../../../../src/proxy/protocols/anthropic/messages.ts';
+import { gemini } from '../../../../src/proxy/protocols/gemini/generate.ts';
 import type { ModelResponse, UpstreamAdapter } from '../../../../src/proxy/translate/model.ts';
-import { openaiChat } from '../../../../src/proxy/translate/openai-chat.ts';
+import { openaiChat } from '../../../../src/proxy/protocols/openai/chat.ts';
 import { collect, decodeAll, fixture, fixtureJson } from './fixtures.ts';
 
 const TEXT: Omit<ModelResponse, 'id' | 'model'> = {

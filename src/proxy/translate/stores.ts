@@ -1,7 +1,9 @@
 /**
- * Bounded in-memory stores with a time to live: the Responses API's
+ * What translation remembers between requests: the Responses API's
  * `previous_response_id` conversations, and reasoning that a client family
- * cannot carry back itself (keyed by the tool call it preceded).
+ * cannot carry back itself (keyed by the tool call it preceded). Callers see
+ * the asynchronous Store interface; the bounded in-memory TtlStore backs it
+ * today, and a shared backend (Redis) can take its place without them noticing.
  */
 import type { Message, ReasoningPart } from './model.ts';
 
@@ -76,7 +78,32 @@ export interface CarriedReasoning {
   signature?: string;
 }
 
-const HOUR = 60 * 60 * 1000;
+/** A keyed store with a time to live; `size` is what the entry counts against a byte limit. */
+export interface Store<V> {
+  get(key: string): Promise<V | undefined>;
+  set(key: string, value: V, size: number): Promise<void>;
+}
 
-export const responseStore = new TtlStore<StoredConversation>({ maxEntries: 2_000, maxBytes: 128 * 1024 * 1024, ttlMs: HOUR });
-export const reasoningStore = new TtlStore<CarriedReasoning>({ maxEntries: 10_000, maxBytes: 32 * 1024 * 1024, ttlMs: HOUR });
+/** A Store over an in-memory TtlStore. */
+export function memoryStore<V>(limits: StoreLimits, now?: () => number): Store<V> {
+  const store = new TtlStore<V>(limits, now);
+  return {
+    get: async (key) => store.get(key),
+    set: async (key, value, size) => store.set(key, value, size),
+  };
+}
+
+/** Every store translation uses, built per app (two apps in a process share none). */
+export interface TranslationStores {
+  responses: Store<StoredConversation>;
+  reasoning: Store<CarriedReasoning>;
+}
+
+export interface StoresConfig {
+  responses: StoreLimits;
+  reasoning: StoreLimits;
+}
+
+export function memoryStores(config: StoresConfig): TranslationStores {
+  return { responses: memoryStore(config.responses), reasoning: memoryStore(config.reasoning) };
+}

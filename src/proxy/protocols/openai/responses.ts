@@ -1,14 +1,15 @@
 /** OpenAI Responses API (`/v1/responses`), a client family only: requests in, responses and events out. */
-import { Collector } from './collect.ts';
+import { Collector } from '../../translate/collect.ts';
 import {
   TranslateError,
   type ClientAdapter, type ContentPart, type Conversation, type JsonObject, type Message, type ModelResponse,
   type Provider, type ReasoningPart, type StreamEncoder, type StreamEvent, type Usage,
-} from './model.ts';
-import { decodeToolChoice, encodeToolChoice, errorType } from './openai-chat.ts';
+} from '../../translate/model.ts';
+import { decodeToolChoice, encodeToolChoice } from './chat.ts';
+import { errorType } from './errors.ts';
 import {
   argsText, arr, compact, imageFromUrl, isObject, newId, obj, optBool, optNum, optStr, pushMessage, sse, str,
-} from './wire.ts';
+} from '../../translate/wire.ts';
 
 function decodeContent(content: unknown, what: string): ContentPart[] {
   if (typeof content === 'string') return content === '' ? [] : [{ type: 'text', text: content }];
@@ -36,7 +37,7 @@ function decodeContent(content: unknown, what: string): ContentPart[] {
 function wrapReasoning(p: Pick<ReasoningPart, 'provider' | 'signature' | 'encrypted'>): string | undefined {
   if (p.provider === 'openai') return p.encrypted;
   const sig = p.signature ?? p.encrypted;
-  return sig === undefined ? undefined : `gh:${p.provider}:${p.encrypted !== undefined && p.signature === undefined ? 'r:' : 's:'}${sig}`;
+  return sig === undefined || p.provider === undefined ? undefined : `gh:${p.provider}:${p.encrypted !== undefined && p.signature === undefined ? 'r:' : 's:'}${sig}`;
 }
 
 function unwrapReasoning(text: string, id: string | undefined, encrypted: string | undefined): ReasoningPart {

@@ -3,11 +3,13 @@ import {
   TranslateError,
   type Adapter, type Conversation, type JsonObject, type Message, type ModelResponse, type Part, type StopReason,
   type StreamEncoder, type StreamEvent, type ToolChoice, type ToolDef, type Usage,
-} from './model.ts';
+} from '../../translate/model.ts';
 import {
-  argsObject, argsText, arr, compact, contentText, geminiParameters, geminiSchema, isObject, newId, obj, optNum, optStr,
-  pushMessage, SseStreamDecoder, stopList, str, toolNames, truncated, textOf,
-} from './wire.ts';
+  argsObject, argsText, arr, compact, contentText, isObject, newId, obj, optNum, optStr,
+  pushMessage, SseStreamDecoder, stopList, str, toolNames, truncated,
+} from '../../translate/wire.ts';
+import { errorBody } from './errors.ts';
+import { geminiParameters, geminiSchema, jsonSchemaOf } from './schema.ts';
 
 const FINISH_IN: Record<string, StopReason> = {
   STOP: 'end', MAX_TOKENS: 'max_tokens', SAFETY: 'content_filter', RECITATION: 'content_filter', BLOCKLIST: 'content_filter',
@@ -23,21 +25,6 @@ const FINISH_OUT: Record<StopReason, string> = {
  */
 export const SKIP_SIGNATURE = 'skip_thought_signature_validator';
 
-/** Gemini schemas (OpenAPI subset, upper-case types) → JSON Schema for the other wires. */
-export function jsonSchemaOf(schema: unknown): JsonObject {
-  if (!isObject(schema)) return {};
-  const out: JsonObject = {};
-  for (const [k, v] of Object.entries(schema)) {
-    if (k === 'type' && typeof v === 'string') out.type = v.toLowerCase();
-    else if (k === 'properties' && isObject(v)) out.properties = Object.fromEntries(Object.entries(v).map(([n, s]) => [n, jsonSchemaOf(s)]));
-    else if (k === 'items') out.items = jsonSchemaOf(v);
-    else if (k === 'anyOf' && Array.isArray(v)) out.anyOf = v.map(jsonSchemaOf);
-    else if (k === 'nullable' || k === 'propertyOrdering') continue;
-    else out[k] = v;
-  }
-  if (schema.nullable === true && typeof out.type === 'string') out.type = [out.type, 'null'];
-  return out;
-}
 
 /** Pairs function responses with the calls before them: by id, else by name in call order. */
 class CallIds {
@@ -294,7 +281,7 @@ export function decodeResponse(body: JsonObject): ModelResponse {
   const hasCalls = parts.some((p) => p.type === 'tool_call');
   // A prompt Gemini blocked has no candidates, only promptFeedback.blockReason.
   const blocked = isObject(body.promptFeedback) && typeof body.promptFeedback.blockReason === 'string';
-  const finish = textOf(candidate.finishReason, blocked ? 'SAFETY' : 'STOP');
+  const finish = String(candidate.finishReason ?? (blocked ? 'SAFETY' : 'STOP'));
   return {
     id,
     model: typeof body.modelVersion === 'string' ? body.modelVersion : '',
@@ -356,7 +343,7 @@ class GeminiStreamDecoder extends SseStreamDecoder {
     if (!this.started) {
       this.started = true;
       this.id = typeof chunk.responseId === 'string' ? chunk.responseId : newId('');
-      out.push({ type: 'start', id: this.id, model: textOf(chunk.modelVersion), provider: 'gemini' });
+      out.push({ type: 'start', id: this.id, model: String(chunk.modelVersion ?? ''), provider: 'gemini' });
     }
     if (isObject(chunk.usageMetadata)) this.usage = decodeUsage(chunk.usageMetadata);
     if (isObject(chunk.promptFeedback) && typeof chunk.promptFeedback.blockReason === 'string') this.finishReason = 'SAFETY';
@@ -369,7 +356,7 @@ class GeminiStreamDecoder extends SseStreamDecoder {
       if (isObject(rp.functionCall)) {
         const index = this.tools++;
         const id = typeof rp.functionCall.id === 'string' && rp.functionCall.id !== '' ? rp.functionCall.id : callId(this.id, index);
-        out.push(compact({ type: 'tool_start' as const, index, id, name: textOf(rp.functionCall.name), signature }));
+        out.push(compact({ type: 'tool_start' as const, index, id, name: String(rp.functionCall.name ?? ''), signature }));
         out.push({ type: 'tool_args', index, delta: argsText(rp.functionCall.args) });
       } else if (rp.thought === true) {
         out.push(compact({ type: 'reasoning' as const, text: typeof rp.text === 'string' ? rp.text : '', signature }));
@@ -465,7 +452,7 @@ class GeminiStreamEncoder implements StreamEncoder {
         return this.chunk(parts, e.reason);
       }
       case 'error':
-        return this.frame({ error: { code: e.status, message: e.message, status: geminiStatus(e.status) } });
+        return this.frame(errorBody(e));
     }
   }
 
@@ -475,16 +462,6 @@ class GeminiStreamEncoder implements StreamEncoder {
   }
 }
 
-const STATUS: Record<number, string> = {
-  400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 413: 'INVALID_ARGUMENT',
-  429: 'RESOURCE_EXHAUSTED', 500: 'INTERNAL', 501: 'UNIMPLEMENTED', 502: 'UNAVAILABLE', 503: 'UNAVAILABLE', 504: 'DEADLINE_EXCEEDED',
-};
-
-/** Gemini's error `status` for an HTTP status. */
-export function geminiStatus(status: number): string {
-  return STATUS[status] ?? (status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT');
-}
-
 export const gemini: Adapter = {
   decodeRequest,
   encodeRequest,
@@ -492,4 +469,6 @@ export const gemini: Adapter = {
   encodeResponse,
   streamDecoder: () => new GeminiStreamDecoder(),
   streamEncoder: (conv) => new GeminiStreamEncoder(conv),
+  // A JSON array unless the client asked for SSE (`alt=sse`).
+  streamContentType: (conv) => (conv.sse === false ? 'application/json' : undefined),
 };

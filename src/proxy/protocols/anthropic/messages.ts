@@ -3,11 +3,12 @@ import {
   TranslateError,
   type Adapter, type ContentPart, type Provider, type Conversation, type JsonObject, type Message, type ModelResponse, type Part,
   type StopReason, type StreamEncoder, type StreamEvent, type ToolChoice, type Usage,
-} from './model.ts';
+} from '../../translate/model.ts';
 import {
   argsObject, argsText, arr, compact, contentText, isObject, newId, obj, objectSchema, optNum, optStr,
-  pushMessage, sse, SseStreamDecoder, stopList, str, truncated, textOf,
-} from './wire.ts';
+  pushMessage, sse, SseStreamDecoder, stopList, str, truncated,
+} from '../../translate/wire.ts';
+import { errorBody, statusOfErrorType } from './errors.ts';
 
 const STOP_IN: Record<string, StopReason> = {
   end_turn: 'end', max_tokens: 'max_tokens', stop_sequence: 'stop_sequence', tool_use: 'tool_use',
@@ -54,8 +55,8 @@ function unwrapSignature(sig: string | undefined): { provider: Provider; signatu
   const m = WRAPPED.exec(sig);
   return m ? { provider: m[1] as Provider, signature: sig.slice(m[0].length) } : { provider: 'anthropic', signature: sig };
 }
-function wrapSignature(provider: Provider, sig: string | undefined): string | undefined {
-  if (sig === undefined || sig === '') return undefined;
+function wrapSignature(provider: Provider | undefined, sig: string | undefined): string | undefined {
+  if (sig === undefined || sig === '' || provider === undefined) return undefined;
   return provider === 'anthropic' ? sig : `gh:${provider}:${sig}`;
 }
 
@@ -261,7 +262,7 @@ class MessagesStreamDecoder extends SseStreamDecoder {
       case 'message_start': {
         const m = isObject(e.message) ? e.message : {};
         this.usage = decodeUsage(m.usage);
-        out.push({ type: 'start', id: typeof m.id === 'string' ? m.id : newId('msg_'), model: textOf(m.model), provider: 'anthropic' });
+        out.push({ type: 'start', id: typeof m.id === 'string' ? m.id : newId('msg_'), model: String(m.model ?? ''), provider: 'anthropic' });
         return;
       }
       case 'content_block_start': {
@@ -270,14 +271,14 @@ class MessagesStreamDecoder extends SseStreamDecoder {
         if (b.type === 'tool_use' || b.type === 'server_tool_use') {
           const tool = this.tools++;
           this.blocks.set(index, { kind: 'tool', index: tool });
-          out.push({ type: 'tool_start', index: tool, id: textOf(b.id, newId('toolu_')), name: textOf(b.name) });
+          out.push({ type: 'tool_start', index: tool, id: String(b.id ?? newId('toolu_')), name: String(b.name ?? '') });
           if (isObject(b.input) && Object.keys(b.input).length > 0) out.push({ type: 'tool_args', index: tool, delta: JSON.stringify(b.input) });
         } else if (b.type === 'thinking') {
           this.blocks.set(index, { kind: 'thinking' });
           if (typeof b.thinking === 'string' && b.thinking !== '') out.push({ type: 'reasoning', text: b.thinking });
         } else if (b.type === 'redacted_thinking') {
           this.blocks.set(index, { kind: 'thinking' });
-          out.push({ type: 'reasoning', text: '', encrypted: textOf(b.data) });
+          out.push({ type: 'reasoning', text: '', encrypted: String(b.data ?? '') });
         } else {
           this.blocks.set(index, { kind: 'text' });
           if (typeof b.text === 'string' && b.text !== '') out.push({ type: 'text', text: b.text });
@@ -287,10 +288,10 @@ class MessagesStreamDecoder extends SseStreamDecoder {
       case 'content_block_delta': {
         const d = isObject(e.delta) ? e.delta : {};
         const block = this.blocks.get(Number(e.index));
-        if (d.type === 'text_delta') out.push({ type: 'text', text: textOf(d.text) });
-        else if (d.type === 'thinking_delta') out.push({ type: 'reasoning', text: textOf(d.thinking) });
-        else if (d.type === 'signature_delta') out.push({ type: 'reasoning', text: '', signature: textOf(d.signature) });
-        else if (d.type === 'input_json_delta' && block?.kind === 'tool') out.push({ type: 'tool_args', index: block.index, delta: textOf(d.partial_json) });
+        if (d.type === 'text_delta') out.push({ type: 'text', text: String(d.text ?? '') });
+        else if (d.type === 'thinking_delta') out.push({ type: 'reasoning', text: String(d.thinking ?? '') });
+        else if (d.type === 'signature_delta') out.push({ type: 'reasoning', text: '', signature: String(d.signature ?? '') });
+        else if (d.type === 'input_json_delta' && block?.kind === 'tool') out.push({ type: 'tool_args', index: block.index, delta: String(d.partial_json ?? '') });
         return;
       }
       case 'message_delta': {
@@ -304,21 +305,6 @@ class MessagesStreamDecoder extends SseStreamDecoder {
       default:
     }
   }
-}
-
-const ERROR_TYPES: Record<number, string> = {
-  400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error',
-  413: 'request_too_large', 429: 'rate_limit_error', 500: 'api_error', 529: 'overloaded_error',
-};
-
-/** Anthropic's error `type` for a status. */
-export function anthropicErrorType(status: number): string {
-  return ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
-}
-
-function statusOfErrorType(type: string): number {
-  for (const [status, t] of Object.entries(ERROR_TYPES)) if (t === type) return Number(status);
-  return 500;
 }
 
 class MessagesStreamEncoder implements StreamEncoder {
@@ -393,7 +379,7 @@ class MessagesStreamEncoder implements StreamEncoder {
         out += sse({ type: 'message_delta', delta: { stop_reason: STOP_OUT[e.reason], stop_sequence: e.stopSequence ?? null }, usage: encodeUsage(this.usage) }, 'message_delta');
         return out + sse({ type: 'message_stop' }, 'message_stop');
       case 'error':
-        return sse({ type: 'error', error: { type: anthropicErrorType(e.status), message: e.message } }, 'error');
+        return sse(errorBody(e), 'error');
     }
   }
 

@@ -5,11 +5,12 @@ import {
   TranslateError,
   type Adapter, type Conversation, type ContentPart, type JsonObject, type Message, type ModelResponse, type Part,
   type StopReason, type StreamEncoder, type StreamEvent, type ToolChoice, type Usage,
-} from './model.ts';
+} from '../../translate/model.ts';
 import {
   argsText, arr, compact, contentText, imageFromUrl, imageToUrl, isObject, newId, obj, objectSchema, optBool,
-  optNum, optStr, pushMessage, sse, SseStreamDecoder, stopList, str, truncated, textOf,
-} from './wire.ts';
+  optNum, optStr, pushMessage, sse, SseStreamDecoder, stopList, str, truncated,
+} from '../../translate/wire.ts';
+import { errorType } from './errors.ts';
 
 const FINISH_IN: Record<string, StopReason> = {
   stop: 'end', length: 'max_tokens', tool_calls: 'tool_use', function_call: 'tool_use', content_filter: 'content_filter',
@@ -212,7 +213,7 @@ export function decodeResponse(body: JsonObject): ModelResponse {
   if (typeof msg.refusal === 'string' && msg.refusal !== '') parts.push({ type: 'text', text: msg.refusal });
   for (const rc of arr(msg.tool_calls, 'tool_calls')) {
     if (!isObject(rc) || !isObject(rc.function)) continue;
-    parts.push({ type: 'tool_call', id: typeof rc.id === 'string' ? rc.id : newId('call_'), name: textOf(rc.function.name), arguments: argsText(rc.function.arguments) });
+    parts.push({ type: 'tool_call', id: typeof rc.id === 'string' ? rc.id : newId('call_'), name: String(rc.function.name ?? ''), arguments: argsText(rc.function.arguments) });
   }
   return {
     id: typeof body.id === 'string' ? body.id : newId('chatcmpl-'),
@@ -275,7 +276,7 @@ class ChatStreamDecoder extends SseStreamDecoder {
     if (!chunk) return;
     if (!this.started) {
       this.started = true;
-      out.push({ type: 'start', id: typeof chunk.id === 'string' ? chunk.id : newId('chatcmpl-'), model: textOf(chunk.model), provider: 'openai' });
+      out.push({ type: 'start', id: typeof chunk.id === 'string' ? chunk.id : newId('chatcmpl-'), model: String(chunk.model ?? ''), provider: 'openai' });
     }
     if (isObject(chunk.usage)) this.usage = decodeUsage(chunk.usage);
     const choice = Array.isArray(chunk.choices) && isObject(chunk.choices[0]) ? chunk.choices[0] : undefined;
@@ -294,7 +295,7 @@ class ChatStreamDecoder extends SseStreamDecoder {
         if (index === undefined) {
           index = this.tools.size;
           this.tools.set(wireIndex, index);
-          out.push({ type: 'tool_start', index, id: typeof tc.id === 'string' ? tc.id : newId('call_'), name: textOf(fn.name) });
+          out.push({ type: 'tool_start', index, id: typeof tc.id === 'string' ? tc.id : newId('call_'), name: String(fn.name ?? '') });
         }
         if (typeof fn.arguments === 'string' && fn.arguments !== '') out.push({ type: 'tool_args', index, delta: fn.arguments });
       }
@@ -353,16 +354,6 @@ class ChatStreamEncoder implements StreamEncoder {
   end(): string {
     return 'data: [DONE]\n\n';
   }
-}
-
-/** OpenAI's error `type` for a status. */
-export function errorType(status: number): string {
-  if (status === 401) return 'authentication_error';
-  if (status === 403) return 'permission_error';
-  if (status === 404) return 'not_found_error';
-  if (status === 429) return 'rate_limit_error';
-  if (status >= 500) return 'server_error';
-  return 'invalid_request_error';
 }
 
 export const openaiChat: Adapter = {

@@ -1,0 +1,71 @@
+/**
+ * OpenAI: chat completions, Responses, legacy completions, images and audio.
+ * Translated calls go to an OpenAI upstream as chat completions.
+ */
+import type { UpstreamConfig } from '../../../config/proxy.ts';
+import type { CatalogEntry, Operation, ProtocolSpec } from '../protocol.ts';
+import { CREATED, listedModels } from '../shared.ts';
+import { openaiChat } from './chat.ts';
+import { errors } from './errors.ts';
+import { openaiResponses, responseId } from './responses.ts';
+
+/** An operation passed through to the same path below base_url (which already ends in /v1). */
+function plain(name: string, path: string, extra: Partial<Operation> = {}): Operation {
+  return { name, upstreamPath: () => path, ...extra };
+}
+
+export const operations = {
+  chat: plain('chat.completions', '/chat/completions', { client: openaiChat }),
+  completions: plain('completions', '/completions'),
+  // An upstream with `responses_api: false` gets Responses requests translated to chat completions.
+  responses: plain('responses', '/responses', {
+    client: openaiResponses,
+    continuable: { id: responseId },
+    servedBy: (upstream: UpstreamConfig) => upstream.responsesApi,
+  }),
+  imageGenerations: plain('images.generations', '/images/generations'),
+  imageEdits: plain('images.edits', '/images/edits'),
+  transcriptions: plain('audio.transcriptions', '/audio/transcriptions'),
+} as const satisfies Record<string, Operation>;
+
+const BEARER = /^Bearer\s+(.+)$/i;
+
+function entry(e: CatalogEntry): unknown {
+  return { id: e.id, object: 'model', created: CREATED, owned_by: e.upstream };
+}
+
+export const openai: ProtocolSpec = {
+  routes: [
+    { path: '/v1/chat/completions', operation: operations.chat },
+    { path: '/v1/completions', operation: operations.completions },
+    { path: '/v1/responses', operation: operations.responses },
+    { path: '/v1/images/generations', operation: operations.imageGenerations },
+    // Multipart bodies stream through (a JSON body takes the JSON path).
+    { path: '/v1/images/edits', operation: operations.imageEdits, multipart: true },
+    { path: '/v1/audio/transcriptions', operation: operations.transcriptions, multipart: true },
+  ],
+  family: { fallback: /^\/v1\//, shared: /^\/v1\/models(?:\/[^/]+)?$/ },
+  credentials: {
+    headers: ['authorization'],
+    presented(get) {
+      return BEARER.exec(get('authorization'))?.[1]?.trim();
+    },
+    authorize(headers, apiKey) {
+      if (apiKey !== undefined) headers['authorization'] = `Bearer ${apiKey}`;
+    },
+  },
+  upstream: {
+    generate: () => ({ path: '/chat/completions' }),
+    models: { path: '/models' },
+    warmup: (model) => ({ path: '/chat/completions', body: { model, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] } }),
+  },
+  adapter: openaiChat,
+  errors,
+  models: {
+    listPaths: ['/v1/models'],
+    infoPaths: ['/v1/models/:model'],
+    parse: (json) => listedModels((json as { data?: unknown } | null)?.data, 'id', 'display_name'),
+    entry,
+    list: (entries) => ({ object: 'list', data: entries.map(entry) }),
+  },
+};

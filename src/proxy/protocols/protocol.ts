@@ -1,0 +1,130 @@
+/**
+ * What gatehouse knows about one wire protocol, in one value. The core (auth,
+ * routing, pass-through, translation, model lists, internal endpoints) reads
+ * these through the record in registry.ts and never names a protocol itself.
+ * Adding a protocol: see docs/proxy.md, "Adding a protocol".
+ */
+import type { ParsedUrlQuery } from 'node:querystring';
+import type { UpstreamConfig } from '../../config/proxy.ts';
+import type { HttpError } from '../../http/errors.ts';
+import type { ClientAdapter, JsonObject, ModelResponse, RequestContext, UpstreamAdapter } from '../translate/model.ts';
+
+/** Where a request to an upstream goes, below its base_url. */
+export interface UpstreamTarget {
+  path: string;
+  /** Query string without `?`. */
+  query?: string;
+}
+
+/** One client-facing operation: chat completions, messages, streamGenerateContent, … */
+export interface Operation {
+  /** Its name in logs and error messages. */
+  readonly name: string;
+  /** Where a request of this operation goes when it passes through, for the (mapped) model. */
+  upstreamPath(model: string): string;
+  /** Its side of a translated call; without one, only an upstream of the same protocol serves it (else 501). */
+  readonly client?: ClientAdapter;
+  /** A fixed stream flag (Gemini's method says it); otherwise the body's `stream: true`. */
+  readonly stream?: boolean;
+  /** Whether an upstream of the operation's own protocol takes it as it is (default: always). */
+  servedBy?(upstream: UpstreamConfig): boolean;
+  /** A token count: answered locally, from this estimate, when it does not pass through. */
+  readonly count?: {
+    estimate(body: JsonObject, model: string): number;
+    answer(tokens: number): unknown;
+  };
+  /** The answer is kept for the client to continue by this id (the Responses API's previous_response_id). */
+  readonly continuable?: { id(res: Pick<ModelResponse, 'id'>): string };
+  /** What the decoder needs from the query string (Gemini's `alt=sse`). */
+  context?(query: ParsedUrlQuery): Partial<RequestContext>;
+}
+
+/** A client-facing POST route whose model is the JSON body's `model` (an alias rewrites it there). */
+export interface BodyRoute {
+  readonly path: string;
+  readonly operation: Operation;
+  /** multipart/form-data bodies stream through to an upstream of the same protocol (a JSON body still may). */
+  readonly multipart?: boolean;
+}
+
+/** A client-facing POST route whose `:model` parameter names the model and the operation (Gemini's). */
+export interface PathRoute {
+  readonly path: string;
+  fromPath(param: string): { operation: Operation; model: string } | undefined;
+}
+
+export type ClientRoute = BodyRoute | PathRoute;
+
+/** One model as an upstream lists it. */
+export interface ListedModel {
+  id: string;
+  displayName?: string;
+}
+
+/** One routable model as the proxy lists it to clients. */
+export interface CatalogEntry {
+  id: string;
+  /** The upstream that serves it (for an alias: its target's). */
+  upstream: string;
+  displayName: string;
+}
+
+/** The credential a key travels in: on the way in (clients) and out (upstreams). */
+export interface Credentials {
+  /** Request headers (lower case) a client may present its key in: never forwarded, redacted in logs. */
+  readonly headers: readonly string[];
+  /** A query parameter a client may present its key in: never forwarded. */
+  readonly query?: string;
+  /** The key a request presents in this protocol's style, if any. */
+  presented(get: (header: string) => string, query: string): string | undefined;
+  /** Puts an upstream's key (and any header the protocol requires) on a request to it. */
+  authorize(headers: Record<string, string | string[]>, apiKey: string | undefined): void;
+}
+
+export interface ProtocolSpec {
+  /** Client-facing model routes. */
+  readonly routes: readonly ClientRoute[];
+  /** Which request paths are this protocol's: their errors take its shape, their log lines its name. */
+  readonly family: {
+    readonly paths?: RegExp;
+    /** Paths under it that no other protocol claims. */
+    readonly fallback?: RegExp;
+    /** Paths every vendor's SDK calls (`/v1/models`): another protocol's `sniff` may claim the request. */
+    readonly shared?: RegExp;
+    /** On a shared path: the request came from this protocol's SDK. */
+    sniff?(get: (header: string) => string, query: string): boolean;
+  };
+  readonly credentials: Credentials;
+  /** The upstream requests the core makes itself, below base_url. */
+  readonly upstream: {
+    /** A translated call: plain or streamed. */
+    generate(model: string, stream: boolean): UpstreamTarget;
+    /** The model list (also the key check of a model-less warmup). */
+    readonly models: UpstreamTarget;
+    /** The cheapest request that loads `model`: one output token. */
+    warmup(model: string): { path: string; body: JsonObject };
+  };
+  /** The upstream side of a translated call. */
+  readonly adapter: UpstreamAdapter;
+  /**
+   * Errors in this protocol's shape: one table for a whole answer and an
+   * event inside a stream (the stream encoders use `type` too).
+   */
+  readonly errors: {
+    /** The vendor's error type (or status name) for an HTTP status. */
+    type(status: number): string;
+    body(error: HttpError): unknown;
+    /** The status a client of this protocol gets for an upstream's error status (default: the same). */
+    status?(upstreamStatus: number): number;
+  };
+  readonly models: {
+    /** Client-facing GET paths: the list, and one model by `:model`. */
+    readonly listPaths: readonly string[];
+    readonly infoPaths: readonly string[];
+    /** An upstream's model-list answer. */
+    parse(json: unknown): ListedModel[];
+    /** One model, and the list, in this protocol's client shape. */
+    entry(entry: CatalogEntry): unknown;
+    list(entries: readonly CatalogEntry[]): unknown;
+  };
+}

@@ -1,0 +1,25 @@
+/** Small pieces more than one protocol uses. */
+import { isObject } from '../../json.ts';
+import type { ListedModel } from './protocol.ts';
+
+/** Anthropic's 529 "overloaded" is a 503 to clients of protocols that do not know it. */
+export function overloadedAsUnavailable(status: number): number {
+  return status === 529 ? 503 : status;
+}
+
+/** A model-list answer's items: `list[]`, each named by `id` (a `models/` prefix dropped), with a display name. */
+export function listedModels(items: unknown, id: string, displayName: string): ListedModel[] {
+  if (!Array.isArray(items)) return [];
+  const out: ListedModel[] = [];
+  for (const item of items) {
+    if (!isObject(item)) continue;
+    const raw = item[id];
+    if (typeof raw !== 'string') continue;
+    const display = item[displayName];
+    out.push({ id: raw.replace(/^models\//, ''), ...(typeof display === 'string' ? { displayName: display } : {}) });
+  }
+  return out;
+}
+
+/** When the proxy's model lists say models were created: its start. */
+export const CREATED = Math.floor(Date.now() / 1000);
