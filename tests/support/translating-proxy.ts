@@ -13,6 +13,7 @@ import path from 'node:path';
 import { loadProxyConfig } from '../../src/config/proxy.ts';
 import { createLogger } from '../../src/log.ts';
 import { createProxyApp } from '../../src/proxy/app.ts';
+import type { TranslationStores } from '../../src/proxy/translate/stores.ts';
 import { CHAT_ONLY_PREFIX, startScriptedUpstream, type ScriptedUpstream } from './scripted-upstream.ts';
 
 export const API_KEY = 'test-proxy-key-0123456789';
@@ -40,13 +41,20 @@ export interface TranslatingProxy {
   close(): Promise<void>;
 }
 
-export async function startTranslatingProxy(): Promise<TranslatingProxy> {
+/** `proxy` settings over translationConfig's, and the app's options (its stores). */
+export interface TranslatingProxyOptions {
+  proxy?: Record<string, unknown>;
+  stores?: TranslationStores;
+}
+
+export async function startTranslatingProxy(options: TranslatingProxyOptions = {}): Promise<TranslatingProxy> {
   const upstream = await startScriptedUpstream();
   const dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-translate-'));
   const file = path.join(dir, 'proxy.json');
-  writeFileSync(file, JSON.stringify(translationConfig(`http://127.0.0.1:${upstream.port}`)));
+  const base = translationConfig(`http://127.0.0.1:${upstream.port}`) as { proxy: Record<string, unknown> };
+  writeFileSync(file, JSON.stringify({ proxy: { ...base.proxy, ...options.proxy } }));
   const config = loadProxyConfig({ argv: ['--config', file], env: {}, cwd: dir });
-  const proxy = createProxyApp(config, { env: {}, log: createLogger('silent') });
+  const proxy = createProxyApp(config, { env: {}, log: createLogger('silent'), ...(options.stores ? { stores: options.stores } : {}) });
   const server: Server = proxy.app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', resolve));
   return {

@@ -149,3 +149,32 @@ describe('loadProxyConfig', () => {
     expect(load({}, [`--config=${file({ proxy: { port: 9300 } })}`]).port).toBe(9300);
   });
 });
+
+describe('what translation remembers, and model lists: limits and times as keys', () => {
+  it('defaults: 2,000 answers (128 MiB) and 10,000 reasonings (32 MiB) for an hour; model lists for 5 minutes', () => {
+    expect(load()).toMatchObject({
+      stores: {
+        responses: { maxEntries: 2_000, maxBytes: 128 * 1024 * 1024, ttlMs: 3_600_000 },
+        reasoning: { maxEntries: 10_000, maxBytes: 32 * 1024 * 1024, ttlMs: 3_600_000 },
+      },
+      modelLists: { ttlMs: 300_000, failureTtlMs: 30_000, fetchTimeoutMs: 10_000 },
+    });
+  });
+
+  it('reads durations as text or milliseconds', () => {
+    const c = withProxy({ stores: { responses: { ttl: '10m', max_entries: 5 }, reasoning: { ttl: 90_000 } }, model_lists: { ttl: '1h' } });
+    expect(c.stores.responses).toMatchObject({ ttlMs: 600_000, maxEntries: 5 });
+    expect(c.stores.reasoning.ttlMs).toBe(90_000);
+    expect(c.modelLists.ttlMs).toBe(3_600_000);
+  });
+
+  it.each([
+    [{ stores: { responses: { ttl: 'soon' } } }, 'proxy.stores.responses.ttl'],
+    [{ stores: { reasoning: { ttl: 0 } } }, 'proxy.stores.reasoning.ttl'],
+    [{ stores: { responses: { max_entries: -1 } } }, 'proxy.stores.responses.max_entries'],
+    [{ stores: { responses: { max_bites: 1 } } }, 'proxy.stores.responses.max_bites'],
+    [{ model_lists: { timeout: '5 minutes' } }, 'proxy.model_lists.timeout'],
+  ])('refuses %j naming %s', (proxy, key) => {
+    expect(failure(() => withProxy(proxy))).toContain(key);
+  });
+});

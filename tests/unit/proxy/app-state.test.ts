@@ -1,0 +1,75 @@
+/**
+ * What translation remembers is built by createProxyApp from its
+ * configuration: two apps in one process share none of it, the configured
+ * limits apply, and another Store implementation takes the memory's place.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { memoryStore, type Store, type StoredConversation, type TranslationStores } from '../../../src/proxy/translate/stores.ts';
+import { API_KEY, startTranslatingProxy, type TranslatingProxy } from '../../support/translating-proxy.ts';
+
+const started: TranslatingProxy[] = [];
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((p) => p.close()));
+});
+
+async function start(options: Parameters<typeof startTranslatingProxy>[0] = {}): Promise<TranslatingProxy> {
+  const proxy = await startTranslatingProxy(options);
+  started.push(proxy);
+  return proxy;
+}
+
+/**
+ * A Responses request translated for the Anthropic upstream, whose answer is
+ * stored. The scripted upstream answers a request offering a tool with a
+ * tool call (another response id than its text answer).
+ */
+async function respond(proxy: TranslatingProxy, input: string, previous?: string, withTool = false): Promise<Response> {
+  const tools = [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }];
+  return fetch(`${proxy.url}/v1/responses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
+    body: JSON.stringify({
+      model: 'claude-x',
+      input,
+      ...(previous === undefined ? {} : { previous_response_id: previous }),
+      ...(withTool ? { tools } : {}),
+    }),
+  });
+}
+
+async function idOf(res: Response): Promise<string> {
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { id: string }).id;
+}
+
+describe('translation state per app', () => {
+  it('two apps in one process share no stored response', async () => {
+    const [a, b] = [await start(), await start()];
+    const id = await idOf(await respond(a, 'My name is Ada.'));
+    expect((await respond(b, 'What is my name?', id)).status).toBe(404);
+    expect((await respond(a, 'What is my name?', id)).status).toBe(200);
+  });
+
+  it('keeps at most proxy.stores.responses.max_entries answers', async () => {
+    const proxy = await start({ proxy: { stores: { responses: { max_entries: 1 } } } });
+    const first = await idOf(await respond(proxy, 'one'));
+    const second = await idOf(await respond(proxy, 'two', undefined, true));
+    expect(second).not.toBe(first);
+    expect((await respond(proxy, 'again', first)).status).toBe(404);
+    expect((await respond(proxy, 'again', second)).status).toBe(200);
+  });
+
+  it('uses the stores it is given, through the asynchronous Store interface', async () => {
+    const kept = new Map<string, StoredConversation>();
+    const responses: Store<StoredConversation> = {
+      get: async (key) => kept.get(key),
+      set: async (key, value) => void kept.set(key, value),
+    };
+    const stores: TranslationStores = { responses, reasoning: memoryStore({ maxEntries: 10, maxBytes: 1_000_000, ttlMs: 60_000 }) };
+    const proxy = await start({ stores });
+    const id = await idOf(await respond(proxy, 'My name is Ada.'));
+    expect(JSON.stringify(kept.get(id)?.messages)).toContain('My name is Ada.');
+    kept.clear();
+    expect((await respond(proxy, 'What is my name?', id)).status).toBe(404);
+  });
+});
