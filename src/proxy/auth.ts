@@ -15,7 +15,7 @@ export function needsKey(mode: EffectiveAuthMode, path: string): boolean {
   }
 }
 
-// One-shot (no Hash object per presented key), as hex: a 'buffer' output costs more (bench/proxy.ts, docs/proxy.md).
+// One-shot (no Hash object per presented key), as hex: a 'buffer' output costs more (docs/proxy.md, "Performance").
 const digest = (value: string): Buffer => Buffer.from(hash('sha256', value, 'hex'), 'latin1');
 
 /**

@@ -1,4 +1,4 @@
-import type { Context } from 'koa';
+import type { ProxyContext } from '../context.ts';
 import { mcpErrors } from './errors.ts';
 
 const LOOPBACK = /^(localhost|.+\.localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3}|\[::1\])$/;
@@ -9,7 +9,7 @@ const LOOPBACK = /^(localhost|.+\.localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3}|\[::1
  * 127.0.0.1. MCP clients outside a browser send no Origin; pages served from
  * this machine (an MCP inspector on localhost) may; any other origin is refused.
  */
-export function checkOrigin(ctx: Context): void {
+export function checkOrigin(ctx: ProxyContext): void {
   const origin = ctx.get('origin');
   if (!origin) return;
   let hostname: string;

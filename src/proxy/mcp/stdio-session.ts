@@ -1,4 +1,4 @@
-import type { Context } from 'koa';
+import type { ProxyContext } from '../context.ts';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
   isJSONRPCErrorResponse,
@@ -66,7 +66,7 @@ export class StdioSession {
   }
 
   /** Hands one HTTP request to the transport, which writes the response itself. */
-  async handle(ctx: Context, parsedBody: unknown): Promise<void> {
+  async handle(ctx: ProxyContext, parsedBody: unknown): Promise<void> {
     this.#inflight++;
     this.#armIdle();
     ctx.res.once('close', () => {
