@@ -23,6 +23,25 @@ const OFF = /^(0|false|no|off|disabled)$/i;
 
 let registered = false;
 
+function durationFormat(optional: boolean) {
+  return {
+    validate(value: unknown) {
+      if (optional && value === null) return;
+      if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+        throw new Error('must be a positive duration such as 30s, 2m or 120000');
+      }
+    },
+    coerce: (value: unknown) => {
+      if (typeof value !== 'string') return value;
+      try {
+        return parseDuration(value);
+      } catch {
+        return value;
+      }
+    },
+  };
+}
+
 /**
  * Formats shared by every gatehouse schema. Env vars arrive as strings; these
  * coerce them as docs/review-server.md and docs/proxy.md spell out, and reject anything else so the
@@ -67,38 +86,9 @@ export function registerFormats(): void {
       },
       coerce: (value: unknown) => (typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : value),
     },
-    'optional-duration': {
-      validate(value: unknown) {
-        if (value === null) return;
-        if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-          throw new Error('must be a positive duration such as 30m, 90s or 2h');
-        }
-      },
-      coerce: (value: unknown) => {
-        if (typeof value !== 'string') return value;
-        try {
-          return parseDuration(value);
-        } catch {
-          return value;
-        }
-      },
-    },
-    // A positive duration: 30s, 2m, 1h, or milliseconds.
-    duration: {
-      validate(value: unknown) {
-        if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-          throw new Error('must be a positive duration such as 30s, 2m or 120000');
-        }
-      },
-      coerce: (value: unknown) => {
-        if (typeof value !== 'string') return value;
-        try {
-          return parseDuration(value);
-        } catch {
-          return value;
-        }
-      },
-    },
+    // A positive duration: 30s, 2m, 1h, or milliseconds; the optional one may be null.
+    duration: durationFormat(false),
+    'optional-duration': durationFormat(true),
     'string-list': {
       validate(value: unknown) {
         if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) {

@@ -1,6 +1,7 @@
 import convict from 'convict';
 import { validated } from './errors.ts';
 import { registerFormats } from './formats.ts';
+import { PROXY_PORT, REVIEW_REMOTE_PORT } from './ports.ts';
 
 registerFormats();
 
@@ -15,8 +16,8 @@ export function loadHealthTargets(env: NodeJS.ProcessEnv): HealthTarget[] {
   const config = validated(
     convict(
       {
-        review_port: { format: 'port', default: 19432, env: 'SERVICE_PORT' },
-        proxy_port: { format: 'port', default: 8045, env: 'PROXY_PORT' },
+        review_port: { format: 'port', default: REVIEW_REMOTE_PORT, env: 'SERVICE_PORT' },
+        proxy_port: { format: 'port', default: PROXY_PORT, env: 'PROXY_PORT' },
         proxy_api_key: { format: String, default: '', env: 'PROXY_API_KEY', sensitive: true },
       },
       { env, args: [] },

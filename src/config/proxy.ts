@@ -3,9 +3,11 @@ import path from 'node:path';
 import convict from 'convict';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, validated } from './errors.ts';
-import { logLevelSchema, parseDuration, registerFormats } from './formats.ts';
+import { logLevelSchema, registerFormats } from './formats.ts';
+import { PROXY_PORT } from './ports.ts';
 import { mcpServersSchema, resolveMcpServers, type McpServers } from './mcp.ts';
-import { fail, httpUrl, isRecord, nonEmptyString } from './shape.ts';
+import { isObject } from '../json.ts';
+import { apiKeyOf, fail, HEADER_NAME, httpUrl, ITEM_NAME, nonEmptyString, positiveDuration, record } from './shape.ts';
 import type { CatalogTimes } from '../proxy/models.ts';
 import { PROTOCOL_NAMES, PROTOCOLS, type Protocol } from '../proxy/protocols/registry.ts';
 import type { StoreLimits, StoresConfig } from '../proxy/translate/stores.ts';
@@ -19,10 +21,9 @@ export type AuthMode = (typeof AUTH_MODES)[number];
 export type EffectiveAuthMode = Exclude<AuthMode, 'auto'>;
 
 const DEFAULT_UPSTREAM_TIMEOUT_MS = 600_000;
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const UPSTREAM_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-const UPSTREAM_KEYS = new Set(['name', 'protocol', 'base_url', 'api_key', 'api_key_env', 'models', 'headers', 'timeout_ms', 'responses_api']);
+const UPSTREAM_KEYS = new Set([
+  'name', 'protocol', 'base_url', 'api_key', 'api_key_env', 'models', 'headers', 'timeout_ms', 'responses_api',
+]);
 /** Headers the proxy sets itself on the way upstream: connection framing and every protocol's credential. */
 const RESERVED_HEADERS = new Set([
   'host', 'content-length', 'connection', 'transfer-encoding',
@@ -98,7 +99,7 @@ function storeLimits(limits: { max_entries: number; max_bytes: number; ttl: numb
 function proxySchema() {
   return {
     proxy: {
-      port: { doc: 'Listening port.', format: 'port', default: 8045, env: 'PROXY_PORT' },
+      port: { doc: 'Listening port.', format: 'port', default: PROXY_PORT, env: 'PROXY_PORT' },
       auth_mode: {
         doc: 'off | strict | all_except_health | auto (auto: all_except_health with LAN access, else off).',
         format: [...AUTH_MODES],
@@ -152,58 +153,60 @@ function proxySchema() {
 }
 
 function resolveUpstream(key: string, raw: unknown, env: NodeJS.ProcessEnv): UpstreamConfig {
-  if (!isRecord(raw)) fail(key, 'must be an object {name, protocol, base_url, models, …}');
+  if (!isObject(raw)) fail(key, 'must be an object {name, protocol, base_url, models, …}');
   for (const field of Object.keys(raw)) {
     if (!UPSTREAM_KEYS.has(field)) fail(`${key}.${field}`, 'is not an upstream setting');
   }
   const name = nonEmptyString(`${key}.name`, raw['name']);
-  if (!UPSTREAM_NAME.test(name)) fail(`${key}.name`, 'uses letters, digits, "_", "-" and "." (at most 64, starting with a letter or digit)');
+  if (!ITEM_NAME.test(name)) {
+    fail(`${key}.name`, 'uses letters, digits, "_", "-" and "." (at most 64, starting with a letter or digit)');
+  }
   const protocol = raw['protocol'];
   if (!PROTOCOL_NAMES.includes(protocol as Protocol)) fail(`${key}.protocol`, `must be one of ${PROTOCOL_NAMES.join(', ')}`);
   const baseUrl = raw['base_url'] as string;
   const url = httpUrl(`${key}.base_url`, baseUrl);
-  if (url.search || url.hash || url.username || url.password) fail(`${key}.base_url`, 'must not carry a query, a fragment or credentials');
-
-  if (raw['api_key'] !== undefined && raw['api_key_env'] !== undefined) fail(`${key}.api_key`, 'give either api_key or api_key_env, not both');
-  let apiKey: string | undefined;
-  if (raw['api_key'] !== undefined) apiKey = nonEmptyString(`${key}.api_key`, raw['api_key']);
-  if (raw['api_key_env'] !== undefined) {
-    const variable = nonEmptyString(`${key}.api_key_env`, raw['api_key_env']);
-    if (!ENV_NAME.test(variable)) fail(`${key}.api_key_env`, 'must be an environment variable name');
-    apiKey = env[variable];
-    if (!apiKey) fail(`${key}.api_key_env`, `environment variable ${variable} is not set`);
+  if (url.search || url.hash || url.username || url.password) {
+    fail(`${key}.base_url`, 'must not carry a query, a fragment or credentials');
   }
+  const apiKey = apiKeyOf(key, raw, env);
 
   const models = raw['models'];
-  if (!Array.isArray(models) || models.length === 0) fail(`${key}.models`, 'must be a non-empty list of model names or globs');
+  if (!Array.isArray(models) || models.length === 0) {
+    fail(`${key}.models`, 'must be a non-empty list of model names or globs');
+  }
   models.forEach((m, i) => nonEmptyString(`${key}.models[${i}]`, m));
 
   const headers: Record<string, string> = {};
   if (raw['headers'] !== undefined) {
-    if (!isRecord(raw['headers'])) fail(`${key}.headers`, 'must be a map of header names to strings');
-    for (const [header, value] of Object.entries(raw['headers'])) {
+    const map = record(`${key}.headers`, raw['headers'], 'must be a map of header names to strings');
+    for (const [header, value] of Object.entries(map)) {
       if (!HEADER_NAME.test(header)) fail(`${key}.headers.${header}`, 'is not a valid header name');
-      if (RESERVED_HEADERS.has(header.toLowerCase())) fail(`${key}.headers.${header}`, 'is set by the proxy (credentials come from api_key or api_key_env)');
+      if (RESERVED_HEADERS.has(header.toLowerCase())) {
+        fail(`${key}.headers.${header}`, 'is set by the proxy (credentials come from api_key or api_key_env)');
+      }
       if (typeof value !== 'string') fail(`${key}.headers.${header}`, 'must be a string');
       headers[header.toLowerCase()] = value;
     }
   }
 
-  let timeoutMs = DEFAULT_UPSTREAM_TIMEOUT_MS;
-  if (raw['timeout_ms'] !== undefined) {
-    try {
-      timeoutMs = parseDuration(raw['timeout_ms'] as string | number);
-    } catch {
-      fail(`${key}.timeout_ms`, 'must be a positive duration such as 30s, 2m or 120000');
-    }
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) fail(`${key}.timeout_ms`, 'must be a positive duration such as 30s, 2m or 120000');
-  }
+  const timeoutMs = positiveDuration(`${key}.timeout_ms`, raw['timeout_ms'], DEFAULT_UPSTREAM_TIMEOUT_MS);
 
   const responsesApi = raw['responses_api'] === undefined ? true : raw['responses_api'];
   if (typeof responsesApi !== 'boolean') fail(`${key}.responses_api`, 'must be true or false');
-  if (raw['responses_api'] !== undefined && protocol !== 'openai') fail(`${key}.responses_api`, 'applies to protocol openai only (other upstreams always get Responses requests translated)');
+  if (raw['responses_api'] !== undefined && protocol !== 'openai') {
+    fail(`${key}.responses_api`, 'applies to protocol openai only (other upstreams always get Responses requests translated)');
+  }
 
-  return { name, protocol: protocol as Protocol, baseUrl: baseUrl.replace(/\/+$/, ''), apiKey, models: models as string[], headers, timeoutMs, responsesApi };
+  return {
+    name,
+    protocol: protocol as Protocol,
+    baseUrl: baseUrl.replace(/\/+$/, ''),
+    apiKey,
+    models: models as string[],
+    headers,
+    timeoutMs,
+    responsesApi,
+  };
 }
 
 /** Validates `proxy.upstreams` item by item against `env` (the command's env, never process.env). */
@@ -277,7 +280,7 @@ function readConfigFile(file: string): Record<string, unknown> {
     throw new ConfigError(`the configuration file ${file} is neither JSON nor YAML: ${(error as Error).message.split('\n')[0]}`);
   }
   if (data == null) return {};
-  if (!isRecord(data)) throw new ConfigError(`the configuration file ${file} must hold an object with a top-level \`proxy\` key`);
+  if (!isObject(data)) throw new ConfigError(`the configuration file ${file} must hold an object with a top-level \`proxy\` key`);
   return data;
 }
 

@@ -5,16 +5,13 @@ import { DIFF_TYPES, type DiffType } from '../git/diff-type.ts';
 import { ORIGINS, PERMISSION_MODES, type Origin, type PermissionMode } from '../review/contract.ts';
 import { ConfigError, validated } from './errors.ts';
 import { logLevelSchema, registerFormats } from './formats.ts';
+import { REVIEW_REMOTE_PORT } from './ports.ts';
 import { httpUrl } from './shape.ts';
 
 registerFormats();
 
 // The API's own vocabulary (src/review/contract.ts), re-exported for the server's modules.
 export { ORIGINS, PERMISSION_MODES, type Origin, type PermissionMode };
-
-
-/** The fixed port of remote (container) mode. */
-export const REMOTE_PORT = 19432;
 
 function notevaultConfigPath(home: string, env: NodeJS.ProcessEnv): string {
   if (process.platform === 'darwin') return path.join(home, 'Library/Application Support/notevault/notevault.json');
@@ -228,8 +225,7 @@ export const REVIEW_FLAGS = [
 export function loadReviewConfig({ args, env, projectDir }: LoadOptions): ReviewConfig {
   const config = validated(convict(reviewSchema(env), { args, env }));
   const r = config.get('review');
-  // convict types a null default as its format's type; unset, the port is null.
-  const port = (r.port as number | null) ?? (r.remote ? REMOTE_PORT : 0);
+  const port = r.port ?? (r.remote ? REVIEW_REMOTE_PORT : 0);
   const diffType: DiffType = r.diff_type === 'branch' ? 'vs main' : r.diff_type;
   const repo = path.resolve(projectDir, r.repo || '.');
   const home = config.get('home');

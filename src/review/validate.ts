@@ -1,3 +1,4 @@
+import { isObject } from '../json.ts';
 import { reviewErrors } from './errors.ts';
 
 /**
@@ -10,12 +11,8 @@ export type Fields = Readonly<Record<string, unknown>>;
 /** The body as an object: no body (or an empty one) is `{}`; arrays and scalars are refused. */
 export function bodyObject(body: unknown): Fields {
   if (body === undefined || body === '') return {};
-  if (!isPlainObject(body)) throw reviewErrors.bodyNotObject();
+  if (!isObject(body)) throw reviewErrors.bodyNotObject();
   return body;
-}
-
-function isPlainObject(value: unknown): value is Fields {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function join(prefix: string, key: string): string {
@@ -94,7 +91,7 @@ export class FieldReader {
   optionalObject(key: string): FieldReader | undefined {
     const value = this.#present(key);
     if (value === undefined) return undefined;
-    if (!isPlainObject(value)) throw reviewErrors.invalidField(join(this.path, key), 'an object');
+    if (!isObject(value)) throw reviewErrors.invalidField(join(this.path, key), 'an object');
     return new FieldReader(value, join(this.path, key));
   }
 
@@ -105,7 +102,7 @@ export class FieldReader {
     const path = join(this.path, key);
     if (!Array.isArray(value)) throw reviewErrors.invalidField(path, 'an array');
     return value.map((item: unknown, index) => {
-      if (!isPlainObject(item)) throw reviewErrors.invalidField(`${path}[${index}]`, 'an object');
+      if (!isObject(item)) throw reviewErrors.invalidField(`${path}[${index}]`, 'an object');
       return new FieldReader(item, `${path}[${index}]`);
     });
   }

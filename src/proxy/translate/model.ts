@@ -3,8 +3,10 @@
  * (hub and spokes): a conversation, its response and its stream events.
  * Plain data only, so adapters stay pure functions over it.
  */
-
+import type { JsonObject } from '../../json.ts';
 import type { Protocol } from '../protocols/registry.ts';
+
+export type { JsonObject };
 
 /** Who produced a reasoning block: its signature is only valid for that provider. */
 export type Provider = Protocol;
@@ -151,7 +153,6 @@ export class TranslateError extends Error {
   }
 }
 
-export type JsonObject = Record<string, unknown>;
 
 /** Where a client request came from, beyond its body (Gemini carries model and mode in the path). */
 export interface RequestContext {

@@ -1,26 +1,7 @@
 /** Small helpers every adapter shares: reading untrusted JSON, SSE framing, ids, schemas. */
 import { randomBytes } from 'node:crypto';
+import { isObject } from '../../json.ts';
 import { TranslateError, type ImagePart, type JsonObject, type Message, type Part, type StreamDecoder, type StreamEvent } from './model.ts';
-
-export function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** A wire value as text: strings as sent, other scalars as `String` spells them, absent ones as `fallback`. */
-export function textOf(value: unknown, fallback = ''): string {
-  switch (typeof value) {
-    case 'string':
-      return value;
-    case 'number':
-    case 'boolean':
-    case 'bigint':
-      return String(value);
-    case 'object':
-      return value === null ? fallback : JSON.stringify(value);
-    default:
-      return fallback;
-  }
-}
 
 export function obj(value: unknown, what: string): JsonObject {
   if (!isObject(value)) throw new TranslateError(`${what} must be an object`);
@@ -251,7 +232,7 @@ export abstract class SseStreamDecoder implements StreamDecoder {
     const chunk = parseJsonData(data);
     if (!chunk || !isObject(chunk.error)) return chunk;
     this.done = true;
-    out.push({ type: 'error', status: this.errorStatus(chunk.error), message: textOf(chunk.error.message, 'Upstream error') });
+    out.push({ type: 'error', status: this.errorStatus(chunk.error), message: String(chunk.error.message ?? 'Upstream error') });
     return undefined;
   }
 

@@ -5,9 +5,10 @@ import {
   type StopReason, type StreamEncoder, type StreamEvent, type ToolChoice, type Usage,
 } from '../../translate/model.ts';
 import {
-  argsObject, argsText, arr, compact, contentText, isObject, newId, obj, objectSchema, optNum, optStr,
+  argsObject, argsText, arr, compact, contentText, newId, obj, objectSchema, optNum, optStr,
   pushMessage, sse, SseStreamDecoder, stopList, str, truncated,
 } from '../../translate/wire.ts';
+import { isObject } from '../../../json.ts';
 import { errorBody, statusOfErrorType } from './errors.ts';
 
 const STOP_IN: Record<string, StopReason> = {

@@ -5,9 +5,10 @@ import {
   type StreamEncoder, type StreamEvent, type ToolChoice, type ToolDef, type Usage,
 } from '../../translate/model.ts';
 import {
-  argsObject, argsText, arr, compact, contentText, isObject, newId, obj, optNum, optStr,
+  argsObject, argsText, arr, compact, contentText, newId, obj, optNum, optStr,
   pushMessage, SseStreamDecoder, stopList, str, toolNames, truncated,
 } from '../../translate/wire.ts';
+import { isObject } from '../../../json.ts';
 import { errorBody } from './errors.ts';
 import { geminiParameters, geminiSchema, jsonSchemaOf } from './schema.ts';
 

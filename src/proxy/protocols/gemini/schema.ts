@@ -1,6 +1,6 @@
 /** Gemini's tool and response schemas (an OpenAPI 3.0 subset) ⇄ JSON Schema. */
 import type { JsonObject } from '../../translate/model.ts';
-import { isObject } from '../../translate/wire.ts';
+import { isObject } from '../../../json.ts';
 
 /** Gemini schemas (OpenAPI subset, upper-case types) → JSON Schema for the other wires. */
 export function jsonSchemaOf(schema: unknown): JsonObject {

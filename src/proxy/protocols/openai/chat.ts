@@ -7,9 +7,10 @@ import {
   type StopReason, type StreamEncoder, type StreamEvent, type ToolChoice, type Usage,
 } from '../../translate/model.ts';
 import {
-  argsText, arr, compact, contentText, imageFromUrl, imageToUrl, isObject, newId, obj, objectSchema, optBool,
+  argsText, arr, compact, contentText, imageFromUrl, imageToUrl, newId, obj, objectSchema, optBool,
   optNum, optStr, pushMessage, sse, SseStreamDecoder, stopList, str, truncated,
 } from '../../translate/wire.ts';
+import { isObject } from '../../../json.ts';
 import { errorType } from './errors.ts';
 
 const FINISH_IN: Record<string, StopReason> = {

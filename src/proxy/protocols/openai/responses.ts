@@ -8,8 +8,9 @@ import {
 import { decodeToolChoice, encodeToolChoice } from './chat.ts';
 import { errorType } from './errors.ts';
 import {
-  argsText, arr, compact, imageFromUrl, isObject, newId, obj, optBool, optNum, optStr, pushMessage, sse, str,
+  argsText, arr, compact, imageFromUrl, newId, obj, optBool, optNum, optStr, pushMessage, sse, str,
 } from '../../translate/wire.ts';
+import { isObject } from '../../../json.ts';
 
 function decodeContent(content: unknown, what: string): ContentPart[] {
   if (typeof content === 'string') return content === '' ? [] : [{ type: 'text', text: content }];
