@@ -193,8 +193,9 @@ function resolveUpstream(key: string, raw: unknown, env: NodeJS.ProcessEnv): Ups
 
   const responsesApi = raw['responses_api'] === undefined ? true : raw['responses_api'];
   if (typeof responsesApi !== 'boolean') fail(`${key}.responses_api`, 'must be true or false');
-  if (raw['responses_api'] !== undefined && protocol !== 'openai') {
-    fail(`${key}.responses_api`, 'applies to protocol openai only (other upstreams always get Responses requests translated)');
+  if (raw['responses_api'] !== undefined && !PROTOCOLS[protocol as Protocol].upstreamSettings?.includes('responses_api')) {
+    const owners = PROTOCOL_NAMES.filter((name) => PROTOCOLS[name].upstreamSettings?.includes('responses_api'));
+    fail(`${key}.responses_api`, `applies to protocol ${owners.join(', ')} only (other upstreams always get Responses requests translated)`);
   }
 
   return {

@@ -82,6 +82,8 @@ export interface Credentials {
 }
 
 export interface ProtocolSpec {
+  /** Upstream settings only this protocol's upstreams take (`responses_api`). */
+  readonly upstreamSettings?: readonly string[];
   /** Client-facing model routes. */
   readonly routes: readonly ClientRoute[];
   /** Which request paths are this protocol's: their errors take its shape, their log lines its name. */

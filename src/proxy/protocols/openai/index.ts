@@ -35,6 +35,7 @@ function entry(e: CatalogEntry): unknown {
 }
 
 export const openai: ProtocolSpec = {
+  upstreamSettings: ['responses_api'],
   routes: [
     { path: '/v1/chat/completions', operation: operations.chat },
     { path: '/v1/completions', operation: operations.completions },
