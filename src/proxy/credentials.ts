@@ -39,7 +39,7 @@ export class ClientCredentials {
     const keys: string[] = [];
     const get = (header: string) => ctx.get(header);
     for (const style of this.#styles) {
-      const key = style.presented(get, ctx.querystring);
+      const key = style.presented(get);
       if (key) keys.push(key);
     }
     for (const name of this.#queries) {

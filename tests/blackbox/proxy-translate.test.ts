@@ -73,3 +73,31 @@ describe('gatehouse proxy (container): translation', () => {
     expect(JSON.stringify(last?.headers)).not.toContain(API_KEY);
   });
 });
+
+describe('gatehouse proxy (container): what translation remembers follows the configuration', () => {
+  let small: ProxyContainer;
+  beforeAll(async () => {
+    const config = translationConfig(`http://${HOST_FROM_CONTAINER}:${upstream.port}`, true) as { proxy: Record<string, unknown> };
+    small = await startProxyContainer({ proxy: { ...config.proxy, stores: { responses: { max_entries: 1, ttl: '10m' } } } });
+  });
+  afterAll(async () => {
+    await small?.stop();
+  });
+
+  const respond = async (input: string, extra: Record<string, unknown> = {}) => fetch(`${small.base}/v1/responses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
+    body: JSON.stringify({ model: 'claude-test', input, ...extra }),
+  });
+  const idOf = async (res: Response) => ((await res.json()) as { id: string }).id;
+
+  it('keeps at most proxy.stores.responses.max_entries answers for previous_response_id', async () => {
+    const first = await idOf(await respond('one'));
+    // A request offering a tool gets the scripted tool call: another response id.
+    const tools = [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }];
+    const second = await idOf(await respond('two', { tools }));
+    expect(second).not.toBe(first);
+    expect((await respond('again', { previous_response_id: first })).status).toBe(404);
+    expect((await respond('again', { previous_response_id: second })).status).toBe(200);
+  });
+});

@@ -75,8 +75,8 @@ export interface Credentials {
   readonly headers: readonly string[];
   /** A query parameter a client may present its key in: never forwarded. */
   readonly query?: string;
-  /** The key a request presents in this protocol's style, if any. */
-  presented(get: (header: string) => string, query: string): string | undefined;
+  /** The key a request presents in this protocol's header, if any (the query parameter is read for it). */
+  presented(get: (header: string) => string): string | undefined;
   /** Puts an upstream's key (and any header the protocol requires) on a request to it. */
   authorize(headers: Record<string, string | string[]>, apiKey: string | undefined): void;
 }

@@ -6,7 +6,7 @@ import { errors } from './errors.ts';
 import { anthropic as adapter } from './messages.ts';
 
 /** Anthropic requires a version header; clients that send their own keep it. */
-export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
+const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 
 const CREATED_AT = new Date(CREATED * 1000).toISOString();
 
