@@ -25,7 +25,11 @@ export function loadHealthTargets(env: NodeJS.ProcessEnv): HealthTarget[] {
   );
   const key = config.get('proxy_api_key');
   return [
-    { service: 'proxy', url: `http://127.0.0.1:${config.get('proxy_port')}/healthz`, headers: key ? { authorization: `Bearer ${key}` } : {} },
+    {
+      service: 'proxy',
+      url: `http://127.0.0.1:${config.get('proxy_port')}/healthz`,
+      headers: key ? { authorization: `Bearer ${key}` } : {},
+    },
     { service: 'review', url: `http://127.0.0.1:${config.get('review_port')}/`, headers: {} },
   ];
 }

@@ -1,6 +1,14 @@
 import path from 'node:path';
 import {
-  apiKeyOf, ENV_NAME, fail, HEADER_NAME, httpUrl, ITEM_NAME, nonEmptyString, positiveDuration, record,
+  apiKeyOf,
+  ENV_NAME,
+  fail,
+  HEADER_NAME,
+  httpUrl,
+  ITEM_NAME,
+  nonEmptyString,
+  positiveDuration,
+  record,
 } from './shape.ts';
 
 /**
@@ -18,7 +26,13 @@ const ENV_REFERENCE = /\$\{([^}]*)\}/g;
 
 /** Headers the proxy owns on the way to a remote MCP server. */
 const RESERVED_HEADERS = new Set([
-  'host', 'content-length', 'connection', 'transfer-encoding', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id',
+  'host',
+  'content-length',
+  'connection',
+  'transfer-encoding',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'last-event-id',
 ]);
 
 export const MCP_DEFAULTS = {
@@ -84,7 +98,13 @@ function resolveText(key: string, text: string, env: NodeJS.ProcessEnv): string 
 }
 
 /** A map of names (checked by `nameRule`) to strings with `${VAR}` references, resolved. */
-function stringMap(key: string, value: unknown, nameRule: RegExp, what: string, env: NodeJS.ProcessEnv): Record<string, string> {
+function stringMap(
+  key: string,
+  value: unknown,
+  nameRule: RegExp,
+  what: string,
+  env: NodeJS.ProcessEnv,
+): Record<string, string> {
   const map = record(key, value ?? {}, `must be a map of ${what} to strings`);
   const out: Record<string, string> = {};
   for (const [name, item] of Object.entries(map)) {
@@ -110,7 +130,8 @@ function remoteServer(key: string, server: Record<string, unknown>, env: NodeJS.
   const configured = stringMap(`${key}.headers`, server['headers'], HEADER_NAME, 'header names', env);
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(configured)) {
-    if (RESERVED_HEADERS.has(name.toLowerCase())) fail(`${key}.headers.${name}`, 'is set by the proxy and cannot be configured');
+    if (RESERVED_HEADERS.has(name.toLowerCase()))
+      fail(`${key}.headers.${name}`, 'is set by the proxy and cannot be configured');
     headers[name.toLowerCase()] = value;
   }
   const timeoutMs = positiveDuration(`${key}.timeout_ms`, server['timeout_ms'], MCP_DEFAULTS.timeoutMs);
@@ -134,7 +155,11 @@ function stdioServer(key: string, server: Record<string, unknown>, env: NodeJS.P
   if (typeof maxSessions !== 'number' || !Number.isInteger(maxSessions) || maxSessions < 1) {
     fail(`${key}.max_sessions`, 'must be a positive integer');
   }
-  const idleTimeoutMs = positiveDuration(`${key}.idle_timeout_ms`, server['idle_timeout_ms'], MCP_DEFAULTS.idleTimeoutMs);
+  const idleTimeoutMs = positiveDuration(
+    `${key}.idle_timeout_ms`,
+    server['idle_timeout_ms'],
+    MCP_DEFAULTS.idleTimeoutMs,
+  );
   return { kind: 'stdio', command, args: args as string[], env: childEnv, cwd, timeoutMs, maxSessions, idleTimeoutMs };
 }
 
@@ -159,7 +184,8 @@ export function resolveMcpServers(config: unknown, env: NodeJS.ProcessEnv, key =
     }
     const allowed = remote ? REMOTE_KEYS : STDIO_KEYS;
     for (const field of Object.keys(server)) {
-      if (!allowed.has(field)) fail(`${at}.${field}`, `is not a setting of a ${remote ? 'remote' : 'stdio'} MCP server`);
+      if (!allowed.has(field))
+        fail(`${at}.${field}`, `is not a setting of a ${remote ? 'remote' : 'stdio'} MCP server`);
     }
     servers[name] = remote ? remoteServer(at, server, env) : stdioServer(at, server, env);
   }

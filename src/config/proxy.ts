@@ -14,7 +14,6 @@ import type { StoreLimits, StoresConfig } from '../proxy/translate/stores.ts';
 
 registerFormats();
 
-
 export const AUTH_MODES = ['off', 'strict', 'all_except_health', 'auto'] as const;
 export type AuthMode = (typeof AUTH_MODES)[number];
 /** What `auto` resolves to: the policy actually enforced. */
@@ -22,11 +21,22 @@ export type EffectiveAuthMode = Exclude<AuthMode, 'auto'>;
 
 const DEFAULT_UPSTREAM_TIMEOUT_MS = 600_000;
 const UPSTREAM_KEYS = new Set([
-  'name', 'protocol', 'base_url', 'api_key', 'api_key_env', 'models', 'headers', 'timeout_ms', 'responses_api',
+  'name',
+  'protocol',
+  'base_url',
+  'api_key',
+  'api_key_env',
+  'models',
+  'headers',
+  'timeout_ms',
+  'responses_api',
 ]);
 /** Headers the proxy sets itself on the way upstream: connection framing and every protocol's credential. */
 const RESERVED_HEADERS = new Set([
-  'host', 'content-length', 'connection', 'transfer-encoding',
+  'host',
+  'content-length',
+  'connection',
+  'transfer-encoding',
   ...Object.values(PROTOCOLS).flatMap((p) => p.credentials.headers),
 ]);
 
@@ -112,7 +122,13 @@ function proxySchema() {
         default: false,
         env: 'PROXY_ALLOW_LAN_ACCESS',
       },
-      api_key: { doc: 'The key clients must present.', format: String, default: '', env: 'PROXY_API_KEY', sensitive: true },
+      api_key: {
+        doc: 'The key clients must present.',
+        format: String,
+        default: '',
+        env: 'PROXY_API_KEY',
+        sensitive: true,
+      },
       cors: {
         allowed_origins: {
           doc: 'Browser origins (scheme://host[:port]) allowed to call the proxy; * only when requests need a key.',
@@ -136,14 +152,18 @@ function proxySchema() {
       },
       // Validated item by item in resolveUpstreams, so each message names e.g. proxy.upstreams[1].base_url.
       upstreams: { doc: 'Upstreams in routing order.', format: Array, default: [] as unknown[], sensitive: true },
-      model_aliases: { doc: 'Client model name → upstream model name.', format: Object, default: {} as Record<string, unknown> },
+      model_aliases: {
+        doc: 'Client model name → upstream model name.',
+        format: Object,
+        default: {} as Record<string, unknown>,
+      },
       mcp: { servers: mcpServersSchema },
       stores: {
         responses: storeSchema('Responses API answers kept for previous_response_id', 2_000, 128 * MiB),
         reasoning: storeSchema('signed reasoning carried for clients that drop it', 10_000, 32 * MiB),
       },
       model_lists: {
-        ttl: { doc: 'How long an upstream\'s model list is kept.', format: 'duration', default: 5 * 60_000 },
+        ttl: { doc: "How long an upstream's model list is kept.", format: 'duration', default: 5 * 60_000 },
         failure_ttl: { doc: 'How long a failed model-list fetch is remembered.', format: 'duration', default: 30_000 },
         timeout: { doc: 'Time allowed for one model-list fetch.', format: 'duration', default: 10_000 },
       },
@@ -162,7 +182,8 @@ function resolveUpstream(key: string, raw: unknown, env: NodeJS.ProcessEnv): Ups
     fail(`${key}.name`, 'uses letters, digits, "_", "-" and "." (at most 64, starting with a letter or digit)');
   }
   const protocol = raw['protocol'];
-  if (!PROTOCOL_NAMES.includes(protocol as Protocol)) fail(`${key}.protocol`, `must be one of ${PROTOCOL_NAMES.join(', ')}`);
+  if (!PROTOCOL_NAMES.includes(protocol as Protocol))
+    fail(`${key}.protocol`, `must be one of ${PROTOCOL_NAMES.join(', ')}`);
   const baseUrl = raw['base_url'] as string;
   const url = httpUrl(`${key}.base_url`, baseUrl);
   if (url.search || url.hash || url.username || url.password) {
@@ -193,9 +214,15 @@ function resolveUpstream(key: string, raw: unknown, env: NodeJS.ProcessEnv): Ups
 
   const responsesApi = raw['responses_api'] === undefined ? true : raw['responses_api'];
   if (typeof responsesApi !== 'boolean') fail(`${key}.responses_api`, 'must be true or false');
-  if (raw['responses_api'] !== undefined && !PROTOCOLS[protocol as Protocol].upstreamSettings?.includes('responses_api')) {
+  if (
+    raw['responses_api'] !== undefined &&
+    !PROTOCOLS[protocol as Protocol].upstreamSettings?.includes('responses_api')
+  ) {
     const owners = PROTOCOL_NAMES.filter((name) => PROTOCOLS[name].upstreamSettings?.includes('responses_api'));
-    fail(`${key}.responses_api`, `applies to protocol ${owners.join(', ')} only (other upstreams always get Responses requests translated)`);
+    fail(
+      `${key}.responses_api`,
+      `applies to protocol ${owners.join(', ')} only (other upstreams always get Responses requests translated)`,
+    );
   }
 
   return {
@@ -215,7 +242,8 @@ export function resolveUpstreams(raw: unknown[], env: NodeJS.ProcessEnv): Upstre
   const upstreams = raw.map((item, i) => resolveUpstream(`proxy.upstreams[${i}]`, item, env));
   const seen = new Set<string>();
   upstreams.forEach((u, i) => {
-    if (seen.has(u.name)) fail(`proxy.upstreams[${i}].name`, `${JSON.stringify(u.name)} is used by an earlier upstream`);
+    if (seen.has(u.name))
+      fail(`proxy.upstreams[${i}].name`, `${JSON.stringify(u.name)} is used by an earlier upstream`);
     seen.add(u.name);
   });
   return upstreams;
@@ -272,16 +300,20 @@ function readConfigFile(file: string): Record<string, unknown> {
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
-    throw new ConfigError(`cannot read the configuration file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new ConfigError(`cannot read the configuration file ${file}: ${reason}`);
   }
   let data: unknown;
   try {
     data = parseYaml(text);
   } catch (error) {
-    throw new ConfigError(`the configuration file ${file} is neither JSON nor YAML: ${(error as Error).message.split('\n')[0]}`);
+    throw new ConfigError(
+      `the configuration file ${file} is neither JSON nor YAML: ${(error as Error).message.split('\n')[0]}`,
+    );
   }
   if (data == null) return {};
-  if (!isObject(data)) throw new ConfigError(`the configuration file ${file} must hold an object with a top-level \`proxy\` key`);
+  if (!isObject(data))
+    throw new ConfigError(`the configuration file ${file} must hold an object with a top-level \`proxy\` key`);
   return data;
 }
 
@@ -322,18 +354,25 @@ export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConf
 
   const p = config.get('proxy');
   const allowLanAccess = p.allow_lan_access;
-  const effectiveAuthMode: EffectiveAuthMode = p.auth_mode === 'auto' ? (allowLanAccess ? 'all_except_health' : 'off') : p.auth_mode;
+  const effectiveAuthMode: EffectiveAuthMode =
+    p.auth_mode === 'auto' ? (allowLanAccess ? 'all_except_health' : 'off') : p.auth_mode;
   const warnings: string[] = [];
   if (effectiveAuthMode !== 'off' && p.api_key === '') {
-    fail('proxy.api_key', `auth_mode ${p.auth_mode}${p.auth_mode === 'auto' ? ' (with allow_lan_access)' : ''} needs a key: set PROXY_API_KEY`);
+    const mode = `${p.auth_mode}${p.auth_mode === 'auto' ? ' (with allow_lan_access)' : ''}`;
+    fail('proxy.api_key', `auth_mode ${mode} needs a key: set PROXY_API_KEY`);
   }
   // Open on the network means anyone who can reach the port spends the upstream keys.
   if (effectiveAuthMode === 'off' && allowLanAccess) {
-    fail('proxy.auth_mode', 'off with allow_lan_access true would expose the upstreams to the whole network: set proxy.api_key and use auto, all_except_health or strict');
+    fail(
+      'proxy.auth_mode',
+      'off with allow_lan_access true would expose the upstreams to the whole network: ' +
+        'set proxy.api_key and use auto, all_except_health or strict',
+    );
   }
   checkApiKey(p.api_key, allowLanAccess);
   const corsAllowedOrigins = resolveOrigins(p.cors.allowed_origins, effectiveAuthMode);
-  if (effectiveAuthMode === 'off' && p.api_key !== '') warnings.push('proxy.api_key is set but auth_mode resolves to off: the key is not checked');
+  if (effectiveAuthMode === 'off' && p.api_key !== '')
+    warnings.push('proxy.api_key is set but auth_mode resolves to off: the key is not checked');
 
   const upstreams = resolveUpstreams(p.upstreams, env);
   const modelAliases = resolveAliases(p.model_aliases);
@@ -355,7 +394,11 @@ export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConf
     modelAliases,
     mcpServers,
     stores: { responses: storeLimits(p.stores.responses), reasoning: storeLimits(p.stores.reasoning) },
-    modelLists: { ttlMs: p.model_lists.ttl, failureTtlMs: p.model_lists.failure_ttl, fetchTimeoutMs: p.model_lists.timeout },
+    modelLists: {
+      ttlMs: p.model_lists.ttl,
+      failureTtlMs: p.model_lists.failure_ttl,
+      fetchTimeoutMs: p.model_lists.timeout,
+    },
     logLevel: config.get('log.level'),
     warnings,
   };

@@ -229,7 +229,9 @@ export function loadReviewConfig({ args, env, projectDir }: LoadOptions): Review
   const diffType: DiffType = r.diff_type === 'branch' ? 'vs main' : r.diff_type;
   const repo = path.resolve(projectDir, r.repo || '.');
   const home = config.get('home');
-  if (!path.isAbsolute(r.upload_dir)) throw new ConfigError('invalid configuration: review.upload_dir: must be an absolute path');
+  if (!path.isAbsolute(r.upload_dir)) {
+    throw new ConfigError('invalid configuration: review.upload_dir: must be an absolute path');
+  }
   return {
     remote: r.remote,
     port,
@@ -247,7 +249,8 @@ export function loadReviewConfig({ args, env, projectDir }: LoadOptions): Review
     uploadDir: r.upload_dir,
     uploadMaxBytes: r.upload_max_bytes,
     planDir: path.resolve(projectDir, r.save.default_path),
-    allowedRoots: r.save.allowed_roots.length > 0 ? r.save.allowed_roots.map((p) => path.resolve(p)) : [home, projectDir],
+    allowedRoots:
+      r.save.allowed_roots.length > 0 ? r.save.allowed_roots.map((p) => path.resolve(p)) : [home, projectDir],
     notevaultConfigPath: r.notevault.config_path,
     notememoUrlTemplate: r.notememo.url_template,
     opencodeServerUrl: r.opencode_server_url.replace(/\/+$/, ''),

@@ -88,7 +88,8 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     ['POST', '/v1/models/detect', detectModel(models)],
   ];
   const router = new Router<ProxyState>();
-  // Model lists first: `/v1/models/claude` is a list, not a model called claude. The shape follows the request's family.
+  // Model lists first: `/v1/models/claude` is a list, not a model called claude.
+  // The shape follows the request's family.
   const list = modelList(catalog, protocols);
   for (const path of new Set(specs.flatMap(([, spec]) => spec.models.listPaths))) fixed.push(['GET', path, list]);
   for (const [family, spec] of specs) {
@@ -104,7 +105,8 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   const info = modelInfo(catalog, protocols);
   for (const path of new Set(specs.flatMap(([, spec]) => spec.models.infoPaths))) router.get(path, info);
   for (const [family, spec] of specs) {
-    for (const route of spec.routes) if ('fromPath' in route) router.post(route.path, pathModelEndpoint(deps, family, route));
+    for (const route of spec.routes)
+      if ('fromPath' in route) router.post(route.path, pathModelEndpoint(deps, family, route));
   }
 
   const app = new Koa<ProxyState>();

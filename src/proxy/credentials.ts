@@ -4,9 +4,17 @@ import type { Credentials } from './protocols/protocol.ts';
 import type { ProtocolRecord } from './protocols/registry.ts';
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1): they describe one connection, in either direction. */
-export const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+export const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
 
-/** What a request header set loses on its way up besides client keys: hop-by-hop, proxy credentials, what undici computes. */
+/** What a request's headers lose on the way up besides client keys: hop-by-hop, proxy credentials, what undici sets. */
 const NOT_FORWARDED = [
   ...HOP_BY_HOP, 'proxy-authorization', 'proxy-authenticate', 'host', 'content-length', 'expect',
   // What only a browser sends (its cookies and where the page came from), which no upstream API uses.

@@ -27,7 +27,12 @@ function requireModel(value: unknown): string {
 }
 
 /** A count request with no upstream of the client's protocol: a local estimate, never a 404. */
-function countLocally(ctx: ProxyContext, count: NonNullable<Operation['count']>, body: JsonObject, model: string): void {
+function countLocally(
+  ctx: ProxyContext,
+  count: NonNullable<Operation['count']>,
+  body: JsonObject,
+  model: string,
+): void {
   let tokens: number;
   try {
     tokens = count.estimate(body, model);
@@ -99,7 +104,11 @@ function jsonEndpoint(deps: EndpointDeps, family: Protocol, operation: Operation
 }
 
 /** A JSON endpoint whose `:model` path parameter carries the model (and the operation). */
-export function pathModelEndpoint(deps: EndpointDeps, family: Protocol, route: PathRoute): RouterMiddleware<ProxyState> {
+export function pathModelEndpoint(
+  deps: EndpointDeps,
+  family: Protocol,
+  route: PathRoute,
+): RouterMiddleware<ProxyState> {
   return async (ctx) => {
     const parsed = route.fromPath(ctx.params['model'] ?? '');
     if (!parsed) throw proxyErrors.routeNotFound(ctx.method, ctx.path);
@@ -146,5 +155,7 @@ function multipartModelEndpoint(deps: EndpointDeps, family: Protocol, operation:
 
 /** The handler for a protocol's route whose model is in the body. */
 export function bodyModelEndpoint(deps: EndpointDeps, family: Protocol, route: BodyRoute): ProxyMiddleware {
-  return route.multipart ? multipartModelEndpoint(deps, family, route.operation) : jsonEndpoint(deps, family, route.operation);
+  return route.multipart
+    ? multipartModelEndpoint(deps, family, route.operation)
+    : jsonEndpoint(deps, family, route.operation);
 }

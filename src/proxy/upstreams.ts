@@ -34,7 +34,10 @@ export async function closeUpstreams(upstreams: readonly Upstream[]): Promise<vo
  * style, over a request's headers (which carry no client key: see
  * ClientCredentials.forwardableHeaders).
  */
-function upstreamHeaders(upstream: Upstream, headers: Record<string, string | string[]>): Record<string, string | string[]> {
+function upstreamHeaders(
+  upstream: Upstream,
+  headers: Record<string, string | string[]>,
+): Record<string, string | string[]> {
   Object.assign(headers, upstream.config.headers);
   upstream.protocol.credentials.authorize(headers, upstream.config.apiKey);
   return headers;
@@ -66,9 +69,10 @@ export function upstreamFailure(upstream: Upstream, error: unknown): HttpError {
   if (error instanceof HttpError) return error;
   if (error instanceof Error && error.cause instanceof HttpError) return error.cause;
   const code = (error as { code?: unknown }).code;
-  const failure = code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT'
-    ? proxyErrors.upstreamTimeout(upstream.config.name, upstream.config.timeoutMs)
-    : proxyErrors.upstreamUnreachable(upstream.config.name);
+  const failure =
+    code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT'
+      ? proxyErrors.upstreamTimeout(upstream.config.name, upstream.config.timeoutMs)
+      : proxyErrors.upstreamUnreachable(upstream.config.name);
   return new HttpError(failure.status, failure.message, { kind: failure.kind, cause: error });
 }
 
@@ -90,7 +94,11 @@ function dispatchOptions(upstream: Upstream, request: UpstreamRequest): Dispatch
  * upstreamFailure) unless the signal was aborted, in which case the abort
  * error is rethrown as is (nobody is waiting).
  */
-async function callUpstream<T>(upstream: Upstream, request: UpstreamRequest, call: (options: Dispatcher.RequestOptions) => Promise<T>): Promise<T> {
+async function callUpstream<T>(
+  upstream: Upstream,
+  request: UpstreamRequest,
+  call: (options: Dispatcher.RequestOptions) => Promise<T>,
+): Promise<T> {
   try {
     return await call(dispatchOptions(upstream, request));
   } catch (error) {
@@ -99,7 +107,8 @@ async function callUpstream<T>(upstream: Upstream, request: UpstreamRequest, cal
   }
 }
 
-const signalled = (signal: AbortSignal | ClientGone): boolean => (signal instanceof ClientGone ? signal.left : signal.aborted);
+const signalled = (signal: AbortSignal | ClientGone): boolean =>
+  signal instanceof ClientGone ? signal.left : signal.aborted;
 
 /**
  * Sends one request to an upstream with its credentials injected and the
@@ -117,6 +126,10 @@ export function sendUpstream(upstream: Upstream, request: UpstreamRequest): Prom
  * failing mid-body destroys it, and the writable closing early aborts the
  * upstream call; either way this rejects.
  */
-export function streamUpstream(upstream: Upstream, request: UpstreamRequest, into: Dispatcher.StreamFactory): Promise<unknown> {
+export function streamUpstream(
+  upstream: Upstream,
+  request: UpstreamRequest,
+  into: Dispatcher.StreamFactory,
+): Promise<unknown> {
   return callUpstream(upstream, request, (options) => upstream.pool.stream(options, into));
 }

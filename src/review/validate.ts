@@ -36,7 +36,9 @@ export class FieldReader {
 
   optionalString(key: string): string | undefined {
     const value = this.#present(key);
-    if (value !== undefined && typeof value !== 'string') throw reviewErrors.invalidField(join(this.path, key), 'a string');
+    if (value !== undefined && typeof value !== 'string') {
+      throw reviewErrors.invalidField(join(this.path, key), 'a string');
+    }
     // A lone surrogate is no text: it can be neither URL-encoded nor written as UTF-8.
     if (value !== undefined && !value.isWellFormed()) {
       throw reviewErrors.invalidField(join(this.path, key), 'well-formed Unicode text');
@@ -52,7 +54,9 @@ export class FieldReader {
 
   optionalBoolean(key: string): boolean | undefined {
     const value = this.#present(key);
-    if (value !== undefined && typeof value !== 'boolean') throw reviewErrors.invalidField(join(this.path, key), 'true or false');
+    if (value !== undefined && typeof value !== 'boolean') {
+      throw reviewErrors.invalidField(join(this.path, key), 'true or false');
+    }
     return value;
   }
 
@@ -68,7 +72,9 @@ export class FieldReader {
 
   optionalEnum<T extends string>(key: string, allowed: readonly T[]): T | undefined {
     const value = this.optionalString(key);
-    if (value !== undefined && !allowed.includes(value as T)) throw reviewErrors.invalidField(join(this.path, key), `one of ${allowed.join(', ')}`);
+    if (value !== undefined && !allowed.includes(value as T)) {
+      throw reviewErrors.invalidField(join(this.path, key), `one of ${allowed.join(', ')}`);
+    }
     return value as T | undefined;
   }
 

@@ -26,37 +26,70 @@ describe('gatehouse proxy (container): translation', () => {
   describeSdkMatrix({ url: () => proxy.base, key: API_KEY, upstream: () => upstream });
 
   const post = (path: string, body: unknown) =>
-    fetch(proxy.base + path, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': API_KEY }, body: JSON.stringify(body) });
+    fetch(proxy.base + path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': API_KEY },
+      body: JSON.stringify(body),
+    });
 
-  it('answers an upstream 429 in the client family\'s shape with its message and retry-after', async () => {
-    const res = await post('/v1/messages', { model: 'gpt-test', max_tokens: 10, messages: [{ role: 'user', content: 'FAIL 429' }] });
+  it("answers an upstream 429 in the client family's shape with its message and retry-after", async () => {
+    const res = await post('/v1/messages', {
+      model: 'gpt-test',
+      max_tokens: 10,
+      messages: [{ role: 'user', content: 'FAIL 429' }],
+    });
     expect(res.status).toBe(429);
     expect(res.headers.get('retry-after')).toBe('7');
-    expect(await res.json()).toEqual({ type: 'error', error: { type: 'rate_limit_error', message: 'scripted 429 from openai' } });
+    expect(await res.json()).toEqual({
+      type: 'error',
+      error: { type: 'rate_limit_error', message: 'scripted 429 from openai' },
+    });
   });
 
-  it('ends a stream whose upstream failed mid-way with the client protocol\'s error event', async () => {
-    const res = await post('/v1/messages', { model: 'gemini-test', max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'FAIL MIDSTREAM' }] });
+  it("ends a stream whose upstream failed mid-way with the client protocol's error event", async () => {
+    const res = await post('/v1/messages', {
+      model: 'gemini-test',
+      max_tokens: 10,
+      stream: true,
+      messages: [{ role: 'user', content: 'FAIL MIDSTREAM' }],
+    });
     expect(res.status).toBe(200);
     const text = await res.text();
-    expect(text.trimEnd().split('\n\n').at(-1)).toBe('event: error\ndata: {"type":"error","error":{"type":"api_error","message":"upstream broke mid-stream"}}');
+    expect(text.trimEnd().split('\n\n').at(-1)).toBe(
+      'event: error\ndata: {"type":"error","error":{"type":"api_error","message":"upstream broke mid-stream"}}',
+    );
   });
 
   it('answers an unknown previous_response_id with 404 in the Responses shape', async () => {
     const res = await post('/v1/responses', { model: 'claude-test', input: 'hi', previous_response_id: 'resp_nope' });
     expect(res.status).toBe(404);
-    expect(await res.json()).toMatchObject({ error: { code: 'previous_response_not_found', type: 'invalid_request_error' } });
+    expect(await res.json()).toMatchObject({
+      error: { code: 'previous_response_not_found', type: 'invalid_request_error' },
+    });
   });
 
-  it('continues a stored response (previous_response_id) on an upstream without the Responses API, reasoning effort included', async () => {
+  const continued = 'continues a stored response (previous_response_id) on an upstream without the Responses API';
+  it(`${continued}, reasoning effort included`, async () => {
     const client = new OpenAI({ baseURL: `${proxy.base}/v1`, apiKey: API_KEY, maxRetries: 0 });
     const before = upstream.requests.length;
-    const r1 = await client.responses.create({ model: CHAT_ONLY_MODEL, instructions: 'Answer briefly.', input: 'My name is Ada.', reasoning: { effort: 'high' } });
-    const r2 = await client.responses.create({ model: CHAT_ONLY_MODEL, previous_response_id: r1.id, input: 'What is my name?' });
+    const r1 = await client.responses.create({
+      model: CHAT_ONLY_MODEL,
+      instructions: 'Answer briefly.',
+      input: 'My name is Ada.',
+      reasoning: { effort: 'high' },
+    });
+    const r2 = await client.responses.create({
+      model: CHAT_ONLY_MODEL,
+      previous_response_id: r1.id,
+      input: 'What is my name?',
+    });
     expect([r1.output_text, r2.output_text]).toEqual(['It is sunny in Paris.', 'It is sunny in Paris.']);
     expect(r2.previous_response_id).toBe(r1.id);
     const [turn1, turn2] = upstream.requests.slice(before);
-    expect(turn1).toMatchObject({ path: `${CHAT_ONLY_PREFIX}/v1/chat/completions`, body: { model: CHAT_ONLY_MODEL, reasoning_effort: 'high' } });
+    expect(turn1).toMatchObject({
+      path: `${CHAT_ONLY_PREFIX}/v1/chat/completions`,
+      body: { model: CHAT_ONLY_MODEL, reasoning_effort: 'high' },
+    });
     expect(turn2?.path).toBe(`${CHAT_ONLY_PREFIX}/v1/chat/completions`);
     expect(turn2?.body.messages).toEqual([
       { role: 'system', content: 'Answer briefly.' },
@@ -77,24 +110,35 @@ describe('gatehouse proxy (container): translation', () => {
 describe('gatehouse proxy (container): what translation remembers follows the configuration', () => {
   let small: ProxyContainer;
   beforeAll(async () => {
-    const config = translationConfig(`http://${HOST_FROM_CONTAINER}:${upstream.port}`, true) as { proxy: Record<string, unknown> };
-    small = await startProxyContainer({ proxy: { ...config.proxy, stores: { responses: { max_entries: 1, ttl: '10m' } } } });
+    const config = translationConfig(`http://${HOST_FROM_CONTAINER}:${upstream.port}`, true) as {
+      proxy: Record<string, unknown>;
+    };
+    small = await startProxyContainer({
+      proxy: { ...config.proxy, stores: { responses: { max_entries: 1, ttl: '10m' } } },
+    });
   });
   afterAll(async () => {
     await small?.stop();
   });
 
-  const respond = async (input: string, extra: Record<string, unknown> = {}) => fetch(`${small.base}/v1/responses`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
-    body: JSON.stringify({ model: 'claude-test', input, ...extra }),
-  });
+  const respond = async (input: string, extra: Record<string, unknown> = {}) =>
+    fetch(`${small.base}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
+      body: JSON.stringify({ model: 'claude-test', input, ...extra }),
+    });
   const idOf = async (res: Response) => ((await res.json()) as { id: string }).id;
 
   it('keeps at most proxy.stores.responses.max_entries answers for previous_response_id', async () => {
     const first = await idOf(await respond('one'));
     // A request offering a tool gets the scripted tool call: another response id.
-    const tools = [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }];
+    const tools = [
+      {
+        type: 'function',
+        name: 'get_weather',
+        parameters: { type: 'object', properties: { city: { type: 'string' } } },
+      },
+    ];
     const second = await idOf(await respond('two', { tools }));
     expect(second).not.toBe(first);
     expect((await respond('again', { previous_response_id: first })).status).toBe(404);

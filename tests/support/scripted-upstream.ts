@@ -31,7 +31,14 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { anthropic } from '../../src/proxy/protocols/anthropic/messages.ts';
 import { gemini } from '../../src/proxy/protocols/gemini/generate.ts';
-import type { Adapter, ClientAdapter, Conversation, ModelResponse, Provider, StreamEvent } from '../../src/proxy/translate/model.ts';
+import type {
+  Adapter,
+  ClientAdapter,
+  Conversation,
+  ModelResponse,
+  Provider,
+  StreamEvent,
+} from '../../src/proxy/translate/model.ts';
 import { openaiChat } from '../../src/proxy/protocols/openai/chat.ts';
 import { openaiResponses } from '../../src/proxy/protocols/openai/responses.ts';
 
@@ -81,14 +88,20 @@ function failure(body: Record<string, unknown>): string | undefined {
 }
 
 function errorBody(protocol: UpstreamProtocol, status: number, message: string): unknown {
-  if (protocol === 'openai') return { error: { message, type: status === 429 ? 'rate_limit_error' : 'invalid_request_error', param: null, code: null } };
-  if (protocol === 'anthropic') return { type: 'error', error: { type: status === 429 ? 'rate_limit_error' : 'invalid_request_error', message } };
+  if (protocol === 'openai')
+    return {
+      error: { message, type: status === 429 ? 'rate_limit_error' : 'invalid_request_error', param: null, code: null },
+    };
+  if (protocol === 'anthropic')
+    return { type: 'error', error: { type: status === 429 ? 'rate_limit_error' : 'invalid_request_error', message } };
   return { error: { code: status, message, status: status === 429 ? 'RESOURCE_EXHAUSTED' : 'INVALID_ARGUMENT' } };
 }
 
 const MIDSTREAM_ERROR: Record<UpstreamProtocol, string> = {
   openai: 'data: {"error":{"message":"upstream broke mid-stream","type":"server_error","code":null}}\n\n',
-  anthropic: 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"upstream broke mid-stream"}}\n\n',
+  anthropic:
+    'event: error\ndata: ' +
+      '{"type":"error","error":{"type":"overloaded_error","message":"upstream broke mid-stream"}}\n\n',
   gemini: 'data: {"error":{"code":503,"message":"upstream broke mid-stream","status":"UNAVAILABLE"}}\r\n\r\n',
 };
 
@@ -132,21 +145,49 @@ function agentTurn(adapter: ClientAdapter, url: string, body: Record<string, unk
   const results = conv.messages.flatMap((m) => m.parts).filter((p) => p.type === 'tool_result');
   const done = results.some((r) => JSON.stringify(r.content).includes(AGENT_MARKER));
   const base = { id: 'agent1', model: conv.model, usage: { input: 100, output: 10 } };
-  if (done || results.length > 0) return { ...base, parts: [{ type: 'text', text: done ? AGENT_ANSWER : 'The command did not print the marker.' }], stopReason: 'end' };
-  return { ...base, parts: [{ type: 'tool_call', id: AGENT_CALL_ID, name: tool.name, arguments: JSON.stringify(SHELL_TOOLS[tool.name]) }], stopReason: 'tool_use' };
+  if (done || results.length > 0)
+    return {
+      ...base,
+      parts: [{ type: 'text', text: done ? AGENT_ANSWER : 'The command did not print the marker.' }],
+      stopReason: 'end',
+    };
+  return {
+    ...base,
+    parts: [
+      { type: 'tool_call', id: AGENT_CALL_ID, name: tool.name, arguments: JSON.stringify(SHELL_TOOLS[tool.name]) },
+    ],
+    stopReason: 'tool_use',
+  };
 }
 
 function agentEvents(res: ModelResponse, provider: Provider): StreamEvent[] {
   const events: StreamEvent[] = [{ type: 'start', id: res.id, model: res.model, provider }];
   for (const p of res.parts) {
     if (p.type === 'text') events.push({ type: 'text', text: p.text });
-    if (p.type === 'tool_call') events.push({ type: 'tool_start', index: 0, id: p.id, name: p.name }, { type: 'tool_args', index: 0, delta: p.arguments });
+    if (p.type === 'tool_call')
+      events.push(
+        { type: 'tool_start', index: 0, id: p.id, name: p.name },
+        { type: 'tool_args', index: 0, delta: p.arguments },
+      );
   }
   return [...events, { type: 'usage', usage: res.usage }, { type: 'stop', reason: res.stopReason }];
 }
 
-function writeAgentTurn(res: ServerResponse, adapter: ClientAdapter, protocol: UpstreamProtocol, turn: ModelResponse, stream: boolean): void {
-  const conv: Conversation = { model: turn.model, system: undefined, messages: [], stream, includeUsage: true, sse: true };
+function writeAgentTurn(
+  res: ServerResponse,
+  adapter: ClientAdapter,
+  protocol: UpstreamProtocol,
+  turn: ModelResponse,
+  stream: boolean,
+): void {
+  const conv: Conversation = {
+    model: turn.model,
+    system: undefined,
+    messages: [],
+    stream,
+    includeUsage: true,
+    sse: true,
+  };
   if (!stream) {
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(adapter.encodeResponse(turn, conv)));
     return;
@@ -181,14 +222,22 @@ async function handle(req: IncomingMessage, res: ServerResponse, requests: Recor
     return;
   }
   const body = await readJson(req);
-  requests.push({ protocol, path: req.url ?? '', headers: req.headers, body, closed: new Promise((resolve) => res.once('close', () => resolve())) });
+  requests.push({
+    protocol,
+    path: req.url ?? '',
+    headers: req.headers,
+    body,
+    closed: new Promise((resolve) => res.once('close', () => resolve())),
+  });
   const stream = protocol === 'gemini' ? url.includes(':streamGenerateContent') : body.stream === true;
   const fail = failure(body);
   if (fail !== undefined && fail !== 'MIDSTREAM' && fail !== 'HANG') {
     const status = Number(fail);
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (status === 429) headers['retry-after'] = '7';
-    res.writeHead(status, headers).end(JSON.stringify(errorBody(protocol, status, `scripted ${status} from ${protocol}`)));
+    res
+      .writeHead(status, headers)
+      .end(JSON.stringify(errorBody(protocol, status, `scripted ${status} from ${protocol}`)));
     return;
   }
   const adapter = adapterFor(protocol, url);
@@ -198,7 +247,9 @@ async function handle(req: IncomingMessage, res: ServerResponse, requests: Recor
     return;
   }
   if (isResponses(url)) {
-    res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify(errorBody(protocol, 404, 'the scripted Responses API serves coding agents only')));
+    res
+      .writeHead(404, { 'content-type': 'application/json' })
+      .end(JSON.stringify(errorBody(protocol, 404, 'the scripted Responses API serves coding agents only')));
     return;
   }
   const name = hasToolResult(protocol, body) ? 'text' : hasTools(body) ? 'tool' : 'text';
@@ -231,9 +282,10 @@ export async function startScriptedUpstream(host = '127.0.0.1'): Promise<Scripte
   return {
     port: (server.address() as AddressInfo).port,
     requests,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

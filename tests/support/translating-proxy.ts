@@ -27,9 +27,22 @@ export function translationConfig(origin: string, lan = false): Record<string, u
       api_key: API_KEY,
       upstreams: [
         { name: 'openai-up', protocol: 'openai', base_url: `${origin}/v1`, api_key: 'up-openai', models: ['gpt-*'] },
-        { name: 'anthropic-up', protocol: 'anthropic', base_url: origin, api_key: 'up-anthropic', models: ['claude-*'] },
+        {
+          name: 'anthropic-up',
+          protocol: 'anthropic',
+          base_url: origin,
+          api_key: 'up-anthropic',
+          models: ['claude-*'],
+        },
         { name: 'gemini-up', protocol: 'gemini', base_url: origin, api_key: 'up-gemini', models: ['gemini-*'] },
-        { name: 'chat-only-up', protocol: 'openai', base_url: `${origin}${CHAT_ONLY_PREFIX}/v1`, api_key: 'up-chat-only', models: ['chat-only-*'], responses_api: false },
+        {
+          name: 'chat-only-up',
+          protocol: 'openai',
+          base_url: `${origin}${CHAT_ONLY_PREFIX}/v1`,
+          api_key: 'up-chat-only',
+          models: ['chat-only-*'],
+          responses_api: false,
+        },
       ],
     },
   };
@@ -54,7 +67,11 @@ export async function startTranslatingProxy(options: TranslatingProxyOptions = {
   const base = translationConfig(`http://127.0.0.1:${upstream.port}`) as { proxy: Record<string, unknown> };
   writeFileSync(file, JSON.stringify({ proxy: { ...base.proxy, ...options.proxy } }));
   const config = loadProxyConfig({ argv: ['--config', file], env: {}, cwd: dir });
-  const proxy = createProxyApp(config, { env: {}, log: createLogger('silent'), ...(options.stores ? { stores: options.stores } : {}) });
+  const proxy = createProxyApp(config, {
+    env: {},
+    log: createLogger('silent'),
+    ...(options.stores ? { stores: options.stores } : {}),
+  });
   const server: Server = proxy.app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', resolve));
   return {

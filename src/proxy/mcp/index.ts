@@ -28,7 +28,10 @@ const METHODS = new Set(['GET', 'POST', 'DELETE']);
  * writes its own `{"error": …}` answers. `servers` is what resolveMcpServers
  * made of the configuration (credentials already read from the env).
  */
-export function mcpRoutes(servers: McpServers, { env, log, maxBodyBytes = 50 * 1024 * 1024 }: McpRoutesOptions): McpGateway {
+export function mcpRoutes(
+  servers: McpServers,
+  { env, log, maxBodyBytes = 50 * 1024 * 1024 }: McpRoutesOptions,
+): McpGateway {
   // Remote MCP servers get their own pool: long-lived SSE streams must not queue LLM requests.
   const dispatcher = new Agent({ keepAliveTimeout: 30_000 });
   const handlers = new Map<string, (ctx: ProxyContext) => Promise<void>>();

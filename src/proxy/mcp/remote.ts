@@ -11,13 +11,17 @@ import { mcpErrors } from './errors.ts';
  * a deny-list: the client's proxy key (authorization, x-api-key,
  * x-goog-api-key, ?key=), cookies and hop-by-hop headers never leave.
  */
-const REQUEST_HEADERS = ['accept', 'content-type', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id', 'user-agent'] as const;
+const REQUEST_HEADERS = [
+  'accept', 'content-type', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id', 'user-agent',
+] as const;
 
 /**
  * The upstream headers a client gets back. `www-authenticate` stays behind:
  * the client authenticated with the proxy, an upstream challenge is ours to handle.
  */
-const RESPONSE_HEADERS = ['content-type', 'cache-control', 'mcp-session-id', 'mcp-protocol-version', 'retry-after', 'allow'] as const;
+const RESPONSE_HEADERS = [
+  'content-type', 'cache-control', 'mcp-session-id', 'mcp-protocol-version', 'retry-after', 'allow',
+] as const;
 
 export interface RemoteOptions {
   dispatcher: Dispatcher;
@@ -45,7 +49,12 @@ function classify(name: string, server: RemoteMcpServer, error: unknown) {
  * body is piped chunk by chunk as it arrives, so SSE events reach the client
  * one by one; a client that goes away ends the upstream request.
  */
-export async function relayRemote(ctx: ProxyContext, name: string, server: RemoteMcpServer, { dispatcher, log, maxBodyBytes }: RemoteOptions): Promise<void> {
+export async function relayRemote(
+  ctx: ProxyContext,
+  name: string,
+  server: RemoteMcpServer,
+  { dispatcher, log, maxBodyBytes }: RemoteOptions,
+): Promise<void> {
   const body = ctx.method === 'POST' ? await readBody(ctx.req, maxBodyBytes) : undefined;
   // Until the upstream answers, a client that leaves cancels the request.
   const abort = new AbortController();
@@ -93,6 +102,8 @@ export async function relayRemote(ctx: ProxyContext, name: string, server: Remot
     await pipeline(upstream.body, ctx.res);
   } catch (error) {
     // A client that left shows as a premature close; anything else came from upstream.
-    if ((error as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') log.warn({ mcp_server: name, err: error }, `MCP server "${name}" broke off its response`);
+    if ((error as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') {
+      log.warn({ mcp_server: name, err: error }, `MCP server "${name}" broke off its response`);
+    }
   }
 }

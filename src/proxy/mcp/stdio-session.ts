@@ -57,7 +57,9 @@ export class StdioSession {
     this.#transport.onclose = () => void this.close();
     this.#transport.onerror = (error) => this.#log.debug({ err: error }, 'MCP transport rejected a request');
     child.onmessage = (message) => this.#fromProcess(message);
-    child.onerror = (error) => this.#log.warn({ err: error }, 'MCP server process wrote something that is not JSON-RPC');
+    child.onerror = (error) => {
+      this.#log.warn({ err: error }, 'MCP server process wrote something that is not JSON-RPC');
+    };
     child.onexit = (exit) => this.#exited(exit);
   }
 
@@ -96,14 +98,16 @@ export class StdioSession {
       this.#deliver(message);
       return;
     }
-    const token = isJSONRPCNotification(message) && message.method === 'notifications/progress' ? (message.params?.['progressToken'] as string | number | undefined) : undefined;
+    const progress = isJSONRPCNotification(message) && message.method === 'notifications/progress';
+    const token = progress ? (message.params?.['progressToken'] as string | number | undefined) : undefined;
     const related = token === undefined ? undefined : this.#progress.get(token);
     // Requests and notifications of the process's own go out on the session's GET stream.
     this.#deliver(message, related !== undefined && this.#pending.has(related) ? related : undefined);
   }
 
   #deliver(message: JSONRPCMessage, relatedRequestId?: RequestId): void {
-    this.#transport.send(message, relatedRequestId === undefined ? undefined : { relatedRequestId }).catch((error: unknown) => {
+    const options = relatedRequestId === undefined ? undefined : { relatedRequestId };
+    this.#transport.send(message, options).catch((error: unknown) => {
       this.#log.debug({ err: error }, 'MCP message had no open stream to go to');
     });
   }
@@ -126,12 +130,14 @@ export class StdioSession {
     const message = rpcMessages.timeout(this.#name, this.#server.timeoutMs);
     this.#log.warn({ request_id: id }, message);
     this.#fail(id, RPC_TIMEOUT, message);
-    this.#child.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'timeout' } });
+    const params = { requestId: id, reason: 'timeout' };
+    this.#child.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params });
   }
 
   #exited(exit: ChildExit): void {
     if (!this.#ended) {
-      this.#log.warn({ code: exit.code, signal: exit.signal, stderr: exit.stderr }, `MCP server "${this.#name}" process ${describeExit(exit)}`);
+      const fields = { code: exit.code, signal: exit.signal, stderr: exit.stderr };
+      this.#log.warn(fields, `MCP server "${this.#name}" process ${describeExit(exit)}`);
     }
     void this.close(rpcMessages.exited(this.#name, describeExit(exit)));
   }

@@ -71,7 +71,9 @@ export class StdioBridge {
   }
 
   async #open(): Promise<StdioSession> {
-    if (this.#sessions.size + this.#starting >= this.#server.maxSessions) throw mcpErrors.tooManySessions(this.#name, this.#server.maxSessions);
+    if (this.#sessions.size + this.#starting >= this.#server.maxSessions) {
+      throw mcpErrors.tooManySessions(this.#name, this.#server.maxSessions);
+    }
     this.#starting++;
     let child: StdioChild;
     try {

@@ -17,14 +17,20 @@ export class Collector {
   add(e: StreamEvent): void {
     const last = this.parts[this.parts.length - 1];
     switch (e.type) {
-      case 'start': this.id = e.id; this.model = e.model; this.provider = e.provider; return;
+      case 'start':
+        this.id = e.id;
+        this.model = e.model;
+        this.provider = e.provider;
+        return;
       case 'text':
         if (last?.type === 'text') last.text += e.text;
         else this.parts.push({ type: 'text', text: e.text });
         return;
       case 'reasoning': {
-        const target = last?.type === 'reasoning' && last.signature === undefined && last.encrypted === undefined ? last : undefined;
-        const part: ReasoningPart = target ?? compact({ type: 'reasoning' as const, text: '', provider: this.provider });
+        const target =
+          last?.type === 'reasoning' && last.signature === undefined && last.encrypted === undefined ? last : undefined;
+        const part: ReasoningPart =
+          target ?? compact({ type: 'reasoning' as const, text: '', provider: this.provider });
         if (!target) this.parts.push(part);
         part.text += e.text;
         if (e.signature !== undefined) part.signature = e.signature;
@@ -43,14 +49,27 @@ export class Collector {
         if (call) call.arguments += e.delta;
         return;
       }
-      case 'usage': this.usage = e.usage; return;
-      case 'stop': this.stop = e.reason; this.stopSequence = e.stopSequence; return;
-      case 'error': this.error = { status: e.status, message: e.message }; return;
+      case 'usage':
+        this.usage = e.usage;
+        return;
+      case 'stop':
+        this.stop = e.reason;
+        this.stopSequence = e.stopSequence;
+        return;
+      case 'error':
+        this.error = { status: e.status, message: e.message };
+        return;
     }
   }
 
   response(): ModelResponse {
-    const res: ModelResponse = { id: this.id, model: this.model, parts: this.parts, stopReason: this.stop ?? 'end', usage: this.usage };
+    const res: ModelResponse = {
+      id: this.id,
+      model: this.model,
+      parts: this.parts,
+      stopReason: this.stop ?? 'end',
+      usage: this.usage,
+    };
     if (this.stopSequence !== undefined) res.stopSequence = this.stopSequence;
     return res;
   }

@@ -7,7 +7,12 @@ import { sendUpstream, upstreamFailure } from '../upstreams.ts';
 import { rememberReasoning, restoreReasoning } from './carry.ts';
 import { Collector } from './collect.ts';
 import {
-  TranslateError, type ClientAdapter, type Conversation, type JsonObject, type ModelResponse, type StreamEvent,
+  TranslateError,
+  type ClientAdapter,
+  type Conversation,
+  type JsonObject,
+  type ModelResponse,
+  type StreamEvent,
   type UpstreamAdapter,
 } from './model.ts';
 import type { TranslationStores } from './stores.ts';
@@ -73,7 +78,9 @@ export class Translator {
     const conv = decode(client, ctx, route);
     await this.#continueConversation(conv);
     await restoreReasoning(this.#stores.reasoning, conv);
-    const body = translating(400, () => JSON.stringify(upstream.encodeRequest({ ...conv, model: route.upstreamModel })));
+    const body = translating(400, () =>
+      JSON.stringify(upstream.encodeRequest({ ...conv, model: route.upstreamModel })),
+    );
     const { path, query } = target.upstream.generate(route.upstreamModel, conv.stream);
     const response = await sendUpstream(route.upstream, {
       method: 'POST',
@@ -115,8 +122,17 @@ export class Translator {
     const continuable = route.operation.continuable;
     if (continuable && withText && conv.store !== false) {
       const messages = [...conv.messages, { role: 'assistant' as const, parts: [...res.parts] }];
-      const outputBytes = res.parts.reduce((n, p) => n + (p.type === 'tool_call' ? p.arguments.length : p.text.length), 0);
-      writes.push(this.#stores.responses.set(continuable.id(res), { system: conv.system, messages }, route.raw.length + outputBytes));
+      const outputBytes = res.parts.reduce(
+        (n, p) => n + (p.type === 'tool_call' ? p.arguments.length : p.text.length),
+        0,
+      );
+      writes.push(
+        this.#stores.responses.set(
+          continuable.id(res),
+          { system: conv.system, messages },
+          route.raw.length + outputBytes,
+        ),
+      );
     }
     return Promise.all(writes);
   }
@@ -128,7 +144,11 @@ export class Translator {
    * The client's backpressure pauses the upstream body.
    */
   #stream(
-    ctx: ProxyContext, route: Route, conv: Conversation, client: ClientAdapter, upstream: UpstreamAdapter,
+    ctx: ProxyContext,
+    route: Route,
+    conv: Conversation,
+    client: ClientAdapter,
+    upstream: UpstreamAdapter,
     response: Dispatcher.ResponseData,
   ): void {
     const decoder = upstream.streamDecoder();
@@ -160,8 +180,9 @@ export class Translator {
       write(encode(events));
       if (!collector.error && collector.stop !== undefined) {
         // Issued before the stream ends; a failing store costs the memory, not the answer.
-        this.#keep(route, conv, { ...collector.response(), id: collector.id }, keepText)
-          .catch((error: unknown) => this.#log.warn({ err: (error as Error).message }, 'translation store write failed'));
+        this.#keep(route, conv, { ...collector.response(), id: collector.id }, keepText).catch((error: unknown) =>
+          this.#log.warn({ err: (error as Error).message }, 'translation store write failed'),
+        );
       }
       res.end(encoder.end());
     };
@@ -187,15 +208,17 @@ export class Translator {
         }
       }
     };
-    body.on('data', (chunk: string) => guarded(() => {
-      if (finished) return;
-      write(encode(decoder.push(chunk)));
-      // An upstream error event ends the answer; the rest of its body is not read.
-      if (collector.error) {
-        finish([]);
-        body.destroy();
-      }
-    }));
+    body.on('data', (chunk: string) =>
+      guarded(() => {
+        if (finished) return;
+        write(encode(decoder.push(chunk)));
+        // An upstream error event ends the answer; the rest of its body is not read.
+        if (collector.error) {
+          finish([]);
+          body.destroy();
+        }
+      }),
+    );
     body.once('end', () => guarded(() => finish(decoder.end())));
     body.once('error', (error: Error) => {
       if (route.signal.left) {

@@ -32,17 +32,23 @@ function image(part: ImagePart): number {
 
 function part(p: Part): number {
   switch (p.type) {
-    case 'text': return text(p.text);
-    case 'image': return image(p);
-    case 'tool_call': return text(p.name) + text(p.arguments) + PER_TOOL;
-    case 'tool_result': return p.content.reduce((n, c) => n + part(c), PER_TOOL);
-    case 'reasoning': return text(p.text);
+    case 'text':
+      return text(p.text);
+    case 'image':
+      return image(p);
+    case 'tool_call':
+      return text(p.name) + text(p.arguments) + PER_TOOL;
+    case 'tool_result':
+      return p.content.reduce((n, c) => n + part(c), PER_TOOL);
+    case 'reasoning':
+      return text(p.text);
   }
 }
 
 export function estimateConversation(conv: Conversation): number {
   let tokens = conv.system === undefined ? 0 : text(conv.system) + PER_MESSAGE;
   for (const m of conv.messages) tokens += m.parts.reduce((n, p) => n + part(p), PER_MESSAGE);
-  for (const t of conv.tools ?? []) tokens += text(t.name) + text(t.description ?? '') + text(JSON.stringify(t.parameters)) + PER_TOOL;
+  for (const t of conv.tools ?? [])
+    tokens += text(t.name) + text(t.description ?? '') + text(JSON.stringify(t.parameters)) + PER_TOOL;
   return tokens;
 }

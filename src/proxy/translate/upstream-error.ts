@@ -25,7 +25,12 @@ export function upstreamMessage(text: string): string | undefined {
  * protocol knows it (see its `errors.status`), the upstream's message, and
  * retry-after kept.
  */
-export function upstreamError(status: number, text: string, retryAfter: string | undefined, client: ProtocolSpec): HttpError {
+export function upstreamError(
+  status: number,
+  text: string,
+  retryAfter: string | undefined,
+  client: ProtocolSpec,
+): HttpError {
   const message = upstreamMessage(text) ?? (text.trim().slice(0, 500) || `Upstream answered ${status}`);
   const mapped = status < 400 ? 502 : (client.errors.status?.(status) ?? status);
   return proxyErrors.upstreamError(mapped, message, retryAfter === undefined ? {} : { 'retry-after': retryAfter });

@@ -1,7 +1,15 @@
 /** Small helpers every adapter shares: reading untrusted JSON, SSE framing, ids, schemas. */
 import { randomBytes } from 'node:crypto';
 import { isObject } from '../../json.ts';
-import { TranslateError, type ImagePart, type JsonObject, type Message, type Part, type StreamDecoder, type StreamEvent } from './model.ts';
+import {
+  TranslateError,
+  type ImagePart,
+  type JsonObject,
+  type Message,
+  type Part,
+  type StreamDecoder,
+  type StreamEvent,
+} from './model.ts';
 
 export function obj(value: unknown, what: string): JsonObject {
   if (!isObject(value)) throw new TranslateError(`${what} must be an object`);
@@ -232,7 +240,11 @@ export abstract class SseStreamDecoder implements StreamDecoder {
     const chunk = parseJsonData(data);
     if (!chunk || !isObject(chunk.error)) return chunk;
     this.done = true;
-    out.push({ type: 'error', status: this.errorStatus(chunk.error), message: String(chunk.error.message ?? 'Upstream error') });
+    out.push({
+      type: 'error',
+      status: this.errorStatus(chunk.error),
+      message: String(chunk.error.message ?? 'Upstream error'),
+    });
     return undefined;
   }
 

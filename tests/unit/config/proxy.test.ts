@@ -15,8 +15,15 @@ function file(content: unknown, ext = 'json'): string {
 }
 
 const load = (env: Record<string, string> = {}, argv: string[] = []) => loadProxyConfig({ argv, env, cwd: dir });
-const withProxy = (proxy: Record<string, unknown>, env: Record<string, string> = {}) => load(env, ['--config', file({ proxy })]);
-const upstream = (extra: Record<string, unknown> = {}) => ({ name: 'oa', protocol: 'openai', base_url: 'https://api.openai.com/v1', models: ['gpt-*'], ...extra });
+const withProxy = (proxy: Record<string, unknown>, env: Record<string, string> = {}) =>
+  load(env, ['--config', file({ proxy })]);
+const upstream = (extra: Record<string, unknown> = {}) => ({
+  name: 'oa',
+  protocol: 'openai',
+  base_url: 'https://api.openai.com/v1',
+  models: ['gpt-*'],
+  ...extra,
+});
 
 function failure(run: () => unknown): string {
   try {
@@ -31,36 +38,104 @@ function failure(run: () => unknown): string {
 describe('loadProxyConfig', () => {
   it('defaults: port 8045, loopback, auto → off, 50 MiB bodies, no upstreams', () => {
     const c = load();
-    expect(c).toMatchObject({ port: 8045, host: '127.0.0.1', allowLanAccess: false, authMode: 'auto', effectiveAuthMode: 'off', apiKey: '', maxBodyBytes: 50 * 1024 * 1024, upstreams: [], modelAliases: {}, mcpServers: {}, logLevel: 'info' });
+    expect(c).toMatchObject({
+      port: 8045,
+      host: '127.0.0.1',
+      allowLanAccess: false,
+      authMode: 'auto',
+      effectiveAuthMode: 'off',
+      apiKey: '',
+      maxBodyBytes: 50 * 1024 * 1024,
+      upstreams: [],
+      modelAliases: {},
+      mcpServers: {},
+      logLevel: 'info',
+    });
     expect(c.warnings).toEqual([expect.stringContaining('no proxy.upstreams')]);
   });
 
   it('auto with LAN access is all_except_health and binds 0.0.0.0', () => {
-    expect(load({ PROXY_ALLOW_LAN_ACCESS: 'true', PROXY_API_KEY: 'k-0123456789abcdef' })).toMatchObject({ host: '0.0.0.0', effectiveAuthMode: 'all_except_health', apiKey: 'k-0123456789abcdef' });
+    expect(load({ PROXY_ALLOW_LAN_ACCESS: 'true', PROXY_API_KEY: 'k-0123456789abcdef' })).toMatchObject({
+      host: '0.0.0.0',
+      effectiveAuthMode: 'all_except_health',
+      apiKey: 'k-0123456789abcdef',
+    });
   });
 
   it('env vars override the file, which overrides the defaults', () => {
-    const config = file({ proxy: { port: 9000, auth_mode: 'strict', api_key: 'from-file-0123456789', allow_lan_access: true } });
-    expect(load({}, ['--config', config])).toMatchObject({ port: 9000, effectiveAuthMode: 'strict', apiKey: 'from-file-0123456789', host: '0.0.0.0' });
-    expect(load({ PROXY_PORT: '9100', PROXY_API_KEY: 'from-env-0123456789', PROXY_AUTH_MODE: 'all_except_health' }, ['--config', config])).toMatchObject({ port: 9100, apiKey: 'from-env-0123456789', effectiveAuthMode: 'all_except_health' });
+    const config = file({
+      proxy: { port: 9000, auth_mode: 'strict', api_key: 'from-file-0123456789', allow_lan_access: true },
+    });
+    expect(load({}, ['--config', config])).toMatchObject({
+      port: 9000,
+      effectiveAuthMode: 'strict',
+      apiKey: 'from-file-0123456789',
+      host: '0.0.0.0',
+    });
+    expect(
+      load({ PROXY_PORT: '9100', PROXY_API_KEY: 'from-env-0123456789', PROXY_AUTH_MODE: 'all_except_health' }, [
+        '--config',
+        config,
+      ]),
+    ).toMatchObject({ port: 9100, apiKey: 'from-env-0123456789', effectiveAuthMode: 'all_except_health' });
   });
 
   it('reads the file from PROXY_CONFIG, and YAML as well as JSON', () => {
-    const yaml = file('proxy:\n  port: 9200\n  model_aliases:\n    fast: gpt-4o-mini\n  upstreams:\n    - name: oa\n      protocol: openai\n      base_url: https://api.openai.com/v1/\n      api_key: sk-test\n      models: ["gpt-*"]\n      timeout_ms: 30s\n', 'yaml');
+    const yaml = file(
+      [
+        'proxy:',
+        '  port: 9200',
+        '  model_aliases:',
+        '    fast: gpt-4o-mini',
+        '  upstreams:',
+        '    - name: oa',
+        '      protocol: openai',
+        '      base_url: https://api.openai.com/v1/',
+        '      api_key: sk-test',
+        '      models: ["gpt-*"]',
+        '      timeout_ms: 30s',
+        '',
+      ].join('\n'),
+      'yaml',
+    );
     const c = load({ PROXY_CONFIG: yaml });
     expect(c.port).toBe(9200);
     expect(c.modelAliases).toEqual({ fast: 'gpt-4o-mini' });
-    expect(c.upstreams).toEqual([{ name: 'oa', protocol: 'openai', baseUrl: 'https://api.openai.com/v1', apiKey: 'sk-test', models: ['gpt-*'], headers: {}, timeoutMs: 30_000, responsesApi: true }]);
+    expect(c.upstreams).toEqual([
+      {
+        name: 'oa',
+        protocol: 'openai',
+        baseUrl: 'https://api.openai.com/v1',
+        apiKey: 'sk-test',
+        models: ['gpt-*'],
+        headers: {},
+        timeoutMs: 30_000,
+        responsesApi: true,
+      },
+    ]);
   });
 
   it('responses_api: true unless an OpenAI upstream says false', () => {
-    const c = withProxy({ upstreams: [upstream(), upstream({ name: 'vllm', responses_api: false }), upstream({ name: 'oa2', responses_api: true })] });
+    const c = withProxy({
+      upstreams: [
+        upstream(),
+        upstream({ name: 'vllm', responses_api: false }),
+        upstream({ name: 'oa2', responses_api: true }),
+      ],
+    });
     expect(c.upstreams.map((u) => u.responsesApi)).toEqual([true, false, true]);
   });
 
-  it('api_key_env reads the command\'s env', () => {
-    const c = withProxy({ upstreams: [upstream({ api_key_env: 'MY_OPENAI_KEY', headers: { 'OpenAI-Organization': 'org-1' } })] }, { MY_OPENAI_KEY: 'sk-from-env' });
-    expect(c.upstreams[0]).toMatchObject({ apiKey: 'sk-from-env', headers: { 'openai-organization': 'org-1' }, timeoutMs: 600_000 });
+  it("api_key_env reads the command's env", () => {
+    const c = withProxy(
+      { upstreams: [upstream({ api_key_env: 'MY_OPENAI_KEY', headers: { 'OpenAI-Organization': 'org-1' } })] },
+      { MY_OPENAI_KEY: 'sk-from-env' },
+    );
+    expect(c.upstreams[0]).toMatchObject({
+      apiKey: 'sk-from-env',
+      headers: { 'openai-organization': 'org-1' },
+      timeoutMs: 600_000,
+    });
   });
 
   it.each([
@@ -73,22 +148,49 @@ describe('loadProxyConfig', () => {
     [{ upstreams: [upstream(), 'x'] }, /proxy\.upstreams\[1\]: must be an object/],
     [{ upstreams: [upstream({ name: '' })] }, /proxy\.upstreams\[0\]\.name: must be a non-empty string/],
     [{ upstreams: [upstream(), upstream()] }, /proxy\.upstreams\[1\]\.name: "oa" is used by an earlier upstream/],
-    [{ upstreams: [upstream({ protocol: 'cohere' })] }, /proxy\.upstreams\[0\]\.protocol: must be one of openai, anthropic, gemini/],
-    [{ upstreams: [upstream({ base_url: 'api.openai.com' })] }, /proxy\.upstreams\[0\]\.base_url: must be an absolute http\(s\) URL/],
+    [
+      { upstreams: [upstream({ protocol: 'cohere' })] },
+      /proxy\.upstreams\[0\]\.protocol: must be one of openai, anthropic, gemini/,
+    ],
+    [
+      { upstreams: [upstream({ base_url: 'api.openai.com' })] },
+      /proxy\.upstreams\[0\]\.base_url: must be an absolute http\(s\) URL/,
+    ],
     [{ upstreams: [upstream({ base_url: 'ftp://x' })] }, /proxy\.upstreams\[0\]\.base_url/],
-    [{ upstreams: [upstream({ base_url: 'https://x/v1?key=1' })] }, /proxy\.upstreams\[0\]\.base_url: must not carry a query/],
+    [
+      { upstreams: [upstream({ base_url: 'https://x/v1?key=1' })] },
+      /proxy\.upstreams\[0\]\.base_url: must not carry a query/,
+    ],
     [{ upstreams: [upstream({ models: [] })] }, /proxy\.upstreams\[0\]\.models: must be a non-empty list/],
     [{ upstreams: [upstream({ models: ['gpt-*', 3] })] }, /proxy\.upstreams\[0\]\.models\[1\]/],
-    [{ upstreams: [upstream({ api_key: 'a', api_key_env: 'B' })] }, /proxy\.upstreams\[0\]\.api_key: give either api_key or api_key_env/],
-    [{ upstreams: [upstream({ api_key_env: 'NOT_SET_ANYWHERE' })] }, /proxy\.upstreams\[0\]\.api_key_env: environment variable NOT_SET_ANYWHERE is not set/],
-    [{ upstreams: [upstream({ api_key_env: 'not a name' })] }, /proxy\.upstreams\[0\]\.api_key_env: must be an environment variable name/],
-    [{ upstreams: [upstream({ headers: { Authorization: 'Bearer x' } })] }, /proxy\.upstreams\[0\]\.headers\.Authorization: is set by the proxy/],
-    [{ upstreams: [upstream({ headers: { 'bad header': 'x' } })] }, /proxy\.upstreams\[0\]\.headers\.bad header: is not a valid header name/],
+    [
+      { upstreams: [upstream({ api_key: 'a', api_key_env: 'B' })] },
+      /proxy\.upstreams\[0\]\.api_key: give either api_key or api_key_env/,
+    ],
+    [
+      { upstreams: [upstream({ api_key_env: 'NOT_SET_ANYWHERE' })] },
+      /proxy\.upstreams\[0\]\.api_key_env: environment variable NOT_SET_ANYWHERE is not set/,
+    ],
+    [
+      { upstreams: [upstream({ api_key_env: 'not a name' })] },
+      /proxy\.upstreams\[0\]\.api_key_env: must be an environment variable name/,
+    ],
+    [
+      { upstreams: [upstream({ headers: { Authorization: 'Bearer x' } })] },
+      /proxy\.upstreams\[0\]\.headers\.Authorization: is set by the proxy/,
+    ],
+    [
+      { upstreams: [upstream({ headers: { 'bad header': 'x' } })] },
+      /proxy\.upstreams\[0\]\.headers\.bad header: is not a valid header name/,
+    ],
     [{ upstreams: [upstream({ timeout_ms: 'soon' })] }, /proxy\.upstreams\[0\]\.timeout_ms/],
     [{ upstreams: [upstream({ retries: 3 })] }, /proxy\.upstreams\[0\]\.retries: is not an upstream setting/],
     [{ upstreams: [upstream({ responses_api: 'no' })] }, /proxy\.upstreams\[0\]\.responses_api: must be true or false/],
     [{ upstreams: [upstream({ responses_api: null })] }, /proxy\.upstreams\[0\]\.responses_api: must be true or false/],
-    [{ upstreams: [upstream({ protocol: 'anthropic', base_url: 'https://api.anthropic.com', responses_api: false })] }, /proxy\.upstreams\[0\]\.responses_api: applies to protocol openai only/],
+    [
+      { upstreams: [upstream({ protocol: 'anthropic', base_url: 'https://api.anthropic.com', responses_api: false })] },
+      /proxy\.upstreams\[0\]\.responses_api: applies to protocol openai only/,
+    ],
     [{ model_aliases: { fast: 3 } }, /proxy\.model_aliases\.fast: must be a non-empty string/],
     [{ mcp: { servers: { 'bad name!': { url: 'https://x' } } } }, /proxy\.mcp\.servers\.bad name!/],
   ])('%j is a startup error naming the key', (proxy, message) => {
@@ -96,7 +198,9 @@ describe('loadProxyConfig', () => {
   });
 
   it('never prints an upstream key in an error', () => {
-    const message = failure(() => withProxy({ upstreams: [upstream({ api_key: 'sk-very-secret', base_url: 'nope' })] }));
+    const message = failure(() =>
+      withProxy({ upstreams: [upstream({ api_key: 'sk-very-secret', base_url: 'nope' })] }),
+    );
     expect(message).not.toContain('sk-very-secret');
   });
 
@@ -137,11 +241,15 @@ describe('loadProxyConfig', () => {
   });
 
   it('warns (and starts) when a key is set that off mode never checks', () => {
-    expect(withProxy({ auth_mode: 'off', api_key: 'unused' }).warnings).toContainEqual(expect.stringContaining('the key is not checked'));
+    expect(withProxy({ auth_mode: 'off', api_key: 'unused' }).warnings).toContainEqual(
+      expect.stringContaining('the key is not checked'),
+    );
   });
 
   it('reports a missing or unparsable file and bad arguments', () => {
-    expect(failure(() => load({}, ['--config', path.join(dir, 'missing.yaml')]))).toMatch(/cannot read the configuration file .*missing\.yaml: ENOENT/);
+    expect(failure(() => load({}, ['--config', path.join(dir, 'missing.yaml')]))).toMatch(
+      /cannot read the configuration file .*missing\.yaml: ENOENT/,
+    );
     expect(failure(() => load({}, ['--config', file('proxy: [unclosed', 'yaml')]))).toMatch(/neither JSON nor YAML/);
     expect(failure(() => load({}, ['--config', file('[1, 2]')]))).toMatch(/must hold an object/);
     expect(failure(() => load({}, ['--verbose']))).toMatch(/unknown argument "--verbose"/);
@@ -162,7 +270,10 @@ describe('what translation remembers, and model lists: limits and times as keys'
   });
 
   it('reads durations as text or milliseconds', () => {
-    const c = withProxy({ stores: { responses: { ttl: '10m', max_entries: 5 }, reasoning: { ttl: 90_000 } }, model_lists: { ttl: '1h' } });
+    const c = withProxy({
+      stores: { responses: { ttl: '10m', max_entries: 5 }, reasoning: { ttl: 90_000 } },
+      model_lists: { ttl: '1h' },
+    });
     expect(c.stores.responses).toMatchObject({ ttlMs: 600_000, maxEntries: 5 });
     expect(c.stores.reasoning.ttlMs).toBe(90_000);
     expect(c.modelLists.ttlMs).toBe(3_600_000);

@@ -4,7 +4,12 @@
  * limits apply, and another Store implementation takes the memory's place.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { memoryStore, type Store, type StoredConversation, type TranslationStores } from '../../../src/proxy/translate/stores.ts';
+import {
+  memoryStore,
+  type Store,
+  type StoredConversation,
+  type TranslationStores,
+} from '../../../src/proxy/translate/stores.ts';
 import { API_KEY, startTranslatingProxy, type TranslatingProxy } from '../../support/translating-proxy.ts';
 
 const started: TranslatingProxy[] = [];
@@ -24,7 +29,9 @@ async function start(options: Parameters<typeof startTranslatingProxy>[0] = {}):
  * tool call (another response id than its text answer).
  */
 async function respond(proxy: TranslatingProxy, input: string, previous?: string, withTool = false): Promise<Response> {
-  const tools = [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }];
+  const tools = [
+    { type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+  ];
   return fetch(`${proxy.url}/v1/responses`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
@@ -65,7 +72,10 @@ describe('translation state per app', () => {
       get: async (key) => kept.get(key),
       set: async (key, value) => void kept.set(key, value),
     };
-    const stores: TranslationStores = { responses, reasoning: memoryStore({ maxEntries: 10, maxBytes: 1_000_000, ttlMs: 60_000 }) };
+    const stores: TranslationStores = {
+      responses,
+      reasoning: memoryStore({ maxEntries: 10, maxBytes: 1_000_000, ttlMs: 60_000 }),
+    };
     const proxy = await start({ stores });
     const id = await idOf(await respond(proxy, 'My name is Ada.'));
     expect(JSON.stringify(kept.get(id)?.messages)).toContain('My name is Ada.');

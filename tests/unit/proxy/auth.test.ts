@@ -12,14 +12,22 @@ import { PROTOCOLS } from '../../../src/proxy/protocols/registry.ts';
 
 const KEY = 'sk-proxy-0123456789';
 
-describe('needsKey: the spec\'s table', () => {
+describe("needsKey: the spec's table", () => {
   it.each([
     ['off', false, false],
     ['strict', true, true],
     ['all_except_health', false, true],
   ] as const)('%s: /healthz %s, other paths %s', (mode, health, other) => {
     expect(needsKey(mode, '/healthz')).toBe(health);
-    for (const path of ['/v1/chat/completions', '/v1/messages', '/v1beta/models', '/internal/warmup', '/mcp/x/mcp', '/healthz/', '/v1/api/event_logging']) {
+    for (const path of [
+      '/v1/chat/completions',
+      '/v1/messages',
+      '/v1beta/models',
+      '/internal/warmup',
+      '/mcp/x/mcp',
+      '/healthz/',
+      '/v1/api/event_logging',
+    ]) {
       expect(needsKey(mode, path)).toBe(other);
     }
   });
@@ -31,9 +39,12 @@ describe('authenticate', () => {
   beforeAll(async () => {
     for (const mode of ['off', 'strict', 'all_except_health'] as EffectiveAuthMode[]) {
       const app = new Koa();
-      app.use(errorHandler(new Families(PROTOCOLS).render, createLogger('silent'))).use(authenticate(mode, KEY, new ClientCredentials(PROTOCOLS))).use((ctx) => {
-        ctx.body = { ok: true };
-      });
+      app
+        .use(errorHandler(new Families(PROTOCOLS).render, createLogger('silent')))
+        .use(authenticate(mode, KEY, new ClientCredentials(PROTOCOLS)))
+        .use((ctx) => {
+          ctx.body = { ok: true };
+        });
       const server = app.listen(0, '127.0.0.1');
       await new Promise((resolve) => server.once('listening', resolve));
       servers[mode] = { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
@@ -43,7 +54,8 @@ describe('authenticate', () => {
     for (const { server } of Object.values(servers)) server.close();
   });
 
-  const status = async (mode: string, path: string, init: RequestInit = {}) => (await fetch(`${servers[mode]?.base}${path}`, init)).status;
+  const status = async (mode: string, path: string, init: RequestInit = {}) =>
+    (await fetch(`${servers[mode]?.base}${path}`, init)).status;
 
   it.each([
     ['Authorization: Bearer', { authorization: `Bearer ${KEY}` }, ''],
@@ -64,10 +76,13 @@ describe('authenticate', () => {
     ['a longer key', { 'x-api-key': `${KEY}0` }, ''],
     ['an empty key parameter', {}, '?key='],
     ['the key in another parameter', {}, `?api_key=${KEY}`],
-  ])('strict refuses %s with a 401 in the family\'s shape', async (_name, headers, query) => {
+  ])("strict refuses %s with a 401 in the family's shape", async (_name, headers, query) => {
     const res = await fetch(`${servers['strict']?.base}/v1/messages${query}`, { headers });
     expect(res.status).toBe(401);
-    expect(await res.json()).toEqual({ type: 'error', error: { type: 'authentication_error', message: 'Invalid or missing API key' } });
+    expect(await res.json()).toEqual({
+      type: 'error',
+      error: { type: 'authentication_error', message: 'Invalid or missing API key' },
+    });
   });
 
   it('OPTIONS always passes', async () => {

@@ -35,12 +35,19 @@ describe('familyOf', () => {
   });
 });
 
-describe('errorBody: each vendor\'s own error shape', () => {
+describe("errorBody: each vendor's own error shape", () => {
   it('401: the shapes decisions.md fixes', () => {
     const error = proxyErrors.unauthorized();
-    expect(errorBody('openai', error)).toEqual({ error: { message: error.message, type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });
-    expect(errorBody('anthropic', error)).toEqual({ type: 'error', error: { type: 'authentication_error', message: error.message } });
-    expect(errorBody('gemini', error)).toEqual({ error: { code: 401, message: error.message, status: 'UNAUTHENTICATED' } });
+    expect(errorBody('openai', error)).toEqual({
+      error: { message: error.message, type: 'invalid_request_error', param: null, code: 'invalid_api_key' },
+    });
+    expect(errorBody('anthropic', error)).toEqual({
+      type: 'error',
+      error: { type: 'authentication_error', message: error.message },
+    });
+    expect(errorBody('gemini', error)).toEqual({
+      error: { code: 401, message: error.message, status: 'UNAUTHENTICATED' },
+    });
     expect(errorBody('other', error)).toEqual({ error: error.message });
   });
 
@@ -55,16 +62,32 @@ describe('errorBody: each vendor\'s own error shape', () => {
     [new HttpError(403, 'no'), 'invalid_request_error', 'permission_error', 'PERMISSION_DENIED'],
     [new HttpError(500, 'oops'), 'server_error', 'api_error', 'INTERNAL'],
   ])('%s', (error, openaiType, anthropicType, geminiStatus) => {
-    expect(errorBody('openai', error)).toEqual({ error: { message: error.message, type: openaiType, param: null, code: error.kind ?? null } });
-    expect(errorBody('anthropic', error)).toEqual({ type: 'error', error: { type: anthropicType, message: error.message } });
-    expect(errorBody('gemini', error)).toEqual({ error: { code: error.status, message: error.message, status: geminiStatus } });
+    expect(errorBody('openai', error)).toEqual({
+      error: { message: error.message, type: openaiType, param: null, code: error.kind ?? null },
+    });
+    expect(errorBody('anthropic', error)).toEqual({
+      type: 'error',
+      error: { type: anthropicType, message: error.message },
+    });
+    expect(errorBody('gemini', error)).toEqual({
+      error: { code: error.status, message: error.message, status: geminiStatus },
+    });
     expect(errorBody('other', error)).toEqual({ error: error.message });
   });
 
-  it('the catalogue\'s statuses', () => {
-    expect([
-      proxyErrors.unauthorized(), proxyErrors.invalidJson(), proxyErrors.missingModel(), proxyErrors.tooLarge(1), proxyErrors.modelNotFound('m'),
-      proxyErrors.routeNotFound('GET', '/x'), proxyErrors.noTranslation('a', 'b', 'c'), proxyErrors.upstreamUnreachable('u'), proxyErrors.upstreamTimeout('u', 1),
-    ].map((e) => e.status)).toEqual([401, 400, 400, 413, 404, 404, 501, 502, 504]);
+  it("the catalogue's statuses", () => {
+    expect(
+      [
+        proxyErrors.unauthorized(),
+        proxyErrors.invalidJson(),
+        proxyErrors.missingModel(),
+        proxyErrors.tooLarge(1),
+        proxyErrors.modelNotFound('m'),
+        proxyErrors.routeNotFound('GET', '/x'),
+        proxyErrors.noTranslation('a', 'b', 'c'),
+        proxyErrors.upstreamUnreachable('u'),
+        proxyErrors.upstreamTimeout('u', 1),
+      ].map((e) => e.status),
+    ).toEqual([401, 400, 400, 413, 404, 404, 501, 502, 504]);
   });
 });

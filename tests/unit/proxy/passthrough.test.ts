@@ -3,7 +3,15 @@
  * forwards to it as the proxy's endpoints do, and node:http clients.
  */
 import { once } from 'node:events';
-import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  Agent,
+  createServer,
+  request,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -33,17 +41,32 @@ const serve = (handler: (req: IncomingMessage, res: ServerResponse) => void) => 
 
 /** A Koa app forwarding every request's body to `upstreamPort`, as the endpoints do. */
 async function proxyTo(upstreamPort: number): Promise<number> {
-  const upstream = createUpstream({
-    name: 'up', protocol: 'openai', baseUrl: `http://127.0.0.1:${upstreamPort}/v1`, apiKey: 'sk-up', models: ['*'], headers: {}, timeoutMs: 5_000, responsesApi: true,
-  }, PROTOCOLS.openai);
+  const upstream = createUpstream(
+    {
+      name: 'up',
+      protocol: 'openai',
+      baseUrl: `http://127.0.0.1:${upstreamPort}/v1`,
+      apiKey: 'sk-up',
+      models: ['*'],
+      headers: {},
+      timeoutMs: 5_000,
+      responsesApi: true,
+    },
+    PROTOCOLS.openai,
+  );
   upstreams.push(upstream);
-  const app = new Koa().use((ctx) => forward(ctx, {
-    upstream, path: '/chat/completions', body: Buffer.from('{}'), signal: clientGone(ctx), credentials: new ClientCredentials(PROTOCOLS),
-  }));
+  const app = new Koa().use((ctx) =>
+    forward(ctx, {
+      upstream,
+      path: '/chat/completions',
+      body: Buffer.from('{}'),
+      signal: clientGone(ctx),
+      credentials: new ClientCredentials(PROTOCOLS),
+    }),
+  );
   // A cut response's socket error reaches Koa's 'error' event (the proxy logs it at debug).
   app.silent = true;
-  const handle = app.callback();
-  return listen(createServer((req, res) => void handle(req, res)));
+  return listen(createServer(app.callback()));
 }
 
 interface Received {
@@ -58,12 +81,10 @@ interface Received {
  * A client POST: what it received, and whether its response was cut short.
  * `onData` sees each chunk as it arrives, with the response to destroy.
  */
-interface PostOptions {
-  agent?: Agent | false;
-  onData?: (chunk: string, res: IncomingMessage) => void;
-}
-
-function post(port: number, { agent = false, onData = () => undefined }: PostOptions = {}): Promise<Received> {
+function post(
+  port: number,
+  { agent = false as Agent | false, onData = (_chunk: string, _res: IncomingMessage) => undefined } = {},
+): Promise<Received> {
   return new Promise((resolve, reject) => {
     request({ port, host: '127.0.0.1', method: 'POST', path: '/', agent }, (res) => {
       let body = '';
@@ -76,12 +97,14 @@ function post(port: number, { agent = false, onData = () => undefined }: PostOpt
       res.on('end', () => received(false));
       res.on('error', () => received(true));
       res.on('close', () => received(!res.complete));
-    }).on('error', reject).end('{}');
+    })
+      .on('error', reject)
+      .end('{}');
   });
 }
 
 describe('forward', () => {
-  it('relays status, headers and body, minus hop-by-hop headers, with the upstream\'s credential', async () => {
+  it("relays status, headers and body, minus hop-by-hop headers, with the upstream's credential", async () => {
     let authorization: string | undefined;
     const upstream = await serve((req, res) => {
       authorization = req.headers.authorization;
@@ -95,21 +118,22 @@ describe('forward', () => {
     expect(authorization).toBe('Bearer sk-up');
   });
 
-  it('leaves the client\'s keep-alive connection open for its next request', async () => {
+  it("leaves the client's keep-alive connection open for its next request", async () => {
     const upstream = await serve((_req, res) => res.end('{"ok":true}'));
     const port = await proxyTo(upstream);
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     const sockets = new Set<unknown>();
     agent.on('free', (socket) => sockets.add(socket));
     try {
-      for (let i = 0; i < 3; i++) expect(await post(port, { agent })).toMatchObject({ status: 200, body: '{"ok":true}', cut: false });
+      for (let i = 0; i < 3; i++)
+        expect(await post(port, { agent })).toMatchObject({ status: 200, body: '{"ok":true}', cut: false });
       expect(sockets.size).toBe(1);
     } finally {
       agent.destroy();
     }
   });
 
-  it('cuts the client\'s response when the upstream fails mid-body, and keeps serving', async () => {
+  it("cuts the client's response when the upstream fails mid-body, and keeps serving", async () => {
     const upstream = await serve((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: one\n\n');
@@ -145,7 +169,13 @@ describe('forward', () => {
       upstreamClosed = once(res, 'close').then(() => 'closed');
       arrived.resolve(undefined);
     });
-    const client = request({ port: await proxyTo(upstream), host: '127.0.0.1', method: 'POST', path: '/', agent: false });
+    const client = request({
+      port: await proxyTo(upstream),
+      host: '127.0.0.1',
+      method: 'POST',
+      path: '/',
+      agent: false,
+    });
     client.on('error', () => undefined).end('{}');
     await arrived.promise;
     client.destroy();

@@ -7,8 +7,22 @@ import { PROTOCOLS } from '../../../src/proxy/protocols/registry.ts';
 import { globToRegExp, isGlob, ModelRouter, passesThrough } from '../../../src/proxy/routing.ts';
 import type { Upstream } from '../../../src/proxy/upstreams.ts';
 
-function upstreamConfig(name: string, models: string[], protocol: UpstreamConfig['protocol'] = 'openai', responsesApi = true): UpstreamConfig {
-  return { name, protocol, baseUrl: 'http://127.0.0.1:1', apiKey: undefined, models, headers: {}, timeoutMs: 1000, responsesApi };
+function upstreamConfig(
+  name: string,
+  models: string[],
+  protocol: UpstreamConfig['protocol'] = 'openai',
+  responsesApi = true,
+): UpstreamConfig {
+  return {
+    name,
+    protocol,
+    baseUrl: 'http://127.0.0.1:1',
+    apiKey: undefined,
+    models,
+    headers: {},
+    timeoutMs: 1000,
+    responsesApi,
+  };
 }
 
 function upstream(name: string, models: string[], protocol: UpstreamConfig['protocol'] = 'openai'): Upstream {
@@ -34,19 +48,27 @@ describe('globToRegExp', () => {
 
   it('a glob without wildcards matches exactly itself', () => {
     fc.assert(
-      fc.property(fc.string().filter((s) => !isGlob(s)), fc.string(), (name, other) => {
-        expect(globToRegExp(name).test(name)).toBe(true);
-        expect(globToRegExp(name).test(other)).toBe(other === name);
-      }),
+      fc.property(
+        fc.string().filter((s) => !isGlob(s)),
+        fc.string(),
+        (name, other) => {
+          expect(globToRegExp(name).test(name)).toBe(true);
+          expect(globToRegExp(name).test(other)).toBe(other === name);
+        },
+      ),
     );
   });
 
   it('`prefix*` matches exactly the names starting with prefix', () => {
     fc.assert(
-      fc.property(fc.string().filter((s) => !isGlob(s)), fc.string(), (prefix, rest) => {
-        expect(globToRegExp(`${prefix}*`).test(prefix + rest)).toBe(true);
-        expect(globToRegExp(`${prefix}*`).test(rest)).toBe(rest.startsWith(prefix));
-      }),
+      fc.property(
+        fc.string().filter((s) => !isGlob(s)),
+        fc.string(),
+        (prefix, rest) => {
+          expect(globToRegExp(`${prefix}*`).test(prefix + rest)).toBe(true);
+          expect(globToRegExp(`${prefix}*`).test(rest)).toBe(rest.startsWith(prefix));
+        },
+      ),
     );
   });
 });
@@ -88,7 +110,8 @@ describe('passesThrough', () => {
   const anthropic = upstreamConfig('an', ['*'], 'anthropic');
 
   const operations = { openai: openaiOperations, anthropic: anthropicOperations };
-  const endpoint = (family: 'openai' | 'anthropic', name: string) => Object.values(operations[family]).find((o) => o.name === name);
+  const endpoint = (family: 'openai' | 'anthropic', name: string) =>
+    Object.values(operations[family]).find((o) => o.name === name);
 
   it.each<[string, boolean, UpstreamConfig, 'openai' | 'anthropic', string]>([
     ['Responses to an OpenAI upstream', true, openai, 'openai', 'responses'],

@@ -10,7 +10,16 @@ const forwardableHeaders = credentials.forwardableHeaders.bind(credentials);
 const forwardableQuery = credentials.forwardableQuery.bind(credentials);
 const createUpstream = (config: UpstreamConfig) => create(config, PROTOCOLS[config.protocol]);
 
-const config: UpstreamConfig = { name: 'oa', protocol: 'openai', baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-up', models: ['*'], headers: {}, timeoutMs: 1234, responsesApi: true };
+const config: UpstreamConfig = {
+  name: 'oa',
+  protocol: 'openai',
+  baseUrl: 'http://127.0.0.1:9/v1',
+  apiKey: 'sk-up',
+  models: ['*'],
+  headers: {},
+  timeoutMs: 1234,
+  responsesApi: true,
+};
 
 describe('forwardableHeaders', () => {
   it('drops every client credential and the hop-by-hop headers, keeps the rest', () => {
@@ -31,7 +40,12 @@ describe('forwardableHeaders', () => {
         'x-stainless-lang': 'js',
         'set-cookie': ['a=1', 'b=2'],
       }),
-    ).toEqual({ 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-stainless-lang': 'js', 'set-cookie': ['a=1', 'b=2'] });
+    ).toEqual({
+      'content-type': 'application/json',
+      'anthropic-version': '2023-06-01',
+      'x-stainless-lang': 'js',
+      'set-cookie': ['a=1', 'b=2'],
+    });
   });
 });
 
@@ -63,17 +77,27 @@ describe('upstreamFailure', () => {
   const upstream = createUpstream(config);
   const coded = (code: string) => Object.assign(new Error(code), { code });
 
-  it.each(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'])('%s → 504 naming the upstream and its timeout', (code) => {
-    const error = upstreamFailure(upstream, coded(code));
-    expect(error).toMatchObject({ status: 504, kind: 'upstream_timeout', message: 'Upstream oa did not answer within 1234 ms' });
-  });
+  it.each(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'])(
+    '%s → 504 naming the upstream and its timeout',
+    (code) => {
+      const error = upstreamFailure(upstream, coded(code));
+      expect(error).toMatchObject({
+        status: 504,
+        kind: 'upstream_timeout',
+        message: 'Upstream oa did not answer within 1234 ms',
+      });
+    },
+  );
 
-  it.each(['ECONNREFUSED', 'ENOTFOUND', 'ECONNRESET', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT'])('%s → 502', (code) => {
-    const cause = coded(code);
-    const error = upstreamFailure(upstream, cause);
-    expect(error).toMatchObject({ status: 502, kind: 'upstream_unreachable', message: 'Upstream oa is unreachable' });
-    expect(error.cause).toBe(cause);
-  });
+  it.each(['ECONNREFUSED', 'ENOTFOUND', 'ECONNRESET', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT'])(
+    '%s → 502',
+    (code) => {
+      const cause = coded(code);
+      const error = upstreamFailure(upstream, cause);
+      expect(error).toMatchObject({ status: 502, kind: 'upstream_unreachable', message: 'Upstream oa is unreachable' });
+      expect(error.cause).toBe(cause);
+    },
+  );
 
   it('an HttpError raised while the body streamed (413) stays what it is, wrapped or not', () => {
     const tooLarge = new HttpError(413, 'too large');
@@ -81,7 +105,7 @@ describe('upstreamFailure', () => {
     expect(upstreamFailure(upstream, new Error('request failed', { cause: tooLarge }))).toBe(tooLarge);
   });
 
-  it('keeps base_url\'s path (an OpenAI-style /v1) as the prefix of every request path', async () => {
+  it("keeps base_url's path (an OpenAI-style /v1) as the prefix of every request path", async () => {
     expect(upstream.basePath).toBe('/v1');
     expect(createUpstream({ ...config, baseUrl: 'https://gateway.example/anthropic' }).basePath).toBe('/anthropic');
     expect(createUpstream({ ...config, baseUrl: 'https://api.anthropic.com' }).basePath).toBe('');

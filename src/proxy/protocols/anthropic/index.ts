@@ -46,7 +46,10 @@ export const anthropic: ProtocolSpec = {
   upstream: {
     generate: () => ({ path: '/v1/messages' }),
     models: { path: '/v1/models', query: 'limit=1000' },
-    warmup: (model) => ({ path: '/v1/messages', body: { model, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] } }),
+    warmup: (model) => ({
+      path: '/v1/messages',
+      body: { model, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] },
+    }),
   },
   adapter,
   errors,

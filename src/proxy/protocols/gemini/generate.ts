@@ -1,23 +1,56 @@
 /** Gemini generateContent / streamGenerateContent ⇄ the internal form. */
 import {
   TranslateError,
-  type Adapter, type Conversation, type JsonObject, type Message, type ModelResponse, type Part, type StopReason,
-  type StreamEncoder, type StreamEvent, type ToolChoice, type ToolDef, type Usage,
+  type Adapter,
+  type Conversation,
+  type JsonObject,
+  type Message,
+  type ModelResponse,
+  type Part,
+  type StopReason,
+  type StreamEncoder,
+  type StreamEvent,
+  type ToolChoice,
+  type ToolDef,
+  type Usage,
 } from '../../translate/model.ts';
 import {
-  argsObject, argsText, arr, compact, contentText, newId, obj, optNum, optStr,
-  pushMessage, SseStreamDecoder, stopList, str, toolNames, truncated,
+  argsObject,
+  argsText,
+  arr,
+  compact,
+  contentText,
+  newId,
+  obj,
+  optNum,
+  optStr,
+  pushMessage,
+  SseStreamDecoder,
+  stopList,
+  str,
+  toolNames,
+  truncated,
 } from '../../translate/wire.ts';
 import { isObject } from '../../../json.ts';
 import { errorBody } from './errors.ts';
 import { geminiParameters, geminiSchema, jsonSchemaOf } from './schema.ts';
 
 const FINISH_IN: Record<string, StopReason> = {
-  STOP: 'end', MAX_TOKENS: 'max_tokens', SAFETY: 'content_filter', RECITATION: 'content_filter', BLOCKLIST: 'content_filter',
-  PROHIBITED_CONTENT: 'content_filter', SPII: 'content_filter', IMAGE_SAFETY: 'content_filter',
+  STOP: 'end',
+  MAX_TOKENS: 'max_tokens',
+  SAFETY: 'content_filter',
+  RECITATION: 'content_filter',
+  BLOCKLIST: 'content_filter',
+  PROHIBITED_CONTENT: 'content_filter',
+  SPII: 'content_filter',
+  IMAGE_SAFETY: 'content_filter',
 };
 const FINISH_OUT: Record<StopReason, string> = {
-  end: 'STOP', stop_sequence: 'STOP', tool_use: 'STOP', max_tokens: 'MAX_TOKENS', content_filter: 'SAFETY',
+  end: 'STOP',
+  stop_sequence: 'STOP',
+  tool_use: 'STOP',
+  max_tokens: 'MAX_TOKENS',
+  content_filter: 'SAFETY',
 };
 
 /**
@@ -25,7 +58,6 @@ const FINISH_OUT: Record<StopReason, string> = {
  * signature it issued (history from another model), so validation skips them.
  */
 export const SKIP_SIGNATURE = 'skip_thought_signature_validator';
-
 
 /** Pairs function responses with the calls before them: by id, else by name in call order. */
 class CallIds {
@@ -61,12 +93,27 @@ function decodeParts(raw: unknown, what: string, ids: CallIds): Part[] {
     const at = `${what}[${i}]`;
     const signature = optStr(p.thoughtSignature, `${at}.thoughtSignature`);
     if (p.thought === true) {
-      parts.push(compact({ type: 'reasoning' as const, text: optStr(p.text, `${at}.text`) ?? '', provider: 'gemini' as const, signature }));
+      parts.push(
+        compact({
+          type: 'reasoning' as const,
+          text: optStr(p.text, `${at}.text`) ?? '',
+          provider: 'gemini' as const,
+          signature,
+        }),
+      );
       return;
     }
     if (isObject(p.functionCall)) {
       const name = str(p.functionCall.name, `${at}.functionCall.name`);
-      parts.push(compact({ type: 'tool_call' as const, id: ids.call(p.functionCall.id, name), name, arguments: argsText(p.functionCall.args), signature }));
+      parts.push(
+        compact({
+          type: 'tool_call' as const,
+          id: ids.call(p.functionCall.id, name),
+          name,
+          arguments: argsText(p.functionCall.args),
+          signature,
+        }),
+      );
       return;
     }
     // A signature on a text part is kept as an empty reasoning part before it.
@@ -74,13 +121,33 @@ function decodeParts(raw: unknown, what: string, ids: CallIds): Part[] {
     if (typeof p.text === 'string') {
       if (p.text !== '') parts.push({ type: 'text', text: p.text });
     } else if (isObject(p.inlineData)) {
-      parts.push({ type: 'image', source: { kind: 'base64', mime: str(p.inlineData.mimeType, `${at}.inlineData.mimeType`), data: str(p.inlineData.data, `${at}.inlineData.data`) } });
+      parts.push({
+        type: 'image',
+        source: {
+          kind: 'base64',
+          mime: str(p.inlineData.mimeType, `${at}.inlineData.mimeType`),
+          data: str(p.inlineData.data, `${at}.inlineData.data`),
+        },
+      });
     } else if (isObject(p.fileData)) {
-      parts.push({ type: 'image', source: compact({ kind: 'url' as const, url: str(p.fileData.fileUri, `${at}.fileData.fileUri`), mime: optStr(p.fileData.mimeType, `${at}.fileData.mimeType`) }) });
+      parts.push({
+        type: 'image',
+        source: compact({
+          kind: 'url' as const,
+          url: str(p.fileData.fileUri, `${at}.fileData.fileUri`),
+          mime: optStr(p.fileData.mimeType, `${at}.fileData.mimeType`),
+        }),
+      });
     } else if (isObject(p.functionResponse)) {
       const name = str(p.functionResponse.name, `${at}.functionResponse.name`);
       const response = isObject(p.functionResponse.response) ? p.functionResponse.response : {};
-      parts.push({ type: 'tool_result', callId: ids.result(p.functionResponse.id, name), name, content: [{ type: 'text', text: resultText(response) }], isError: 'error' in response && !('output' in response) });
+      parts.push({
+        type: 'tool_result',
+        callId: ids.result(p.functionResponse.id, name),
+        name,
+        content: [{ type: 'text', text: resultText(response) }],
+        isError: 'error' in response && !('output' in response),
+      });
     }
   });
   return parts;
@@ -97,11 +164,15 @@ function decodeToolChoice(config: unknown): ToolChoice | undefined {
   if (!fc) return undefined;
   const names = Array.isArray(fc.allowedFunctionNames) ? fc.allowedFunctionNames : [];
   if (fc.mode === 'NONE') return 'none';
-  if (fc.mode === 'ANY' || fc.mode === 'VALIDATED') return names.length === 1 && typeof names[0] === 'string' ? { name: names[0] } : 'required';
+  if (fc.mode === 'ANY' || fc.mode === 'VALIDATED')
+    return names.length === 1 && typeof names[0] === 'string' ? { name: names[0] } : 'required';
   return 'auto';
 }
 
-export function decodeRequest(body: JsonObject, ctx: { model?: string; stream?: boolean; sse?: boolean }): Conversation {
+export function decodeRequest(
+  body: JsonObject,
+  ctx: { model?: string; stream?: boolean; sse?: boolean },
+): Conversation {
   const ids = new CallIds();
   const messages: Message[] = [];
   arr(body.contents, 'contents').forEach((rc, i) => {
@@ -109,21 +180,37 @@ export function decodeRequest(body: JsonObject, ctx: { model?: string; stream?: 
     pushMessage(messages, c.role === 'model' ? 'assistant' : 'user', decodeParts(c.parts, `contents[${i}].parts`, ids));
   });
   const si = body.systemInstruction ?? body.system_instruction;
-  const system = si === undefined || si === null ? undefined
-    : typeof si === 'string' ? si : contentText(decodeParts(obj(si, 'systemInstruction').parts, 'systemInstruction.parts', ids));
+  const system =
+    si === undefined || si === null
+      ? undefined
+      : typeof si === 'string'
+        ? si
+        : contentText(decodeParts(obj(si, 'systemInstruction').parts, 'systemInstruction.parts', ids));
   const tools: ToolDef[] = [];
   arr(body.tools, 'tools').forEach((rt, i) => {
     const t = obj(rt, `tools[${i}]`);
     arr(t.functionDeclarations, `tools[${i}].functionDeclarations`).forEach((rd, j) => {
       const d = obj(rd, `tools[${i}].functionDeclarations[${j}]`);
-      const parameters = isObject(d.parametersJsonSchema) ? d.parametersJsonSchema : jsonSchemaOf(d.parameters ?? { type: 'object', properties: {} });
-      tools.push(compact({ name: str(d.name, `tools[${i}].functionDeclarations[${j}].name`), description: optStr(d.description, 'description'), parameters }));
+      const parameters = isObject(d.parametersJsonSchema)
+        ? d.parametersJsonSchema
+        : jsonSchemaOf(d.parameters ?? { type: 'object', properties: {} });
+      tools.push(
+        compact({
+          name: str(d.name, `tools[${i}].functionDeclarations[${j}].name`),
+          description: optStr(d.description, 'description'),
+          parameters,
+        }),
+      );
     });
   });
   const gc = isObject(body.generationConfig) ? body.generationConfig : {};
   const thinking = isObject(gc.thinkingConfig) ? gc.thinkingConfig : undefined;
-  const budget = thinking ? optNum(thinking.thinkingBudget, 'generationConfig.thinkingConfig.thinkingBudget') : undefined;
-  const level = thinking ? optStr(thinking.thinkingLevel, 'generationConfig.thinkingConfig.thinkingLevel')?.toLowerCase() : undefined;
+  const budget = thinking
+    ? optNum(thinking.thinkingBudget, 'generationConfig.thinkingConfig.thinkingBudget')
+    : undefined;
+  const level = thinking
+    ? optStr(thinking.thinkingLevel, 'generationConfig.thinkingConfig.thinkingLevel')?.toLowerCase()
+    : undefined;
   const schema = gc.responseJsonSchema ?? gc.responseSchema;
   const model = ctx.model ?? optStr(body.model, 'model');
   if (model === undefined) throw new TranslateError('model is required');
@@ -140,15 +227,31 @@ export function decodeRequest(body: JsonObject, ctx: { model?: string; stream?: 
     stop: stopList(gc.stopSequences, 'generationConfig.stopSequences'),
     tools: tools.length > 0 ? tools : undefined,
     toolChoice: decodeToolChoice(body.toolConfig),
-    responseFormat: gc.responseMimeType === 'application/json'
-      ? isObject(schema) ? { type: 'json_schema', name: 'response', schema: gc.responseJsonSchema ? schema : jsonSchemaOf(schema) } : { type: 'json_object' }
-      : undefined,
-    reasoning: thinking === undefined || budget === 0 ? undefined
-      : compact({ enabled: true, budgetTokens: budget !== undefined && budget > 0 ? budget : undefined, effort: level === 'low' || level === 'medium' || level === 'high' ? (level as 'low') : undefined }),
+    responseFormat:
+      gc.responseMimeType === 'application/json'
+        ? isObject(schema)
+          ? { type: 'json_schema', name: 'response', schema: gc.responseJsonSchema ? schema : jsonSchemaOf(schema) }
+          : { type: 'json_object' }
+        : undefined,
+    reasoning:
+      thinking === undefined || budget === 0
+        ? undefined
+        : compact({
+            enabled: true,
+            budgetTokens: budget !== undefined && budget > 0 ? budget : undefined,
+            effort: level === 'low' || level === 'medium' || level === 'high' ? (level as 'low') : undefined,
+          }),
   });
 }
 
-const IMAGE_TYPES: Record<string, string> = { png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', webp: 'image/webp', gif: 'image/gif', heic: 'image/heic' };
+const IMAGE_TYPES: Record<string, string> = {
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  webp: 'image/webp',
+  gif: 'image/gif',
+  heic: 'image/heic',
+};
 
 /** Gemini's fileData needs a MIME type; other wires give image URLs without one. */
 function mimeOfUrl(url: string): string {
@@ -158,16 +261,30 @@ function mimeOfUrl(url: string): string {
 
 function encodePart(p: Part, names: Map<string, string>, signature: string | undefined): JsonObject | undefined {
   switch (p.type) {
-    case 'text': return p.text === '' ? undefined : compact({ text: p.text, thoughtSignature: signature });
+    case 'text':
+      return p.text === '' ? undefined : compact({ text: p.text, thoughtSignature: signature });
     case 'image': {
       const s = p.source;
-      return compact({ ...(s.kind === 'base64' ? { inlineData: { mimeType: s.mime, data: s.data } } : { fileData: { mimeType: s.mime ?? mimeOfUrl(s.url), fileUri: s.url } }), thoughtSignature: signature });
+      return compact({
+        ...(s.kind === 'base64'
+          ? { inlineData: { mimeType: s.mime, data: s.data } }
+          : { fileData: { mimeType: s.mime ?? mimeOfUrl(s.url), fileUri: s.url } }),
+        thoughtSignature: signature,
+      });
     }
     case 'tool_call':
-      return compact({ functionCall: { name: p.name, args: argsObject(p.arguments) }, thoughtSignature: p.signature ?? signature });
+      return compact({
+        functionCall: { name: p.name, args: argsObject(p.arguments) },
+        thoughtSignature: p.signature ?? signature,
+      });
     case 'tool_result': {
       const text = contentText(p.content);
-      return { functionResponse: { name: p.name ?? names.get(p.callId) ?? p.callId, response: p.isError ? { error: text } : { output: text } } };
+      return {
+        functionResponse: {
+          name: p.name ?? names.get(p.callId) ?? p.callId,
+          response: p.isError ? { error: text } : { output: text },
+        },
+      };
     }
     case 'reasoning':
       return undefined;
@@ -186,7 +303,9 @@ function encodeContents(messages: readonly Message[]): JsonObject[] {
   for (const m of messages) {
     const parts: JsonObject[] = [];
     // Gemini wants a signature on the first call of a turn; a turn it did not sign gets the documented bypass.
-    let bypass = m.parts.some((p) => p.type === 'tool_call' && p.signature !== undefined) ? undefined : firstCallBypass(m.parts);
+    let bypass = m.parts.some((p) => p.type === 'tool_call' && p.signature !== undefined)
+      ? undefined
+      : firstCallBypass(m.parts);
     let pending: string | undefined;
     for (const p of m.parts) {
       if (p.type === 'reasoning') {
@@ -196,7 +315,7 @@ function encodeContents(messages: readonly Message[]): JsonObject[] {
         else pending = p.signature ?? pending;
         continue;
       }
-      const encoded = encodePart(p, names, p.type === 'tool_call' ? pending ?? bypass : pending);
+      const encoded = encodePart(p, names, p.type === 'tool_call' ? (pending ?? bypass) : pending);
       if (p.type === 'tool_call') bypass = undefined;
       if (encoded) {
         parts.push(encoded);
@@ -217,7 +336,11 @@ function encodeContents(messages: readonly Message[]): JsonObject[] {
 
 function budgetOf(reasoning: NonNullable<Conversation['reasoning']>): number {
   if (reasoning.budgetTokens !== undefined) return reasoning.budgetTokens;
-  return reasoning.effort === 'minimal' || reasoning.effort === 'low' ? 1024 : reasoning.effort === 'high' ? 24576 : 8192;
+  return reasoning.effort === 'minimal' || reasoning.effort === 'low'
+    ? 1024
+    : reasoning.effort === 'high'
+      ? 24576
+      : 8192;
 }
 
 export function encodeRequest(conv: Conversation): JsonObject {
@@ -226,12 +349,25 @@ export function encodeRequest(conv: Conversation): JsonObject {
   return compact({
     contents: encodeContents(conv.messages),
     systemInstruction: conv.system === undefined ? undefined : { parts: [{ text: conv.system }] },
-    tools: conv.tools && conv.tools.length > 0
-      ? [{ functionDeclarations: conv.tools.map((t) => compact({ name: t.name, description: t.description, parameters: geminiParameters(t.parameters) })) }]
-      : undefined,
-    toolConfig: tc === undefined ? undefined : {
-      functionCallingConfig: typeof tc === 'object' ? { mode: 'ANY', allowedFunctionNames: [tc.name] } : { mode: tc === 'required' ? 'ANY' : tc === 'none' ? 'NONE' : 'AUTO' },
-    },
+    tools:
+      conv.tools && conv.tools.length > 0
+        ? [
+            {
+              functionDeclarations: conv.tools.map((t) =>
+                compact({ name: t.name, description: t.description, parameters: geminiParameters(t.parameters) }),
+              ),
+            },
+          ]
+        : undefined,
+    toolConfig:
+      tc === undefined
+        ? undefined
+        : {
+            functionCallingConfig:
+              typeof tc === 'object'
+                ? { mode: 'ANY', allowedFunctionNames: [tc.name] }
+                : { mode: tc === 'required' ? 'ANY' : tc === 'none' ? 'NONE' : 'AUTO' },
+          },
     generationConfig: compact({
       maxOutputTokens: conv.maxTokens,
       temperature: conv.temperature,
@@ -240,7 +376,9 @@ export function encodeRequest(conv: Conversation): JsonObject {
       stopSequences: conv.stop,
       responseMimeType: rf === undefined || rf.type === 'text' ? undefined : 'application/json',
       responseSchema: rf?.type === 'json_schema' ? geminiSchema(rf.schema) : undefined,
-      thinkingConfig: conv.reasoning?.enabled ? { thinkingBudget: budgetOf(conv.reasoning), includeThoughts: true } : undefined,
+      thinkingConfig: conv.reasoning?.enabled
+        ? { thinkingBudget: budgetOf(conv.reasoning), includeThoughts: true }
+        : undefined,
     }),
   });
 }
@@ -277,8 +415,9 @@ export function decodeResponse(body: JsonObject): ModelResponse {
   const id = typeof body.responseId === 'string' ? body.responseId : newId('');
   const candidate = Array.isArray(body.candidates) && isObject(body.candidates[0]) ? body.candidates[0] : {};
   const content = isObject(candidate.content) ? candidate.content : {};
-  const parts = decodeParts(content.parts, 'candidates[0].content.parts', new CallIds((n) => callId(id, n)))
-    .filter((p): p is ModelResponse['parts'][number] => p.type === 'text' || p.type === 'reasoning' || p.type === 'tool_call');
+  const parts = decodeParts(content.parts, 'candidates[0].content.parts', new CallIds((n) => callId(id, n))).filter(
+    (p): p is ModelResponse['parts'][number] => p.type === 'text' || p.type === 'reasoning' || p.type === 'tool_call',
+  );
   const hasCalls = parts.some((p) => p.type === 'tool_call');
   // A prompt Gemini blocked has no candidates, only promptFeedback.blockReason.
   const blocked = isObject(body.promptFeedback) && typeof body.promptFeedback.blockReason === 'string';
@@ -287,7 +426,7 @@ export function decodeResponse(body: JsonObject): ModelResponse {
     id,
     model: typeof body.modelVersion === 'string' ? body.modelVersion : '',
     parts,
-    stopReason: hasCalls && finish === 'STOP' ? 'tool_use' : FINISH_IN[finish] ?? 'end',
+    stopReason: hasCalls && finish === 'STOP' ? 'tool_use' : (FINISH_IN[finish] ?? 'end'),
     usage: decodeUsage(body.usageMetadata),
   };
 }
@@ -304,7 +443,12 @@ function encodeResponseParts(parts: ModelResponse['parts']): JsonObject[] {
       out.push(compact({ text: p.text, thoughtSignature: pending }));
       pending = undefined;
     } else {
-      out.push(compact({ functionCall: { id: p.id, name: p.name, args: argsObject(p.arguments) }, thoughtSignature: p.signature ?? pending }));
+      out.push(
+        compact({
+          functionCall: { id: p.id, name: p.name, args: argsObject(p.arguments) },
+          thoughtSignature: p.signature ?? pending,
+        }),
+      );
       pending = undefined;
     }
   }
@@ -314,7 +458,13 @@ function encodeResponseParts(parts: ModelResponse['parts']): JsonObject[] {
 export function encodeResponse(res: ModelResponse, conv: Conversation): JsonObject {
   const parts = encodeResponseParts(res.parts);
   return {
-    candidates: [{ content: { role: 'model', parts: parts.length > 0 ? parts : [{ text: '' }] }, finishReason: FINISH_OUT[res.stopReason], index: 0 }],
+    candidates: [
+      {
+        content: { role: 'model', parts: parts.length > 0 ? parts : [{ text: '' }] },
+        finishReason: FINISH_OUT[res.stopReason],
+        index: 0,
+      },
+    ],
     usageMetadata: encodeUsage(res.usage),
     modelVersion: conv.model,
     responseId: res.id,
@@ -335,7 +485,10 @@ class GeminiStreamDecoder extends SseStreamDecoder {
       return;
     }
     if (this.usage) out.push({ type: 'usage', usage: this.usage });
-    out.push({ type: 'stop', reason: this.tools > 0 && this.finishReason === 'STOP' ? 'tool_use' : FINISH_IN[this.finishReason] ?? 'end' });
+    out.push({
+      type: 'stop',
+      reason: this.tools > 0 && this.finishReason === 'STOP' ? 'tool_use' : (FINISH_IN[this.finishReason] ?? 'end'),
+    });
   }
 
   protected frame(data: string, out: StreamEvent[]): void {
@@ -347,8 +500,10 @@ class GeminiStreamDecoder extends SseStreamDecoder {
       out.push({ type: 'start', id: this.id, model: String(chunk.modelVersion ?? ''), provider: 'gemini' });
     }
     if (isObject(chunk.usageMetadata)) this.usage = decodeUsage(chunk.usageMetadata);
-    if (isObject(chunk.promptFeedback) && typeof chunk.promptFeedback.blockReason === 'string') this.finishReason = 'SAFETY';
-    const candidate = Array.isArray(chunk.candidates) && isObject(chunk.candidates[0]) ? chunk.candidates[0] : undefined;
+    if (isObject(chunk.promptFeedback) && typeof chunk.promptFeedback.blockReason === 'string')
+      this.finishReason = 'SAFETY';
+    const candidate =
+      Array.isArray(chunk.candidates) && isObject(chunk.candidates[0]) ? chunk.candidates[0] : undefined;
     if (!candidate) return;
     const content = isObject(candidate.content) ? candidate.content : {};
     for (const rp of Array.isArray(content.parts) ? content.parts : []) {
@@ -356,8 +511,13 @@ class GeminiStreamDecoder extends SseStreamDecoder {
       const signature = typeof rp.thoughtSignature === 'string' ? rp.thoughtSignature : undefined;
       if (isObject(rp.functionCall)) {
         const index = this.tools++;
-        const id = typeof rp.functionCall.id === 'string' && rp.functionCall.id !== '' ? rp.functionCall.id : callId(this.id, index);
-        out.push(compact({ type: 'tool_start' as const, index, id, name: String(rp.functionCall.name ?? ''), signature }));
+        const id =
+          typeof rp.functionCall.id === 'string' && rp.functionCall.id !== ''
+            ? rp.functionCall.id
+            : callId(this.id, index);
+        out.push(
+          compact({ type: 'tool_start' as const, index, id, name: String(rp.functionCall.name ?? ''), signature }),
+        );
         out.push({ type: 'tool_args', index, delta: argsText(rp.functionCall.args) });
       } else if (rp.thought === true) {
         out.push(compact({ type: 'reasoning' as const, text: typeof rp.text === 'string' ? rp.text : '', signature }));
@@ -389,7 +549,13 @@ class GeminiStreamEncoder implements StreamEncoder {
 
   private chunk(parts: JsonObject[], finish?: StopReason): string {
     const body = compact({
-      candidates: [compact({ content: { role: 'model', parts }, finishReason: finish === undefined ? undefined : FINISH_OUT[finish], index: 0 })],
+      candidates: [
+        compact({
+          content: { role: 'model', parts },
+          finishReason: finish === undefined ? undefined : FINISH_OUT[finish],
+          index: 0,
+        }),
+      ],
       usageMetadata: finish !== undefined && this.usage ? encodeUsage(this.usage) : undefined,
       modelVersion: this.conv.model,
       responseId: this.id,
@@ -405,7 +571,9 @@ class GeminiStreamEncoder implements StreamEncoder {
   }
 
   private flushCalls(): JsonObject[] {
-    const parts = this.calls.map((c) => compact({ functionCall: { id: c.id, name: c.name, args: argsObject(c.args) }, thoughtSignature: c.signature }));
+    const parts = this.calls.map((c) =>
+      compact({ functionCall: { id: c.id, name: c.name, args: argsObject(c.args) }, thoughtSignature: c.signature }),
+    );
     this.calls.length = 0;
     return parts;
   }
@@ -432,11 +600,21 @@ class GeminiStreamEncoder implements StreamEncoder {
           this.pendingSignature = signature ?? this.pendingSignature;
           return '';
         }
-        return this.chunk([...this.flushCalls(), compact({ text: e.text, thought: true, thoughtSignature: signature })]);
+        return this.chunk([
+          ...this.flushCalls(),
+          compact({ text: e.text, thought: true, thoughtSignature: signature }),
+        ]);
       }
       case 'tool_start': {
         const out = this.calls.length > 0 ? this.chunk(this.flushCalls()) : '';
-        this.calls.push(compact({ id: e.id, name: e.name, args: '', signature: (this.provider === 'gemini' ? e.signature : undefined) ?? this.takeSignature() }));
+        this.calls.push(
+          compact({
+            id: e.id,
+            name: e.name,
+            args: '',
+            signature: (this.provider === 'gemini' ? e.signature : undefined) ?? this.takeSignature(),
+          }),
+        );
         return out;
       }
       case 'tool_args': {
@@ -444,12 +622,15 @@ class GeminiStreamEncoder implements StreamEncoder {
         if (call) call.args += e.delta;
         return '';
       }
-      case 'usage': this.usage = e.usage; return '';
+      case 'usage':
+        this.usage = e.usage;
+        return '';
       case 'stop': {
         const parts = this.flushCalls();
         // A signature still waiting rides on an empty text part, as Gemini itself sends it.
         const signature = this.takeSignature();
-        if (parts.length === 0 || signature !== undefined) parts.push(compact({ text: '', thoughtSignature: signature }));
+        if (parts.length === 0 || signature !== undefined)
+          parts.push(compact({ text: '', thoughtSignature: signature }));
         return this.chunk(parts, e.reason);
       }
       case 'error':

@@ -33,9 +33,12 @@ export const operations = {
     stream: false,
     count: {
       // `contents`, or a whole generateContentRequest.
-      estimate: (body, model) => estimateConversation(
-        adapter.decodeRequest(isObject(body['generateContentRequest']) ? body['generateContentRequest'] : body, { model }),
-      ),
+      estimate: (body, model) =>
+        estimateConversation(
+          adapter.decodeRequest(isObject(body['generateContentRequest']) ? body['generateContentRequest'] : body, {
+            model,
+          }),
+        ),
       answer: (tokens) => ({ totalTokens: tokens }),
     },
   },
@@ -64,7 +67,10 @@ function entry(e: CatalogEntry): unknown {
 export const gemini: ProtocolSpec = {
   routes: [
     { path: '/v1beta/models/:model', fromPath },
-    { path: '/v1beta/models/:model/countTokens', fromPath: (param) => ({ operation: operations.countTokens, model: param.replace(/^models\//, '') }) },
+    {
+      path: '/v1beta/models/:model/countTokens',
+      fromPath: (param) => ({ operation: operations.countTokens, model: param.replace(/^models\//, '') }),
+    },
     // @google/genai's default `v1` API version: the same paths below /v1.
     { path: '/v1/models/:model', fromPath },
   ],
@@ -82,9 +88,10 @@ export const gemini: ProtocolSpec = {
     },
   },
   upstream: {
-    generate: (model, stream) => (stream
-      ? { path: modelPath(model, 'streamGenerateContent'), query: 'alt=sse' }
-      : { path: modelPath(model, 'generateContent') }),
+    generate: (model, stream) =>
+      stream
+        ? { path: modelPath(model, 'streamGenerateContent'), query: 'alt=sse' }
+        : { path: modelPath(model, 'generateContent') },
     models: { path: '/v1beta/models', query: 'pageSize=1000' },
     warmup: (model) => ({
       path: modelPath(model, 'generateContent'),

@@ -8,7 +8,8 @@ export function jsonSchemaOf(schema: unknown): JsonObject {
   const out: JsonObject = {};
   for (const [k, v] of Object.entries(schema)) {
     if (k === 'type' && typeof v === 'string') out.type = v.toLowerCase();
-    else if (k === 'properties' && isObject(v)) out.properties = Object.fromEntries(Object.entries(v).map(([n, s]) => [n, jsonSchemaOf(s)]));
+    else if (k === 'properties' && isObject(v))
+      out.properties = Object.fromEntries(Object.entries(v).map(([n, s]) => [n, jsonSchemaOf(s)]));
     else if (k === 'items') out.items = jsonSchemaOf(v);
     else if (k === 'anyOf' && Array.isArray(v)) out.anyOf = v.map(jsonSchemaOf);
     else if (k === 'nullable' || k === 'propertyOrdering') continue;
@@ -24,11 +25,40 @@ export function jsonSchemaOf(schema: unknown): JsonObject {
  * because Gemini only accepts `enum` and `date-time` for strings.
  */
 const GEMINI_DROPPED = new Set([
-  '$schema', '$id', '$ref', '$defs', 'definitions', '$comment', 'additionalProperties', 'unevaluatedProperties',
-  'patternProperties', 'propertyNames', 'dependentSchemas', 'dependentRequired', 'if', 'then', 'else', 'not',
-  'const', 'examples', 'default', 'exclusiveMinimum', 'exclusiveMaximum', 'contentEncoding', 'contentMediaType',
-  'strict', 'title', 'readOnly', 'writeOnly', 'deprecated', 'additionalItems', 'contains', 'minContains', 'maxContains',
-  'uniqueItems', 'multipleOf',
+  '$schema',
+  '$id',
+  '$ref',
+  '$defs',
+  'definitions',
+  '$comment',
+  'additionalProperties',
+  'unevaluatedProperties',
+  'patternProperties',
+  'propertyNames',
+  'dependentSchemas',
+  'dependentRequired',
+  'if',
+  'then',
+  'else',
+  'not',
+  'const',
+  'examples',
+  'default',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'contentEncoding',
+  'contentMediaType',
+  'strict',
+  'title',
+  'readOnly',
+  'writeOnly',
+  'deprecated',
+  'additionalItems',
+  'contains',
+  'minContains',
+  'maxContains',
+  'uniqueItems',
+  'multipleOf',
 ]);
 
 /** Rewrites a JSON Schema into what Gemini's `parameters` accepts: refs inlined, unions flattened. */

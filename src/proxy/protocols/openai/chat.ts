@@ -3,21 +3,55 @@ import { UPSTREAM_ERROR_KIND } from '../errors.ts';
 import { openaiError } from '../families.ts';
 import {
   TranslateError,
-  type Adapter, type Conversation, type ContentPart, type JsonObject, type Message, type ModelResponse, type Part,
-  type StopReason, type StreamEncoder, type StreamEvent, type ToolChoice, type Usage,
+  type Adapter,
+  type Conversation,
+  type ContentPart,
+  type JsonObject,
+  type Message,
+  type ModelResponse,
+  type Part,
+  type StopReason,
+  type StreamEncoder,
+  type StreamEvent,
+  type ToolChoice,
+  type Usage,
 } from '../../translate/model.ts';
 import {
-  argsText, arr, compact, contentText, imageFromUrl, imageToUrl, newId, obj, objectSchema, optBool,
-  optNum, optStr, pushMessage, sse, SseStreamDecoder, stopList, str, truncated,
+  argsText,
+  arr,
+  compact,
+  contentText,
+  imageFromUrl,
+  imageToUrl,
+  newId,
+  obj,
+  objectSchema,
+  optBool,
+  optNum,
+  optStr,
+  pushMessage,
+  sse,
+  SseStreamDecoder,
+  stopList,
+  str,
+  truncated,
 } from '../../translate/wire.ts';
 import { isObject } from '../../../json.ts';
 import { errorType } from './errors.ts';
 
 const FINISH_IN: Record<string, StopReason> = {
-  stop: 'end', length: 'max_tokens', tool_calls: 'tool_use', function_call: 'tool_use', content_filter: 'content_filter',
+  stop: 'end',
+  length: 'max_tokens',
+  tool_calls: 'tool_use',
+  function_call: 'tool_use',
+  content_filter: 'content_filter',
 };
 const FINISH_OUT: Record<StopReason, string> = {
-  end: 'stop', stop_sequence: 'stop', max_tokens: 'length', tool_use: 'tool_calls', content_filter: 'content_filter',
+  end: 'stop',
+  stop_sequence: 'stop',
+  max_tokens: 'length',
+  tool_use: 'tool_calls',
+  content_filter: 'content_filter',
 };
 
 const EFFORTS = new Set(['minimal', 'low', 'medium', 'high']);
@@ -65,23 +99,31 @@ export function decodeRequest(body: JsonObject): Conversation {
       case 'assistant': {
         const parts: Part[] = [];
         const reasoning = m.reasoning_content ?? m.reasoning;
-        if (typeof reasoning === 'string' && reasoning !== '') parts.push({ type: 'reasoning', text: reasoning, provider: 'openai' });
+        if (typeof reasoning === 'string' && reasoning !== '')
+          parts.push({ type: 'reasoning', text: reasoning, provider: 'openai' });
         parts.push(...decodeContent(m.content, `${what}.content`));
         arr(m.tool_calls, `${what}.tool_calls`).forEach((rc, j) => {
           const c = obj(rc, `${what}.tool_calls[${j}]`);
           const fn = obj(c.function, `${what}.tool_calls[${j}].function`);
-          parts.push({ type: 'tool_call', id: str(c.id, `${what}.tool_calls[${j}].id`), name: str(fn.name, `${what}.tool_calls[${j}].function.name`), arguments: argsText(fn.arguments) });
+          parts.push({
+            type: 'tool_call',
+            id: str(c.id, `${what}.tool_calls[${j}].id`),
+            name: str(fn.name, `${what}.tool_calls[${j}].function.name`),
+            arguments: argsText(fn.arguments),
+          });
         });
         pushMessage(messages, 'assistant', parts);
         break;
       }
       case 'tool':
-        pushMessage(messages, 'user', [{
-          type: 'tool_result',
-          callId: str(m.tool_call_id, `${what}.tool_call_id`),
-          content: decodeContent(m.content, `${what}.content`),
-          isError: false,
-        }]);
+        pushMessage(messages, 'user', [
+          {
+            type: 'tool_result',
+            callId: str(m.tool_call_id, `${what}.tool_call_id`),
+            content: decodeContent(m.content, `${what}.content`),
+            isError: false,
+          },
+        ]);
         break;
       default:
         throw new TranslateError(`${what}.role is not supported`);
@@ -100,16 +142,33 @@ export function decodeRequest(body: JsonObject): Conversation {
     temperature: optNum(body.temperature, 'temperature'),
     topP: optNum(body.top_p, 'top_p'),
     stop: stopList(body.stop, 'stop'),
-    tools: body.tools === undefined || body.tools === null ? undefined : arr(body.tools, 'tools').map((rt, i) => {
-      const t = obj(rt, `tools[${i}]`);
-      const fn = obj(t.function, `tools[${i}].function`);
-      return compact({ name: str(fn.name, `tools[${i}].function.name`), description: optStr(fn.description, `tools[${i}].function.description`), parameters: objectSchema(fn.parameters) });
-    }),
+    tools:
+      body.tools === undefined || body.tools === null
+        ? undefined
+        : arr(body.tools, 'tools').map((rt, i) => {
+            const t = obj(rt, `tools[${i}]`);
+            const fn = obj(t.function, `tools[${i}].function`);
+            return compact({
+              name: str(fn.name, `tools[${i}].function.name`),
+              description: optStr(fn.description, `tools[${i}].function.description`),
+              parameters: objectSchema(fn.parameters),
+            });
+          }),
     toolChoice: decodeToolChoice(body.tool_choice),
     parallelToolCalls: optBool(body.parallel_tool_calls, 'parallel_tool_calls'),
-    responseFormat: rf === undefined ? undefined
-      : rf.type === 'json_schema' && js ? compact({ type: 'json_schema' as const, name: optStr(js.name, 'response_format.json_schema.name') ?? 'response', schema: isObject(js.schema) ? js.schema : {}, strict: optBool(js.strict, 'response_format.json_schema.strict') })
-      : rf.type === 'json_object' ? { type: 'json_object' } : { type: 'text' },
+    responseFormat:
+      rf === undefined
+        ? undefined
+        : rf.type === 'json_schema' && js
+          ? compact({
+              type: 'json_schema' as const,
+              name: optStr(js.name, 'response_format.json_schema.name') ?? 'response',
+              schema: isObject(js.schema) ? js.schema : {},
+              strict: optBool(js.strict, 'response_format.json_schema.strict'),
+            })
+          : rf.type === 'json_object'
+            ? { type: 'json_object' }
+            : { type: 'text' },
     reasoning: effort !== undefined && EFFORTS.has(effort) ? { effort: effort as 'low', enabled: true } : undefined,
     includeUsage: streamOptions.include_usage === true,
   });
@@ -117,7 +176,9 @@ export function decodeRequest(body: JsonObject): Conversation {
 
 function contentOut(parts: readonly ContentPart[]): string | JsonObject[] {
   if (parts.every((p) => p.type === 'text')) return contentText(parts);
-  return parts.map((p) => (p.type === 'text' ? { type: 'text', text: p.text } : { type: 'image_url', image_url: { url: imageToUrl(p) } }));
+  return parts.map((p) =>
+    p.type === 'text' ? { type: 'text', text: p.text } : { type: 'image_url', image_url: { url: imageToUrl(p) } },
+  );
 }
 
 export function encodeToolChoice(choice: ToolChoice | undefined): unknown {
@@ -139,8 +200,18 @@ export function encodeRequest(conv: Conversation): JsonObject {
   for (const m of conv.messages) {
     if (m.role === 'assistant') {
       const text = m.parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
-      const calls = m.parts.flatMap((p) => (p.type === 'tool_call' ? [{ id: p.id, type: 'function', function: { name: p.name, arguments: p.arguments } }] : []));
-      messages.push(compact({ role: 'assistant', content: text === '' && calls.length > 0 ? null : text, tool_calls: calls.length > 0 ? calls : undefined }));
+      const calls = m.parts.flatMap((p) =>
+        p.type === 'tool_call'
+          ? [{ id: p.id, type: 'function', function: { name: p.name, arguments: p.arguments } }]
+          : [],
+      );
+      messages.push(
+        compact({
+          role: 'assistant',
+          content: text === '' && calls.length > 0 ? null : text,
+          tool_calls: calls.length > 0 ? calls : undefined,
+        }),
+      );
       continue;
     }
     // Tool results must directly follow the assistant turn; images in them travel in a user message after.
@@ -169,12 +240,18 @@ export function encodeRequest(conv: Conversation): JsonObject {
     temperature: conv.temperature,
     top_p: conv.topP,
     stop: conv.stop,
-    tools: conv.tools?.map((t) => ({ type: 'function', function: compact({ name: t.name, description: t.description, parameters: t.parameters }) })),
+    tools: conv.tools?.map((t) => ({
+      type: 'function',
+      function: compact({ name: t.name, description: t.description, parameters: t.parameters }),
+    })),
     tool_choice: conv.tools?.length ? encodeToolChoice(conv.toolChoice) : undefined,
     parallel_tool_calls: conv.tools === undefined ? undefined : conv.parallelToolCalls,
-    response_format: rf === undefined ? undefined
-      : rf.type === 'json_schema' ? { type: 'json_schema', json_schema: compact({ name: rf.name, schema: rf.schema, strict: rf.strict }) }
-      : { type: rf.type },
+    response_format:
+      rf === undefined
+        ? undefined
+        : rf.type === 'json_schema'
+          ? { type: 'json_schema', json_schema: compact({ name: rf.name, schema: rf.schema, strict: rf.strict }) }
+          : { type: rf.type },
     reasoning_effort: effort,
     stream: conv.stream ? true : undefined,
     stream_options: conv.stream ? { include_usage: true } : undefined,
@@ -190,7 +267,10 @@ function decodeUsage(u: unknown): Usage {
     input: num(usage.prompt_tokens),
     output: num(usage.completion_tokens),
     cacheRead: typeof prompt.cached_tokens === 'number' && prompt.cached_tokens > 0 ? prompt.cached_tokens : undefined,
-    reasoning: typeof completion.reasoning_tokens === 'number' && completion.reasoning_tokens > 0 ? completion.reasoning_tokens : undefined,
+    reasoning:
+      typeof completion.reasoning_tokens === 'number' && completion.reasoning_tokens > 0
+        ? completion.reasoning_tokens
+        : undefined,
   });
 }
 
@@ -209,18 +289,25 @@ export function decodeResponse(body: JsonObject): ModelResponse {
   const msg = isObject(choice.message) ? choice.message : {};
   const parts: ModelResponse['parts'] = [];
   const reasoning = msg.reasoning_content ?? msg.reasoning;
-  if (typeof reasoning === 'string' && reasoning !== '') parts.push({ type: 'reasoning', text: reasoning, provider: 'openai' });
+  if (typeof reasoning === 'string' && reasoning !== '')
+    parts.push({ type: 'reasoning', text: reasoning, provider: 'openai' });
   if (typeof msg.content === 'string' && msg.content !== '') parts.push({ type: 'text', text: msg.content });
   if (typeof msg.refusal === 'string' && msg.refusal !== '') parts.push({ type: 'text', text: msg.refusal });
   for (const rc of arr(msg.tool_calls, 'tool_calls')) {
     if (!isObject(rc) || !isObject(rc.function)) continue;
-    parts.push({ type: 'tool_call', id: typeof rc.id === 'string' ? rc.id : newId('call_'), name: String(rc.function.name ?? ''), arguments: argsText(rc.function.arguments) });
+    parts.push({
+      type: 'tool_call',
+      id: typeof rc.id === 'string' ? rc.id : newId('call_'),
+      name: String(rc.function.name ?? ''),
+      arguments: argsText(rc.function.arguments),
+    });
   }
   return {
     id: typeof body.id === 'string' ? body.id : newId('chatcmpl-'),
     model: typeof body.model === 'string' ? body.model : '',
     parts,
-    stopReason: FINISH_IN[String(choice.finish_reason)] ?? (parts.some((p) => p.type === 'tool_call') ? 'tool_use' : 'end'),
+    stopReason:
+      FINISH_IN[String(choice.finish_reason)] ?? (parts.some((p) => p.type === 'tool_call') ? 'tool_use' : 'end'),
     usage: decodeUsage(body.usage),
   };
 }
@@ -228,24 +315,28 @@ export function decodeResponse(body: JsonObject): ModelResponse {
 export function encodeResponse(res: ModelResponse, conv: Conversation): JsonObject {
   const text = res.parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
   const reasoning = res.parts.flatMap((p) => (p.type === 'reasoning' ? [p.text] : [])).join('');
-  const calls = res.parts.flatMap((p) => (p.type === 'tool_call' ? [{ id: p.id, type: 'function', function: { name: p.name, arguments: p.arguments } }] : []));
+  const calls = res.parts.flatMap((p) =>
+    p.type === 'tool_call' ? [{ id: p.id, type: 'function', function: { name: p.name, arguments: p.arguments } }] : [],
+  );
   return {
     id: res.id,
     object: 'chat.completion',
     created: Math.floor(Date.now() / 1000),
     model: conv.model,
-    choices: [{
-      index: 0,
-      message: compact({
-        role: 'assistant',
-        content: text === '' && calls.length > 0 ? null : text,
-        reasoning_content: reasoning === '' ? undefined : reasoning,
-        tool_calls: calls.length > 0 ? calls : undefined,
-        refusal: null,
-      }),
-      logprobs: null,
-      finish_reason: FINISH_OUT[res.stopReason],
-    }],
+    choices: [
+      {
+        index: 0,
+        message: compact({
+          role: 'assistant',
+          content: text === '' && calls.length > 0 ? null : text,
+          reasoning_content: reasoning === '' ? undefined : reasoning,
+          tool_calls: calls.length > 0 ? calls : undefined,
+          refusal: null,
+        }),
+        logprobs: null,
+        finish_reason: FINISH_OUT[res.stopReason],
+      },
+    ],
     usage: encodeUsage(res.usage),
   };
 }
@@ -277,7 +368,12 @@ class ChatStreamDecoder extends SseStreamDecoder {
     if (!chunk) return;
     if (!this.started) {
       this.started = true;
-      out.push({ type: 'start', id: typeof chunk.id === 'string' ? chunk.id : newId('chatcmpl-'), model: String(chunk.model ?? ''), provider: 'openai' });
+      out.push({
+        type: 'start',
+        id: typeof chunk.id === 'string' ? chunk.id : newId('chatcmpl-'),
+        model: String(chunk.model ?? ''),
+        provider: 'openai',
+      });
     }
     if (isObject(chunk.usage)) this.usage = decodeUsage(chunk.usage);
     const choice = Array.isArray(chunk.choices) && isObject(chunk.choices[0]) ? chunk.choices[0] : undefined;
@@ -291,14 +387,25 @@ class ChatStreamDecoder extends SseStreamDecoder {
         if (!isObject(tc)) continue;
         const fn = isObject(tc.function) ? tc.function : {};
         // Some compatible servers leave out `index`: a chunk with an id starts a call, one without continues the last.
-        const wireIndex = typeof tc.index === 'number' ? tc.index : typeof tc.id === 'string' ? this.tools.size : Math.max(0, this.tools.size - 1);
+        const wireIndex =
+          typeof tc.index === 'number'
+            ? tc.index
+            : typeof tc.id === 'string'
+              ? this.tools.size
+              : Math.max(0, this.tools.size - 1);
         let index = this.tools.get(wireIndex);
         if (index === undefined) {
           index = this.tools.size;
           this.tools.set(wireIndex, index);
-          out.push({ type: 'tool_start', index, id: typeof tc.id === 'string' ? tc.id : newId('call_'), name: String(fn.name ?? '') });
+          out.push({
+            type: 'tool_start',
+            index,
+            id: typeof tc.id === 'string' ? tc.id : newId('call_'),
+            name: String(fn.name ?? ''),
+          });
         }
-        if (typeof fn.arguments === 'string' && fn.arguments !== '') out.push({ type: 'tool_args', index, delta: fn.arguments });
+        if (typeof fn.arguments === 'string' && fn.arguments !== '')
+          out.push({ type: 'tool_args', index, delta: fn.arguments });
       }
     }
     if (typeof choice.finish_reason === 'string') this.finishReason = FINISH_IN[choice.finish_reason] ?? 'end';
@@ -321,9 +428,12 @@ class ChatStreamEncoder implements StreamEncoder {
   /** Only the delta varies from chunk to chunk: the envelope around it is serialised once. */
   private chunk(delta: JsonObject, finish: string | null = null): string {
     if (this.prefix === '') {
-      this.prefix = `data: {"id":${JSON.stringify(this.id)},"object":"chat.completion.chunk","created":${this.created},"model":${JSON.stringify(this.conv.model)},"choices":[{"index":0,"delta":`;
+      this.prefix =
+        `data: {"id":${JSON.stringify(this.id)},"object":"chat.completion.chunk","created":${this.created},` +
+        `"model":${JSON.stringify(this.conv.model)},"choices":[{"index":0,"delta":`;
     }
-    return `${this.prefix}${JSON.stringify(delta)},"logprobs":null,"finish_reason":${finish === null ? 'null' : JSON.stringify(finish)}}]}\n\n`;
+    const reason = finish === null ? 'null' : JSON.stringify(finish);
+    return `${this.prefix}${JSON.stringify(delta)},"logprobs":null,"finish_reason":${reason}}]}\n\n`;
   }
 
   encode(e: StreamEvent): string {
@@ -334,16 +444,35 @@ class ChatStreamEncoder implements StreamEncoder {
       head = this.chunk({ role: 'assistant', content: '' });
     }
     switch (e.type) {
-      case 'start': return head;
-      case 'text': return head + this.chunk({ content: e.text });
-      case 'reasoning': return e.text === '' ? head : head + this.chunk({ reasoning_content: e.text });
-      case 'tool_start': return head + this.chunk({ tool_calls: [{ index: e.index, id: e.id, type: 'function', function: { name: e.name, arguments: '' } }] });
-      case 'tool_args': return head + this.chunk({ tool_calls: [{ index: e.index, function: { arguments: e.delta } }] });
-      case 'usage': this.usage = e.usage; return head;
+      case 'start':
+        return head;
+      case 'text':
+        return head + this.chunk({ content: e.text });
+      case 'reasoning':
+        return e.text === '' ? head : head + this.chunk({ reasoning_content: e.text });
+      case 'tool_start':
+        return (
+          head +
+          this.chunk({
+            tool_calls: [{ index: e.index, id: e.id, type: 'function', function: { name: e.name, arguments: '' } }],
+          })
+        );
+      case 'tool_args':
+        return head + this.chunk({ tool_calls: [{ index: e.index, function: { arguments: e.delta } }] });
+      case 'usage':
+        this.usage = e.usage;
+        return head;
       case 'stop': {
         let out = head + this.chunk({}, FINISH_OUT[e.reason]);
         if (this.conv.includeUsage && this.usage) {
-          out += sse({ id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.conv.model, choices: [], usage: encodeUsage(this.usage) });
+          out += sse({
+            id: this.id,
+            object: 'chat.completion.chunk',
+            created: this.created,
+            model: this.conv.model,
+            choices: [],
+            usage: encodeUsage(this.usage),
+          });
         }
         return out;
       }

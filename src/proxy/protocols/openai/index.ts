@@ -58,7 +58,10 @@ export const openai: ProtocolSpec = {
   upstream: {
     generate: () => ({ path: '/chat/completions' }),
     models: { path: '/models' },
-    warmup: (model) => ({ path: '/chat/completions', body: { model, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] } }),
+    warmup: (model) => ({
+      path: '/chat/completions',
+      body: { model, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] },
+    }),
   },
   adapter: openaiChat,
   errors,

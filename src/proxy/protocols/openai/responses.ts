@@ -2,13 +2,33 @@
 import { Collector } from '../../translate/collect.ts';
 import {
   TranslateError,
-  type ClientAdapter, type ContentPart, type Conversation, type JsonObject, type Message, type ModelResponse,
-  type Provider, type ReasoningPart, type StreamEncoder, type StreamEvent, type Usage,
+  type ClientAdapter,
+  type ContentPart,
+  type Conversation,
+  type JsonObject,
+  type Message,
+  type ModelResponse,
+  type Provider,
+  type ReasoningPart,
+  type StreamEncoder,
+  type StreamEvent,
+  type Usage,
 } from '../../translate/model.ts';
 import { decodeToolChoice, encodeToolChoice } from './chat.ts';
 import { errorType } from './errors.ts';
 import {
-  argsText, arr, compact, imageFromUrl, newId, obj, optBool, optNum, optStr, pushMessage, sse, str,
+  argsText,
+  arr,
+  compact,
+  imageFromUrl,
+  newId,
+  obj,
+  optBool,
+  optNum,
+  optStr,
+  pushMessage,
+  sse,
+  str,
 } from '../../translate/wire.ts';
 import { isObject } from '../../../json.ts';
 
@@ -22,11 +42,13 @@ function decodeContent(content: unknown, what: string): ContentPart[] {
       case 'output_text':
       case 'text':
         return [{ type: 'text', text: str(p.text, `${at}.text`) }];
-      case 'refusal': return [{ type: 'text', text: str(p.refusal, `${at}.refusal`) }];
+      case 'refusal':
+        return [{ type: 'text', text: str(p.refusal, `${at}.refusal`) }];
       case 'input_image':
         if (typeof p.image_url === 'string') return [imageFromUrl(p.image_url)];
         throw new TranslateError(`${at}: only image_url images can be translated`);
-      default: return [];
+      default:
+        return [];
     }
   });
 }
@@ -38,14 +60,23 @@ function decodeContent(content: unknown, what: string): ContentPart[] {
 function wrapReasoning(p: Pick<ReasoningPart, 'provider' | 'signature' | 'encrypted'>): string | undefined {
   if (p.provider === 'openai') return p.encrypted;
   const sig = p.signature ?? p.encrypted;
-  return sig === undefined || p.provider === undefined ? undefined : `gh:${p.provider}:${p.encrypted !== undefined && p.signature === undefined ? 'r:' : 's:'}${sig}`;
+  return sig === undefined || p.provider === undefined
+    ? undefined
+    : `gh:${p.provider}:${p.encrypted !== undefined && p.signature === undefined ? 'r:' : 's:'}${sig}`;
 }
 
 function unwrapReasoning(text: string, id: string | undefined, encrypted: string | undefined): ReasoningPart {
   const m = encrypted === undefined ? null : /^gh:(anthropic|gemini):(r|s):/.exec(encrypted);
-  if (!m || encrypted === undefined) return compact({ type: 'reasoning' as const, text, provider: 'openai' as const, encrypted, id });
+  if (!m || encrypted === undefined)
+    return compact({ type: 'reasoning' as const, text, provider: 'openai' as const, encrypted, id });
   const value = encrypted.slice(m[0].length);
-  return compact({ type: 'reasoning' as const, text, provider: m[1] as Provider, id, ...(m[2] === 'r' ? { encrypted: value } : { signature: value }) });
+  return compact({
+    type: 'reasoning' as const,
+    text,
+    provider: m[1] as Provider,
+    id,
+    ...(m[2] === 'r' ? { encrypted: value } : { signature: value }),
+  });
 }
 
 function decodeItems(input: unknown, system: string[]): Message[] {
@@ -61,24 +92,43 @@ function decodeItems(input: unknown, system: string[]): Message[] {
     switch (type) {
       case 'message': {
         const parts = decodeContent(item.content, `${at}.content`);
-        if (item.role === 'system' || item.role === 'developer') system.push(parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n'));
+        if (item.role === 'system' || item.role === 'developer')
+          system.push(parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n'));
         else if (item.role === 'user' || item.role === 'assistant') pushMessage(messages, item.role, parts);
         else throw new TranslateError(`${at}.role is not supported`);
         return;
       }
       case 'function_call':
-        pushMessage(messages, 'assistant', [{ type: 'tool_call', id: str(item.call_id, `${at}.call_id`), name: str(item.name, `${at}.name`), arguments: argsText(item.arguments) }]);
+        pushMessage(messages, 'assistant', [
+          {
+            type: 'tool_call',
+            id: str(item.call_id, `${at}.call_id`),
+            name: str(item.name, `${at}.name`),
+            arguments: argsText(item.arguments),
+          },
+        ]);
         return;
       case 'function_call_output': {
-        const content = typeof item.output === 'string' ? [{ type: 'text' as const, text: item.output }] : decodeContent(item.output, `${at}.output`);
-        pushMessage(messages, 'user', [{ type: 'tool_result', callId: str(item.call_id, `${at}.call_id`), content, isError: false }]);
+        const content =
+          typeof item.output === 'string'
+            ? [{ type: 'text' as const, text: item.output }]
+            : decodeContent(item.output, `${at}.output`);
+        pushMessage(messages, 'user', [
+          { type: 'tool_result', callId: str(item.call_id, `${at}.call_id`), content, isError: false },
+        ]);
         return;
       }
       case 'reasoning': {
-        const summary = arr(item.summary, `${at}.summary`).map((s) => (isObject(s) && typeof s.text === 'string' ? s.text : ''));
-        const content = arr(item.content, `${at}.content`).map((s) => (isObject(s) && typeof s.text === 'string' ? s.text : ''));
+        const summary = arr(item.summary, `${at}.summary`).map((s) =>
+          isObject(s) && typeof s.text === 'string' ? s.text : '',
+        );
+        const content = arr(item.content, `${at}.content`).map((s) =>
+          isObject(s) && typeof s.text === 'string' ? s.text : '',
+        );
         const text = (content.length > 0 ? content : summary).join('\n\n');
-        pushMessage(messages, 'assistant', [unwrapReasoning(text, optStr(item.id, `${at}.id`), optStr(item.encrypted_content, `${at}.encrypted_content`))]);
+        pushMessage(messages, 'assistant', [
+          unwrapReasoning(text, optStr(item.id, `${at}.id`), optStr(item.encrypted_content, `${at}.encrypted_content`)),
+        ]);
         return;
       }
       // Item references and hosted-tool items have no counterpart on other wires.
@@ -97,12 +147,21 @@ export function decodeRequest(body: JsonObject): Conversation {
   const format = isObject(text.format) ? text.format : undefined;
   const reasoning = isObject(body.reasoning) ? body.reasoning : undefined;
   const effort = reasoning ? optStr(reasoning.effort, 'reasoning.effort') : undefined;
-  const tools = body.tools === undefined || body.tools === null ? undefined : arr(body.tools, 'tools').flatMap((rt, i) => {
-    const t = obj(rt, `tools[${i}]`);
-    // Hosted tools (web search, file search…) run at OpenAI only.
-    if (t.type !== 'function') return [];
-    return [compact({ name: str(t.name, `tools[${i}].name`), description: optStr(t.description, `tools[${i}].description`), parameters: isObject(t.parameters) ? t.parameters : { type: 'object', properties: {} } })];
-  });
+  const tools =
+    body.tools === undefined || body.tools === null
+      ? undefined
+      : arr(body.tools, 'tools').flatMap((rt, i) => {
+          const t = obj(rt, `tools[${i}]`);
+          // Hosted tools (web search, file search…) run at OpenAI only.
+          if (t.type !== 'function') return [];
+          return [
+            compact({
+              name: str(t.name, `tools[${i}].name`),
+              description: optStr(t.description, `tools[${i}].description`),
+              parameters: isObject(t.parameters) ? t.parameters : { type: 'object', properties: {} },
+            }),
+          ];
+        });
   return compact<Conversation>({
     model: str(body.model, 'model'),
     system: system.length > 0 ? system.join('\n\n') : undefined,
@@ -114,10 +173,23 @@ export function decodeRequest(body: JsonObject): Conversation {
     tools,
     toolChoice: decodeToolChoice(body.tool_choice),
     parallelToolCalls: optBool(body.parallel_tool_calls, 'parallel_tool_calls'),
-    responseFormat: format === undefined ? undefined
-      : format.type === 'json_schema' ? compact({ type: 'json_schema' as const, name: optStr(format.name, 'text.format.name') ?? 'response', schema: isObject(format.schema) ? format.schema : {}, strict: optBool(format.strict, 'text.format.strict') })
-      : format.type === 'json_object' ? { type: 'json_object' } : { type: 'text' },
-    reasoning: effort === undefined || effort === 'none' ? undefined : { enabled: true, effort: effort === 'minimal' || effort === 'low' || effort === 'high' ? effort : 'medium' },
+    responseFormat:
+      format === undefined
+        ? undefined
+        : format.type === 'json_schema'
+          ? compact({
+              type: 'json_schema' as const,
+              name: optStr(format.name, 'text.format.name') ?? 'response',
+              schema: isObject(format.schema) ? format.schema : {},
+              strict: optBool(format.strict, 'text.format.strict'),
+            })
+          : format.type === 'json_object'
+            ? { type: 'json_object' }
+            : { type: 'text' },
+    reasoning:
+      effort === undefined || effort === 'none'
+        ? undefined
+        : { enabled: true, effort: effort === 'minimal' || effort === 'low' || effort === 'high' ? effort : 'medium' },
     previousResponseId: optStr(body.previous_response_id, 'previous_response_id'),
     store: optBool(body.store, 'store'),
   });
@@ -139,12 +211,23 @@ function itemId(prefix: string, responseId: string, index: number): string {
 }
 
 function messageItem(id: string, text: string, status: string): JsonObject {
-  return { type: 'message', id, status, role: 'assistant', content: status === 'in_progress' ? [] : [{ type: 'output_text', text, annotations: [], logprobs: [] }] };
+  return {
+    type: 'message',
+    id,
+    status,
+    role: 'assistant',
+    content: status === 'in_progress' ? [] : [{ type: 'output_text', text, annotations: [], logprobs: [] }],
+  };
 }
 
-function reasoningItem(id: string, p: Pick<ReasoningPart, 'provider' | 'signature' | 'encrypted' | 'text'>, done: boolean): JsonObject {
+function reasoningItem(
+  id: string,
+  p: Pick<ReasoningPart, 'provider' | 'signature' | 'encrypted' | 'text'>,
+  done: boolean,
+): JsonObject {
   return compact({
-    type: 'reasoning', id,
+    type: 'reasoning',
+    id,
     summary: done && p.text !== '' ? [{ type: 'summary_text', text: p.text }] : [],
     encrypted_content: done ? wrapReasoning(p) : undefined,
   });
@@ -167,14 +250,24 @@ export function responseId(res: Pick<ModelResponse, 'id'>): string {
   return res.id.startsWith('resp_') ? res.id : `resp_${res.id.replace(/[^A-Za-z0-9_-]/g, '')}`;
 }
 
-function responseObject(conv: Conversation, id: string, createdAt: number, status: string, output: JsonObject[], res?: ModelResponse): JsonObject {
+function responseObject(
+  conv: Conversation,
+  id: string,
+  createdAt: number,
+  status: string,
+  output: JsonObject[],
+  res?: ModelResponse,
+): JsonObject {
   return {
     id,
     object: 'response',
     created_at: createdAt,
     status,
     error: null,
-    incomplete_details: status === 'incomplete' ? { reason: res?.stopReason === 'content_filter' ? 'content_filter' : 'max_output_tokens' } : null,
+    incomplete_details:
+      status === 'incomplete'
+        ? { reason: res?.stopReason === 'content_filter' ? 'content_filter' : 'max_output_tokens' }
+        : null,
     instructions: conv.system ?? null,
     max_output_tokens: conv.maxTokens ?? null,
     model: conv.model,
@@ -184,9 +277,25 @@ function responseObject(conv: Conversation, id: string, createdAt: number, statu
     reasoning: { effort: conv.reasoning?.effort ?? null, summary: null },
     store: conv.store ?? true,
     temperature: conv.temperature ?? null,
-    text: { format: conv.responseFormat?.type === 'json_schema' ? compact({ type: 'json_schema', name: conv.responseFormat.name, schema: conv.responseFormat.schema, strict: conv.responseFormat.strict }) : { type: conv.responseFormat?.type ?? 'text' } },
+    text: {
+      format:
+        conv.responseFormat?.type === 'json_schema'
+          ? compact({
+              type: 'json_schema',
+              name: conv.responseFormat.name,
+              schema: conv.responseFormat.schema,
+              strict: conv.responseFormat.strict,
+            })
+          : { type: conv.responseFormat?.type ?? 'text' },
+    },
     tool_choice: encodeToolChoice(conv.toolChoice) ?? 'auto',
-    tools: (conv.tools ?? []).map((t) => ({ type: 'function', name: t.name, description: t.description ?? null, parameters: t.parameters, strict: false })),
+    tools: (conv.tools ?? []).map((t) => ({
+      type: 'function',
+      name: t.name,
+      description: t.description ?? null,
+      parameters: t.parameters,
+      strict: false,
+    })),
     top_p: conv.topP ?? null,
     truncation: 'disabled',
     usage: res ? encodeUsage(res.usage) : null,
@@ -254,11 +363,19 @@ class ResponsesStreamEncoder implements StreamEncoder {
     } else if (o.kind === 'reasoning') {
       if (o.part.text !== '') {
         out += this.ev('response.reasoning_summary_text.done', { ...base, summary_index: 0, text: o.part.text });
-        out += this.ev('response.reasoning_summary_part.done', { ...base, summary_index: 0, part: { type: 'summary_text', text: o.part.text } });
+        out += this.ev('response.reasoning_summary_part.done', {
+          ...base,
+          summary_index: 0,
+          part: { type: 'summary_text', text: o.part.text },
+        });
       }
       item = reasoningItem(o.id, o.part, true);
     } else {
-      out += this.ev('response.function_call_arguments.done', { ...base, name: o.call.name, arguments: o.call.arguments });
+      out += this.ev('response.function_call_arguments.done', {
+        ...base,
+        name: o.call.name,
+        arguments: o.call.arguments,
+      });
       item = callItem(o.id, o.call, 'completed');
     }
     this.done.push(item);
@@ -275,31 +392,67 @@ class ResponsesStreamEncoder implements StreamEncoder {
     let out = '';
     if (this.id === '' && e.type !== 'error') out += this.begin(e.type === 'start' ? e.id : newId('resp_'));
     switch (e.type) {
-      case 'start': this.provider = e.provider; return out;
+      case 'start':
+        this.provider = e.provider;
+        return out;
       case 'text': {
         if (this.open?.kind !== 'message') {
           out += this.close();
           const index = this.outputs++;
           const o: Open = { kind: 'message', index, id: itemId('msg', this.id, index), text: '' };
           out += this.add(o, messageItem(o.id, '', 'in_progress'));
-          out += this.ev('response.content_part.added', { item_id: o.id, output_index: index, content_index: 0, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } });
+          out += this.ev('response.content_part.added', {
+            item_id: o.id,
+            output_index: index,
+            content_index: 0,
+            part: { type: 'output_text', text: '', annotations: [], logprobs: [] },
+          });
         }
         const o = this.open as Extract<Open, { kind: 'message' }>;
         o.text += e.text;
-        return out + this.ev('response.output_text.delta', { item_id: o.id, output_index: o.index, content_index: 0, delta: e.text, logprobs: [] });
+        return (
+          out +
+          this.ev('response.output_text.delta', {
+            item_id: o.id,
+            output_index: o.index,
+            content_index: 0,
+            delta: e.text,
+            logprobs: [],
+          })
+        );
       }
       case 'reasoning': {
-        if (this.open?.kind !== 'reasoning' || this.open.part.signature !== undefined || this.open.part.encrypted !== undefined) {
+        if (
+          this.open?.kind !== 'reasoning' ||
+          this.open.part.signature !== undefined ||
+          this.open.part.encrypted !== undefined
+        ) {
           out += this.close();
           const index = this.outputs++;
-          const o: Open = { kind: 'reasoning', index, id: itemId('rs', this.id, index), part: { type: 'reasoning', text: '', provider: this.provider } };
+          const o: Open = {
+            kind: 'reasoning',
+            index,
+            id: itemId('rs', this.id, index),
+            part: { type: 'reasoning', text: '', provider: this.provider },
+          };
           out += this.add(o, reasoningItem(o.id, o.part, false));
         }
         const o = this.open as Extract<Open, { kind: 'reasoning' }>;
         if (e.text !== '') {
-          if (o.part.text === '') out += this.ev('response.reasoning_summary_part.added', { item_id: o.id, output_index: o.index, summary_index: 0, part: { type: 'summary_text', text: '' } });
+          if (o.part.text === '')
+            out += this.ev('response.reasoning_summary_part.added', {
+              item_id: o.id,
+              output_index: o.index,
+              summary_index: 0,
+              part: { type: 'summary_text', text: '' },
+            });
           o.part.text += e.text;
-          out += this.ev('response.reasoning_summary_text.delta', { item_id: o.id, output_index: o.index, summary_index: 0, delta: e.text });
+          out += this.ev('response.reasoning_summary_text.delta', {
+            item_id: o.id,
+            output_index: o.index,
+            summary_index: 0,
+            delta: e.text,
+          });
         }
         if (e.signature !== undefined) o.part.signature = e.signature;
         if (e.encrypted !== undefined) o.part.encrypted = e.encrypted;
@@ -308,7 +461,12 @@ class ResponsesStreamEncoder implements StreamEncoder {
       case 'tool_start': {
         out += this.close();
         const index = this.outputs++;
-        const o: Open = { kind: 'call', index, id: itemId('fc', this.id, index), call: { id: e.id, name: e.name, arguments: '' } };
+        const o: Open = {
+          kind: 'call',
+          index,
+          id: itemId('fc', this.id, index),
+          call: { id: e.id, name: e.name, arguments: '' },
+        };
         this.calls.set(e.index, o);
         return out + this.add(o, callItem(o.id, o.call, 'in_progress'));
       }
@@ -316,9 +474,13 @@ class ResponsesStreamEncoder implements StreamEncoder {
         const o = this.calls.get(e.index);
         if (!o) return out;
         o.call.arguments += e.delta;
-        return out + this.ev('response.function_call_arguments.delta', { item_id: o.id, output_index: o.index, delta: e.delta });
+        return (
+          out +
+          this.ev('response.function_call_arguments.delta', { item_id: o.id, output_index: o.index, delta: e.delta })
+        );
       }
-      case 'usage': return out;
+      case 'usage':
+        return out;
       case 'stop': {
         out += this.close();
         const res = this.collector.response();

@@ -24,9 +24,18 @@ type Status = (typeof STATUSES)[number];
  * it), 429 a rate-limit error, 5xx `server_error`.
  */
 const OPENAI: Record<Status, string> = {
-  400: 'invalid_request_error', 401: 'invalid_request_error', 403: 'invalid_request_error', 404: 'invalid_request_error',
-  413: 'invalid_request_error', 429: 'rate_limit_error', 500: 'server_error', 501: 'server_error', 502: 'server_error',
-  503: 'server_error', 504: 'server_error', 529: 'server_error',
+  400: 'invalid_request_error',
+  401: 'invalid_request_error',
+  403: 'invalid_request_error',
+  404: 'invalid_request_error',
+  413: 'invalid_request_error',
+  429: 'rate_limit_error',
+  500: 'server_error',
+  501: 'server_error',
+  502: 'server_error',
+  503: 'server_error',
+  504: 'server_error',
+  529: 'server_error',
 };
 
 /**
@@ -35,9 +44,18 @@ const OPENAI: Record<Status, string> = {
  * the other 5xx are the API's own errors, api_error).
  */
 const ANTHROPIC: Record<Status, string> = {
-  400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error',
-  413: 'request_too_large', 429: 'rate_limit_error', 500: 'api_error', 501: 'api_error', 502: 'api_error',
-  503: 'api_error', 504: 'api_error', 529: 'overloaded_error',
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  501: 'api_error',
+  502: 'api_error',
+  503: 'api_error',
+  504: 'api_error',
+  529: 'overloaded_error',
 };
 
 /**
@@ -49,9 +67,18 @@ const ANTHROPIC: Record<Status, string> = {
  * UNAUTHENTICATED, 501 UNIMPLEMENTED; a bad gateway is UNAVAILABLE).
  */
 const GEMINI: Record<Status, string> = {
-  400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 413: 'INVALID_ARGUMENT',
-  429: 'RESOURCE_EXHAUSTED', 500: 'INTERNAL', 501: 'UNIMPLEMENTED', 502: 'UNAVAILABLE', 503: 'UNAVAILABLE',
-  504: 'DEADLINE_EXCEEDED', 529: 'INTERNAL',
+  400: 'INVALID_ARGUMENT',
+  401: 'UNAUTHENTICATED',
+  403: 'PERMISSION_DENIED',
+  404: 'NOT_FOUND',
+  413: 'INVALID_ARGUMENT',
+  429: 'RESOURCE_EXHAUSTED',
+  500: 'INTERNAL',
+  501: 'UNIMPLEMENTED',
+  502: 'UNAVAILABLE',
+  503: 'UNAVAILABLE',
+  504: 'DEADLINE_EXCEEDED',
+  529: 'INTERNAL',
 };
 
 const CONV: Conversation = { model: 'm', system: undefined, messages: [], stream: true, sse: true };
@@ -76,25 +103,55 @@ interface Client {
 const error = (body: unknown) => (body as { error: Record<string, unknown> }).error;
 
 const CLIENTS: [string, Client][] = [
-  ['OpenAI chat completions', {
-    protocol: 'openai', adapter: openaiChat, documented: OPENAI, answerType: (b) => error(b)['type'], eventType: (d) => error(d)['type'],
-  }],
-  ['OpenAI Responses', {
-    // The Responses stream's `error` event names the type in `code`.
-    protocol: 'openai', adapter: openaiResponses, documented: OPENAI, answerType: (b) => error(b)['type'], eventType: (d) => d['code'],
-  }],
-  ['Anthropic messages', {
-    protocol: 'anthropic', adapter: anthropic, documented: ANTHROPIC, answerType: (b) => error(b)['type'], eventType: (d) => error(d)['type'],
-  }],
-  ['Gemini generateContent', {
-    protocol: 'gemini', adapter: gemini, documented: GEMINI, answerType: (b) => error(b)['status'], eventType: (d) => error(d)['status'],
-  }],
+  [
+    'OpenAI chat completions',
+    {
+      protocol: 'openai',
+      adapter: openaiChat,
+      documented: OPENAI,
+      answerType: (b) => error(b)['type'],
+      eventType: (d) => error(d)['type'],
+    },
+  ],
+  [
+    'OpenAI Responses',
+    {
+      // The Responses stream's `error` event names the type in `code`.
+      protocol: 'openai',
+      adapter: openaiResponses,
+      documented: OPENAI,
+      answerType: (b) => error(b)['type'],
+      eventType: (d) => d['code'],
+    },
+  ],
+  [
+    'Anthropic messages',
+    {
+      protocol: 'anthropic',
+      adapter: anthropic,
+      documented: ANTHROPIC,
+      answerType: (b) => error(b)['type'],
+      eventType: (d) => error(d)['type'],
+    },
+  ],
+  [
+    'Gemini generateContent',
+    {
+      protocol: 'gemini',
+      adapter: gemini,
+      documented: GEMINI,
+      answerType: (b) => error(b)['status'],
+      eventType: (d) => error(d)['status'],
+    },
+  ],
 ];
 
 describe.each(CLIENTS)('%s', (_name, client) => {
   it.each(STATUSES)('%i: the same documented type before and inside a stream', (status) => {
     const before = client.answerType(PROTOCOLS[client.protocol].errors.body(new HttpError(status, 'went wrong')));
-    const inside = client.eventType(frame(client.adapter.streamEncoder(CONV).encode({ type: 'error', status, message: 'went wrong' })));
+    const inside = client.eventType(
+      frame(client.adapter.streamEncoder(CONV).encode({ type: 'error', status, message: 'went wrong' })),
+    );
     expect(before).toBe(client.documented[status]);
     expect(inside).toBe(before);
     expect(PROTOCOLS[client.protocol].errors.type(status)).toBe(before);

@@ -17,7 +17,11 @@ import { createProxyApp, type ProxyApp } from '../../../../src/proxy/app.ts';
 import type { Operation, ProtocolSpec } from '../../../../src/proxy/protocols/protocol.ts';
 import { PROTOCOLS, type Protocol, type ProtocolRecord } from '../../../../src/proxy/protocols/registry.ts';
 import type {
-  Adapter, Conversation, JsonObject, ModelResponse, StreamEvent,
+  Adapter,
+  Conversation,
+  JsonObject,
+  ModelResponse,
+  StreamEvent,
 } from '../../../../src/proxy/translate/model.ts';
 
 const KEY = 'proxy-key';
@@ -113,29 +117,45 @@ beforeAll(async () => {
       if (req.url === '/api/generate') {
         res.end(JSON.stringify({ output: `plain says: ${String(body['prompt'])}` }));
       } else {
-        res.end(JSON.stringify({
-          id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: body['model'],
-          choices: [{ index: 0, message: { role: 'assistant', content: 'openai says hi' }, finish_reason: 'stop' }],
-          usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
-        }));
+        res.end(
+          JSON.stringify({
+            id: 'chatcmpl-1',
+            object: 'chat.completion',
+            created: 1,
+            model: body['model'],
+            choices: [{ index: 0, message: { role: 'assistant', content: 'openai says hi' }, finish_reason: 'stop' }],
+            usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+          }),
+        );
       }
     });
   });
   const origin = await listen(upstream);
   const dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-fifth-'));
   const file = path.join(dir, 'proxy.json');
-  writeFileSync(file, JSON.stringify({
-    proxy: {
-      auth_mode: 'strict',
-      api_key: KEY,
-      upstreams: [{ name: 'openai-up', protocol: 'openai', base_url: `${origin}/v1`, api_key: 'up-openai', models: ['gpt-*'] }],
-    },
-  }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      proxy: {
+        auth_mode: 'strict',
+        api_key: KEY,
+        upstreams: [
+          { name: 'openai-up', protocol: 'openai', base_url: `${origin}/v1`, api_key: 'up-openai', models: ['gpt-*'] },
+        ],
+      },
+    }),
+  );
   const config = loadProxyConfig({ argv: ['--config', file], env: {}, cwd: dir });
   // The configuration schema knows the built-in protocols only: the plain upstream is added as loaded.
   config.upstreams.push({
-    name: 'plain-up', protocol: 'plain' as Protocol, baseUrl: origin, apiKey: 'up-plain', models: ['plain-*', 'plain-small'],
-    headers: {}, timeoutMs: 5_000, responsesApi: true,
+    name: 'plain-up',
+    protocol: 'plain' as Protocol,
+    baseUrl: origin,
+    apiKey: 'up-plain',
+    models: ['plain-*', 'plain-small'],
+    headers: {},
+    timeoutMs: 5_000,
+    responsesApi: true,
   });
   app = createProxyApp(config, { env: {}, log: createLogger('silent'), protocols: RECORD });
   proxy = createServer(app.app.callback());
@@ -151,7 +171,11 @@ afterAll(async () => {
 });
 
 const post = (route: string, headers: Record<string, string>, body: unknown) =>
-  fetch(base + route, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  fetch(base + route, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
 
 describe('a fifth protocol registered in the record', () => {
   it('passes a plain request through to a plain upstream, with the plain credential swapped', async () => {
@@ -177,13 +201,18 @@ describe('a fifth protocol registered in the record', () => {
     expect(sent?.body).toMatchObject({ model: 'gpt-x', messages: [{ role: 'user', content: 'hello' }] });
   });
 
-  it('translates an OpenAI client\'s request for a plain upstream', async () => {
+  it("translates an OpenAI client's request for a plain upstream", async () => {
     const before = received.length;
-    const res = await post('/v1/chat/completions', { authorization: `Bearer ${KEY}` }, {
-      model: 'plain-small', messages: [{ role: 'user', content: 'hi there' }],
-    });
+    const res = await post(
+      '/v1/chat/completions',
+      { authorization: `Bearer ${KEY}` },
+      {
+        model: 'plain-small',
+        messages: [{ role: 'user', content: 'hi there' }],
+      },
+    );
     expect(res.status).toBe(200);
-    const body = await res.json() as { choices: { message: { content: string } }[] };
+    const body = (await res.json()) as { choices: { message: { content: string } }[] };
     expect(body.choices[0]?.message.content).toBe('plain says: hi there');
     const sent = received[before];
     expect(sent?.path).toBe('/api/generate');
