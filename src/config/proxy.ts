@@ -37,7 +37,7 @@ const RESERVED_HEADERS = new Set([
   'content-length',
   'connection',
   'transfer-encoding',
-  ...Object.values(PROTOCOLS).flatMap((p) => p.credentials.headers),
+  ...Object.values(PROTOCOLS).map((p) => p.credentials.header),
 ]);
 
 export interface UpstreamConfig {

@@ -26,36 +26,52 @@ const NOT_FORWARDED = [
  * auth, and never forwarded upstream (nor logged).
  */
 export class ClientCredentials {
-  readonly #styles: readonly Credentials[];
+  /** Each header a client key may travel in, with the scheme in front of the key (`Bearer …`). */
+  readonly #headers: readonly { name: string; scheme: RegExp | undefined }[];
   readonly #dropped: ReadonlySet<string>;
   readonly #queries: readonly string[];
+  /** `name=` for each key parameter. */
+  readonly #queryMarks: readonly string[];
   /** A query string that may hold a key parameter (in any spelling): worth parsing. */
   readonly #maybeKeyQuery: RegExp;
-  /** Every header a client key may travel in. */
-  readonly headers: readonly string[];
 
   constructor(protocols: ProtocolRecord) {
-    this.#styles = Object.values(protocols).map((p) => p.credentials);
-    this.headers = [...new Set(this.#styles.flatMap((c) => c.headers))];
-    this.#dropped = new Set([...NOT_FORWARDED, ...this.headers]);
-    this.#queries = [...new Set(this.#styles.flatMap((c) => (c.query === undefined ? [] : [c.query])))];
+    const styles: readonly Credentials[] = Object.values(protocols).map((p) => p.credentials);
+    this.#headers = styles.map(({ header, scheme }) => ({
+      name: header,
+      scheme: scheme === undefined ? undefined : new RegExp(`^${scheme}\\s+(.+)$`, 'i'),
+    }));
+    this.#dropped = new Set([...NOT_FORWARDED, ...styles.map((c) => c.header)]);
+    this.#queries = [...new Set(styles.flatMap((c) => (c.query === undefined ? [] : [c.query])))];
+    this.#queryMarks = this.#queries.map((name) => `${name}=`);
     this.#maybeKeyQuery = new RegExp([...this.#queries, '%'].join('|'), 'i');
   }
 
-  /** Every key the request presents: each protocol's header, and its query parameter. */
+  /** Every key the request presents: in each protocol's header, and its query parameter. */
   presented(ctx: ProxyContext): string[] {
     const keys: string[] = [];
-    const get = (header: string) => ctx.get(header);
-    for (const style of this.#styles) {
-      const key = style.presented(get);
+    const headers = this.#headers;
+    for (let i = 0; i < headers.length; i++) {
+      const { name, scheme } = headers[i] as (typeof headers)[number];
+      const value = ctx.get(name);
+      if (value === '') continue;
+      const key = scheme === undefined ? value : scheme.exec(value)?.[1]?.trim();
       if (key) keys.push(key);
     }
-    for (const name of this.#queries) {
-      if (!ctx.querystring.includes(`${name}=`)) continue;
-      const param = new URLSearchParams(ctx.querystring).get(name);
-      if (param) keys.push(param);
+    const query = ctx.querystring;
+    if (query !== '' && this.#keyInQuery(query)) {
+      const params = new URLSearchParams(query);
+      for (const name of this.#queries) {
+        const param = params.get(name);
+        if (param) keys.push(param);
+      }
     }
     return keys;
+  }
+
+  /** Whether a key parameter may be in the query string (a cheap test before parsing it). */
+  #keyInQuery(querystring: string): boolean {
+    return this.#queryMarks.some((mark) => querystring.includes(mark));
   }
 
   /** The client's request headers as they may travel upstream: without hop-by-hop headers and any client key. */
@@ -68,7 +84,6 @@ export class ClientCredentials {
     return out;
   }
 
-  /** The client's query string without a key parameter. */
   /**
    * The client's query string without a key parameter in any spelling: `ke%79`
    * and `KEY` decode to a name an upstream may read as `key` too.

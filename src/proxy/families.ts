@@ -17,17 +17,24 @@ const OTHER_V1 = /^\/v1\/(?:api\/event_logging(?:\/|$)|models\/detect\/?$)/;
 export class Families {
   readonly #protocols: ProtocolRecord;
   readonly #entries: readonly (readonly [Protocol, ProtocolSpec])[];
+  /** A protocol's own paths first, then the paths a protocol takes when no other claims them. */
+  readonly #paths: readonly { family: Protocol; paths: RegExp }[];
 
   constructor(protocols: ProtocolRecord) {
     this.#protocols = protocols;
     this.#entries = Object.entries(protocols) as [Protocol, ProtocolSpec][];
+    const claims = (key: 'paths' | 'fallback') =>
+      this.#entries.flatMap(([family, spec]) => (spec.family[key] ? [{ family, paths: spec.family[key] }] : []));
+    this.#paths = [...claims('paths'), ...claims('fallback')];
   }
 
-  /** A protocol's own paths first, then the paths a protocol takes when no other claims them. */
   of(path: string): Family {
     if (OTHER_V1.test(path)) return 'other';
-    for (const [name, spec] of this.#entries) if (spec.family.paths?.test(path)) return name;
-    for (const [name, spec] of this.#entries) if (spec.family.fallback?.test(path)) return name;
+    const claims = this.#paths;
+    for (let i = 0; i < claims.length; i++) {
+      const claim = claims[i] as (typeof claims)[number];
+      if (claim.paths.test(path)) return claim.family;
+    }
     return 'other';
   }
 

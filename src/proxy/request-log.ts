@@ -12,7 +12,7 @@ const QUIET = /^\/(?:healthz$|v1\/api\/event_logging(?:\/|$))/;
  * redaction costs more than the whole line.
  */
 export const REDACTED_PATHS = [
-  ...Object.values(PROTOCOLS).flatMap((p) => p.credentials.headers).flatMap((header) => {
+  ...Object.values(PROTOCOLS).flatMap(({ credentials: { header } }) => {
     const path = /^[a-z]+$/.test(header) ? `.${header}` : `[${JSON.stringify(header)}]`;
     return [`req.headers${path}`, `headers${path}`];
   }),

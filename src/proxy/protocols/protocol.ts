@@ -71,12 +71,12 @@ export interface CatalogEntry {
 
 /** The credential a key travels in: on the way in (clients) and out (upstreams). */
 export interface Credentials {
-  /** Request headers (lower case) a client may present its key in: never forwarded, redacted in logs. */
-  readonly headers: readonly string[];
-  /** A query parameter a client may present its key in: never forwarded. */
+  /** The request header (lower case) a client presents its key in: never forwarded, redacted in logs. */
+  readonly header: string;
+  /** The scheme in front of the key in that header (`Bearer`), if any. */
+  readonly scheme?: string;
+  /** A query parameter a client may present its key in instead: never forwarded. */
   readonly query?: string;
-  /** The key a request presents in this protocol's header, if any (the query parameter is read for it). */
-  presented(get: (header: string) => string): string | undefined;
   /** Puts an upstream's key (and any header the protocol requires) on a request to it. */
   authorize(headers: Record<string, string | string[]>, apiKey: string | undefined): void;
 }

@@ -36,8 +36,7 @@ export const anthropic: ProtocolSpec = {
     sniff: (get) => get('anthropic-version') !== '',
   },
   credentials: {
-    headers: ['x-api-key'],
-    presented: (get) => get('x-api-key') || undefined,
+    header: 'x-api-key',
     authorize(headers, apiKey) {
       headers['anthropic-version'] ??= DEFAULT_ANTHROPIC_VERSION;
       if (apiKey !== undefined) headers['x-api-key'] = apiKey;

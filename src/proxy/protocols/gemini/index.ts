@@ -80,9 +80,8 @@ export const gemini: ProtocolSpec = {
     sniff: (get, query) => get('x-goog-api-key') !== '' || /(?:^|&)key=/.test(query),
   },
   credentials: {
-    headers: ['x-goog-api-key'],
+    header: 'x-goog-api-key',
     query: 'key',
-    presented: (get) => get('x-goog-api-key') || undefined,
     authorize(headers, apiKey) {
       if (apiKey !== undefined) headers['x-goog-api-key'] = apiKey;
     },

@@ -28,8 +28,6 @@ export const operations = {
   transcriptions: plain('audio.transcriptions', '/audio/transcriptions'),
 } as const satisfies Record<string, Operation>;
 
-const BEARER = /^Bearer\s+(.+)$/i;
-
 function entry(e: CatalogEntry): unknown {
   return { id: e.id, object: 'model', created: CREATED, owned_by: e.upstream };
 }
@@ -47,10 +45,8 @@ export const openai: ProtocolSpec = {
   ],
   family: { fallback: /^\/v1\//, shared: /^\/v1\/models(?:\/[^/]+)?$/ },
   credentials: {
-    headers: ['authorization'],
-    presented(get) {
-      return BEARER.exec(get('authorization'))?.[1]?.trim();
-    },
+    header: 'authorization',
+    scheme: 'Bearer',
     authorize(headers, apiKey) {
       if (apiKey !== undefined) headers['authorization'] = `Bearer ${apiKey}`;
     },

@@ -58,8 +58,7 @@ const plain: ProtocolSpec = {
   routes: [{ path: '/plain/generate', operation: generate }],
   family: { paths: /^\/plain\// },
   credentials: {
-    headers: ['x-plain-key'],
-    presented: (get) => get('x-plain-key') || undefined,
+    header: 'x-plain-key',
     authorize(headers, apiKey) {
       if (apiKey !== undefined) headers['x-plain-key'] = apiKey;
     },
