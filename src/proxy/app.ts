@@ -114,7 +114,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     .use(requestLog(log, families))
     .use(errorHandler(families.render, log))
     .use(noSniff())
-    .use(allowedOrigins(config.corsAllowedOrigins))
+    .use(allowedOrigins(config.corsAllowedOrigins, protocols))
     .use(keylessHosts(config.effectiveAuthMode, config.allowedHosts))
     .use(authenticate(config.effectiveAuthMode, config.apiKey, credentials))
     .use(mcp)

@@ -4,32 +4,31 @@ import type { EffectiveAuthMode } from '../config/proxy.ts';
 import { hostGuard } from '../http/host-guard.ts';
 import { needsKey } from './auth.ts';
 import { proxyErrors } from './errors.ts';
+import type { ProtocolRecord } from './protocols/registry.ts';
+
+/** Request headers any browser client may send besides its protocol's (see ProtocolSpec.sdkHeaders): MCP's. */
+const COMMON_REQUEST_HEADERS = ['content-type', 'accept', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id'];
 
 /**
- * Request headers a browser client of an allowed origin may send: the three
- * SDK families' own (credentials, versions, betas, the Stainless telemetry of
- * the OpenAI and Anthropic SDKs) and MCP's. A preflight asking for anything
- * else is not granted it.
+ * Request headers a browser client of an allowed origin may send: every
+ * protocol's key header and its SDKs' own, and MCP's. A preflight asking for
+ * anything else is not granted it.
  */
-export const BROWSER_REQUEST_HEADERS = [
-  'authorization', 'content-type', 'accept', 'x-api-key', 'x-goog-api-key', 'x-goog-api-client',
-  'anthropic-version', 'anthropic-beta', 'anthropic-dangerous-direct-browser-access',
-  'openai-organization', 'openai-project', 'openai-beta', 'idempotency-key',
-  'x-stainless-arch', 'x-stainless-lang', 'x-stainless-os', 'x-stainless-package-version', 'x-stainless-retry-count',
-  'x-stainless-runtime', 'x-stainless-runtime-version', 'x-stainless-timeout', 'x-stainless-helper-method',
-  'mcp-session-id', 'mcp-protocol-version', 'last-event-id',
-];
+export function browserRequestHeaders(protocols: ProtocolRecord): string[] {
+  const specs = Object.values(protocols);
+  return [...new Set([...specs.flatMap((p) => [p.credentials.header, ...p.sdkHeaders]), ...COMMON_REQUEST_HEADERS])];
+}
 
 /**
  * Browsers (requests with an Origin; SDKs and agents never send one) are
  * served only from allowed origins; any other gets a 403 and no CORS header
  * at all, so neither its preflight nor its "simple" POST goes through.
  */
-export function allowedOrigins(origins: readonly string[]): Middleware {
+export function allowedOrigins(origins: readonly string[], protocols: ProtocolRecord): Middleware {
   const any = origins.includes('*');
   const handle = cors({
     maxAge: 600,
-    allowHeaders: BROWSER_REQUEST_HEADERS,
+    allowHeaders: browserRequestHeaders(protocols),
     origin: any ? '*' : (ctx) => ctx.get('origin'),
   });
   return (ctx: Context, next: Next): unknown => {

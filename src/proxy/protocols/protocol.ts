@@ -84,6 +84,11 @@ export interface Credentials {
 export interface ProtocolSpec {
   /** Upstream settings only this protocol's upstreams take (`responses_api`). */
   readonly upstreamSettings?: readonly string[];
+  /**
+   * Request headers this protocol's SDKs send besides the key (versions, betas,
+   * telemetry): a browser client of an allowed origin may send them.
+   */
+  readonly sdkHeaders: readonly string[];
   /** Client-facing model routes. */
   readonly routes: readonly ClientRoute[];
   /** Which request paths are this protocol's: their errors take its shape, their log lines its name. */

@@ -21,5 +21,12 @@ export function listedModels(items: unknown, id: string, displayName: string): L
   return out;
 }
 
+/** The telemetry and retry headers of the Stainless-generated SDKs (OpenAI's and Anthropic's). */
+export const STAINLESS_HEADERS = [
+  'idempotency-key', 'x-stainless-arch', 'x-stainless-lang', 'x-stainless-os', 'x-stainless-package-version',
+  'x-stainless-retry-count', 'x-stainless-runtime', 'x-stainless-runtime-version', 'x-stainless-timeout',
+  'x-stainless-helper-method',
+];
+
 /** When the proxy's model lists say models were created: its start. */
 export const CREATED = Math.floor(Date.now() / 1000);

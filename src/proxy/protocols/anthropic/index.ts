@@ -1,7 +1,7 @@
 /** Anthropic messages (and their count_tokens). */
 import { estimateConversation } from '../../translate/tokens.ts';
 import type { CatalogEntry, Operation, ProtocolSpec } from '../protocol.ts';
-import { CREATED, listedModels } from '../shared.ts';
+import { CREATED, listedModels, STAINLESS_HEADERS } from '../shared.ts';
 import { errors } from './errors.ts';
 import { anthropic as adapter } from './messages.ts';
 
@@ -27,6 +27,9 @@ function entry(e: CatalogEntry): unknown {
 }
 
 export const anthropic: ProtocolSpec = {
+  sdkHeaders: [
+    'anthropic-version', 'anthropic-beta', 'anthropic-dangerous-direct-browser-access', ...STAINLESS_HEADERS,
+  ],
   routes: [
     { path: '/v1/messages', operation: operations.messages },
     { path: '/v1/messages/count_tokens', operation: operations.countTokens },

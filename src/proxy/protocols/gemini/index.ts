@@ -65,6 +65,7 @@ function entry(e: CatalogEntry): unknown {
 }
 
 export const gemini: ProtocolSpec = {
+  sdkHeaders: ['x-goog-api-client'],
   routes: [
     { path: '/v1beta/models/:model', fromPath },
     {

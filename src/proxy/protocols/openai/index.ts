@@ -4,7 +4,7 @@
  */
 import type { UpstreamConfig } from '../../../config/proxy.ts';
 import type { CatalogEntry, Operation, ProtocolSpec } from '../protocol.ts';
-import { CREATED, listedModels } from '../shared.ts';
+import { CREATED, listedModels, STAINLESS_HEADERS } from '../shared.ts';
 import { openaiChat } from './chat.ts';
 import { errors } from './errors.ts';
 import { openaiResponses, responseId } from './responses.ts';
@@ -34,6 +34,7 @@ function entry(e: CatalogEntry): unknown {
 
 export const openai: ProtocolSpec = {
   upstreamSettings: ['responses_api'],
+  sdkHeaders: ['openai-organization', 'openai-project', 'openai-beta', ...STAINLESS_HEADERS],
   routes: [
     { path: '/v1/chat/completions', operation: operations.chat },
     { path: '/v1/completions', operation: operations.completions },

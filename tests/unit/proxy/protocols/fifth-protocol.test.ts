@@ -55,6 +55,7 @@ const plainAdapter: Adapter = {
 const generate: Operation = { name: 'generate', upstreamPath: () => '/api/generate', client: plainAdapter };
 
 const plain: ProtocolSpec = {
+  sdkHeaders: [],
   routes: [{ path: '/plain/generate', operation: generate }],
   family: { paths: /^\/plain\// },
   credentials: {
