@@ -13,6 +13,7 @@ import { Families } from './families.ts';
 import { detectModel, healthz, telemetrySink, warmup } from './internal.ts';
 import { mcpRoutes } from './mcp/index.ts';
 import { ModelCatalog, modelInfo, modelList } from './models.ts';
+import { OpenStreams } from './open-streams.ts';
 import type { ProtocolSpec } from './protocols/protocol.ts';
 import { PROTOCOLS, type Protocol, type ProtocolRecord } from './protocols/registry.ts';
 import { requestLog } from './request-log.ts';
@@ -28,6 +29,8 @@ export interface ProxyApp {
    * remote relays end. Runs while the server drains, so those answers still go out.
    */
   endMcpSessions(): Promise<void>;
+  /** Ends the streams still open with their protocol's error event (the shutdown grace ran out). */
+  cutStreams(): Promise<void>;
   /** Ends the upstream pools, once in-flight requests are done. */
   close(): Promise<void>;
 }
@@ -76,7 +79,10 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   const families = new Families(protocols);
   const credentials = new ClientCredentials(protocols);
   const translator = new Translator(options.stores ?? memoryStores(config.stores), log);
-  const deps: EndpointDeps = { router: models, maxBodyBytes: config.maxBodyBytes, protocols, credentials, translator };
+  const streams = new OpenStreams();
+  const deps: EndpointDeps = {
+    router: models, maxBodyBytes: config.maxBodyBytes, protocols, credentials, translator, streams,
+  };
   const mcp = mcpRoutes(config.mcpServers, { env, log, maxBodyBytes: config.maxBodyBytes });
 
   // Routes without parameters, also looked up by exact path (see exactRoutes).
@@ -127,6 +133,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   return {
     app,
     endMcpSessions: () => mcp.close(),
+    cutStreams: () => streams.cutAll(proxyErrors.shuttingDown()),
     close: () => closeUpstreams(upstreams),
   };
 }

@@ -3,6 +3,7 @@ import { parseJsonObject, readBody } from './body.ts';
 import { clientGone } from './client-gone.ts';
 import type { ProxyContext, ProxyMiddleware, ProxyState } from './context.ts';
 import type { ClientCredentials } from './credentials.ts';
+import type { OpenStreams } from './open-streams.ts';
 import { proxyErrors } from './errors.ts';
 import { boundaryOf, multipartStream, readMultipartHead, withModel } from './multipart.ts';
 import { forward } from './passthrough.ts';
@@ -18,6 +19,7 @@ export interface EndpointDeps {
   protocols: ProtocolRecord;
   credentials: ClientCredentials;
   translator: Translator;
+  streams: OpenStreams;
 }
 
 function requireModel(value: unknown): string {
@@ -68,7 +70,9 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
   const signal = clientGone(ctx);
   if (passThrough) {
     const path = operation.upstreamPath(mappedModel);
-    return forward(ctx, { upstream, path, body: request.bytes(mappedModel), signal, credentials: deps.credentials });
+    const { credentials, streams } = deps;
+    const streamed = stream ? { streams, operation } : undefined;
+    return forward(ctx, { upstream, path, body: request.bytes(mappedModel), signal, credentials, stream: streamed });
   }
   const route: Route = {
     family: request.family,
@@ -79,8 +83,9 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
     upstreamModel: mappedModel,
     stream,
     body: request.body,
-    raw: request.raw,
+    rawBytes: request.raw.length,
     signal,
+    streams: deps.streams,
   };
   return deps.translator.handle(ctx, route);
 }

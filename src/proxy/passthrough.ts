@@ -1,8 +1,11 @@
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { ClientGone } from './client-gone.ts';
 import type { ProxyContext } from './context.ts';
 import { HOP_BY_HOP, type ClientCredentials } from './credentials.ts';
+import type { OpenStreams, StreamCut } from './open-streams.ts';
+import type { Operation } from './protocols/protocol.ts';
+import { streamErrorEvent } from './translate/handler.ts';
 import { streamUpstream, type Upstream, type UpstreamRequest } from './upstreams.ts';
 
 /** The upstream's response headers as the client gets them: without hop-by-hop headers. */
@@ -25,6 +28,31 @@ export interface ForwardRequest {
   credentials: ClientCredentials;
   /** Header overrides, e.g. an adjusted content-length. */
   headers?: Record<string, string>;
+  /** A streamed request: an SSE answer registers there, to end with its operation's error event on shutdown. */
+  stream?: { streams: OpenStreams; operation: Operation } | undefined;
+}
+
+/** The end of an SSE event: a blank line, in any of the three line endings. */
+const EVENT_END = /(?:\n\n|\r\r|\r\n\r\n)$/;
+
+/**
+ * Ends a passed-through SSE answer early with its operation's error event.
+ * The upstream's chunks need not end where an event does, so the last bytes
+ * written are kept: a cut inside an event ends that event first.
+ */
+function passThroughCut(res: ServerResponse, operation: Operation): StreamCut {
+  let tail = '';
+  const write = res.write.bind(res) as (chunk: Buffer) => boolean;
+  // undici's stream() writes each chunk with a single-argument write().
+  res.write = ((chunk: Buffer) => {
+    tail = (tail + chunk.toString('latin1', Math.max(0, chunk.length - 4))).slice(-4);
+    return write(chunk);
+  }) as ServerResponse['write'];
+  return (error) => {
+    const event = streamErrorEvent(operation.client, error);
+    if (event === undefined) res.destroy();
+    else res.end(EVENT_END.test(tail) ? event : `\n\n${event}`);
+  };
 }
 
 /**
@@ -36,7 +64,7 @@ export interface ForwardRequest {
  * measurable share of the per-request budget.
  */
 export async function forward(ctx: ProxyContext, request: ForwardRequest): Promise<void> {
-  const { upstream, signal, credentials } = request;
+  const { upstream, signal, credentials, stream } = request;
   const upstreamRequest: UpstreamRequest = {
     method: 'POST',
     path: request.path,
@@ -50,18 +78,16 @@ export async function forward(ctx: ProxyContext, request: ForwardRequest): Promi
       ctx.res.writeHead(statusCode, relayedHeaders(upstreamHeaders));
       // Only now: had writeHead refused a header, the error answer would still go out.
       ctx.respond = false;
+      if (stream && String(upstreamHeaders['content-type']).startsWith('text/event-stream')) {
+        stream.streams.add(ctx.res, passThroughCut(ctx.res, stream.operation));
+      }
       return ctx.res;
     });
   } catch (error) {
     // Under way, the response has been cut (an upstream failing mid-body must
     // not leave the client hanging) or its client left: nothing more to send.
+    // A client gone before any answer is errorHandler's to leave unanswered.
     if (ctx.res.headersSent) return;
-    if (signal.left) return clientClosed(ctx);
     throw error;
   }
-}
-
-/** The client hung up before the upstream answered: nothing to send and no error to log. */
-function clientClosed(ctx: ProxyContext): void {
-  ctx.respond = false;
 }

@@ -1,5 +1,6 @@
 import type { UpstreamConfig } from '../config/proxy.ts';
 import type { ClientGone } from './client-gone.ts';
+import type { OpenStreams } from './open-streams.ts';
 import type { Operation, ProtocolSpec } from './protocols/protocol.ts';
 import type { Protocol } from './protocols/registry.ts';
 import type { Upstream } from './upstreams.ts';
@@ -23,10 +24,15 @@ export interface Route {
   stream: boolean;
   /** The parsed JSON request body (for multipart requests: empty). */
   body: Record<string, unknown>;
-  /** The raw request body as received. */
-  raw: Buffer;
+  /**
+   * The size of the request body as received. Only its size: translation
+   * keeps no reference to the raw bytes, so they go once the body is parsed.
+   */
+  rawBytes: number;
   /** Aborted when the client disconnects: pass it to sendUpstream. */
   signal: ClientGone;
+  /** Where a streamed answer registers, so a shutdown can end it with an error event. */
+  streams: OpenStreams;
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Dispatcher } from 'undici';
+import type { HttpError } from '../../http/errors.ts';
 import type { Logger } from '../../log.ts';
 import type { ProxyContext } from '../context.ts';
 import { proxyErrors } from '../errors.ts';
@@ -6,6 +7,7 @@ import type { Route } from '../routing.ts';
 import { sendUpstream, upstreamFailure } from '../upstreams.ts';
 import { rememberReasoning, restoreReasoning } from './carry.ts';
 import { Collector } from './collect.ts';
+import { jsonBody } from './json-body.ts';
 import {
   TranslateError,
   type ClientAdapter,
@@ -18,6 +20,17 @@ import {
 import type { TranslationStores } from './stores.ts';
 import { upstreamError } from './upstream-error.ts';
 import { parseJsonData } from './wire.ts';
+
+function errorEvent(error: HttpError): StreamEvent {
+  const { status, message, kind } = error;
+  return { type: 'error', status, message, ...(kind !== undefined && { kind }) };
+}
+
+/** The error event with which a client's SSE stream ends, in its wire; undefined if it has none. */
+export function streamErrorEvent(client: ClientAdapter | undefined, error: HttpError): string | undefined {
+  const conv: Conversation = { model: '', system: undefined, messages: [], stream: true, sse: true };
+  return client?.streamEncoder(conv).encode(errorEvent(error));
+}
 
 function decode(client: ClientAdapter, ctx: ProxyContext, route: Route): Conversation {
   try {
@@ -78,15 +91,18 @@ export class Translator {
     const conv = decode(client, ctx, route);
     await this.#continueConversation(conv);
     await restoreReasoning(this.#stores.reasoning, conv);
-    const body = translating(400, () =>
-      JSON.stringify(upstream.encodeRequest({ ...conv, model: route.upstreamModel })),
-    );
+    const payload = translating(400, () => upstream.encodeRequest({ ...conv, model: route.upstreamModel }));
+    const { body, length } = jsonBody(payload, route.rawBytes);
     const { path, query } = target.upstream.generate(route.upstreamModel, conv.stream);
     const response = await sendUpstream(route.upstream, {
       method: 'POST',
       path,
       ...(query === undefined ? {} : { query }),
-      headers: { 'content-type': 'application/json', accept: conv.stream ? 'text/event-stream' : 'application/json' },
+      headers: {
+        'content-type': 'application/json',
+        accept: conv.stream ? 'text/event-stream' : 'application/json',
+        ...(length !== undefined && { 'content-length': String(length) }),
+      },
       body,
       signal: route.signal,
     });
@@ -130,7 +146,7 @@ export class Translator {
         this.#stores.responses.set(
           continuable.id(res),
           { system: conv.system, messages },
-          route.raw.length + outputBytes,
+          route.rawBytes + outputBytes,
         ),
       );
     }
@@ -225,8 +241,11 @@ export class Translator {
         res.destroy();
         return;
       }
-      const failure = upstreamFailure(route.upstream, error);
-      finish([{ type: 'error', status: failure.status, message: failure.message }]);
+      finish([errorEvent(upstreamFailure(route.upstream, error))]);
+    });
+    route.streams.add(res, (error) => {
+      body.destroy();
+      finish([errorEvent(error)]);
     });
   }
 }

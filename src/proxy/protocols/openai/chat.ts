@@ -1,6 +1,5 @@
 /** OpenAI chat completions (`/v1/chat/completions`) ⇄ the internal form. */
-import { UPSTREAM_ERROR_KIND } from '../errors.ts';
-import { openaiError } from '../families.ts';
+import { UPSTREAM_ERROR_KIND } from '../../errors.ts';
 import {
   TranslateError,
   type Adapter,
@@ -37,7 +36,7 @@ import {
   truncated,
 } from '../../translate/wire.ts';
 import { isObject } from '../../../json.ts';
-import { errorType } from './errors.ts';
+import { errorBody } from './errors.ts';
 
 const FINISH_IN: Record<string, StopReason> = {
   stop: 'end',
@@ -477,7 +476,8 @@ class ChatStreamEncoder implements StreamEncoder {
         return out;
       }
       case 'error':
-        return sse(openaiError(e.status, e.message, e.kind ?? UPSTREAM_ERROR_KIND));
+        // The shape of OpenAI's plain errors, the error's kind as `code`.
+        return sse(errorBody({ status: e.status, message: e.message, kind: e.kind ?? UPSTREAM_ERROR_KIND }));
     }
   }
 

@@ -6,6 +6,7 @@
  * https://platform.openai.com/docs/guides/error-codes
  */
 import type { HttpError } from '../../../http/errors.ts';
+import type { JsonObject } from '../../../json.ts';
 import { overloadedAsUnavailable } from '../shared.ts';
 
 export function errorType(status: number): string {
@@ -15,7 +16,7 @@ export function errorType(status: number): string {
 }
 
 /** `code` is the error's kind (`invalid_api_key`, `model_not_found`, …), as OpenAI's own codes are. */
-export function errorBody(error: HttpError): unknown {
+export function errorBody(error: Pick<HttpError, 'status' | 'message' | 'kind'>): JsonObject {
   return { error: { message: error.message, type: errorType(error.status), param: null, code: error.kind ?? null } };
 }
 

@@ -197,7 +197,9 @@ describe("an upstream error mid-stream becomes the client protocol's error event
       'openai-chat',
       openaiChat,
       (f) => {
-        expect(f.at(-2)?.data).toEqual({ error: { message: 'Overloaded', type: 'server_error', code: 529 } });
+        // The shape of OpenAI's plain errors: a string `code` (the kind) and `param`.
+        const error = { message: 'Overloaded', type: 'server_error', param: null, code: 'upstream_error' };
+        expect(f.at(-2)?.data).toEqual({ error });
         expect(f.at(-1)?.data).toBe('[DONE]');
       },
     ],
