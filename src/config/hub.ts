@@ -3,7 +3,8 @@ import path from 'node:path';
 import convict from 'convict';
 import { ConfigError, validated } from './errors.ts';
 import { registerFormats } from './formats.ts';
-import { REMOTE_PORT, loadReviewConfig, type ReviewConfig } from './review.ts';
+import { REVIEW_REMOTE_PORT } from './ports.ts';
+import { loadReviewConfig, type ReviewConfig } from './review.ts';
 import { httpUrl } from './shape.ts';
 
 registerFormats();
@@ -153,7 +154,7 @@ export function loadHubConfig({ args, env, cwd }: { args: string[]; env: NodeJS.
   return {
     review,
     // Unlike a one-off review, the hub has a known port even in local mode.
-    port: review.port === 0 ? REMOTE_PORT : review.port,
+    port: review.port === 0 ? REVIEW_REMOTE_PORT : review.port,
     host,
     dbPath,
     uploadRoot: path.join(path.dirname(dbPath), 'uploads'),
