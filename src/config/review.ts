@@ -225,7 +225,8 @@ export const REVIEW_FLAGS = [
 export function loadReviewConfig({ args, env, projectDir }: LoadOptions): ReviewConfig {
   const config = validated(convict(reviewSchema(env), { args, env }));
   const r = config.get('review');
-  const port = r.port ?? (r.remote ? REVIEW_REMOTE_PORT : 0);
+  // convict types a null default as its format's type; unset, the port is null.
+  const port = (r.port as number | null) ?? (r.remote ? REVIEW_REMOTE_PORT : 0);
   const diffType: DiffType = r.diff_type === 'branch' ? 'vs main' : r.diff_type;
   const repo = path.resolve(projectDir, r.repo || '.');
   const home = config.get('home');

@@ -54,15 +54,13 @@ type Method = 'GET' | 'POST';
  */
 function exactRoutes(routes: readonly [Method, string, ProxyMiddleware][]): ProxyMiddleware {
   const table = new Map(routes.map(([method, path, handler]) => [`${method} ${path}`, handler]));
-  return (ctx, next) => {
+  return (ctx, next): unknown => {
     const handler = table.get(`${ctx.method} ${ctx.path}`);
     return handler ? handler(ctx, next) : next();
   };
 }
 
-const noRoute: ProxyMiddleware = async (ctx) => {
-  throw proxyErrors.routeNotFound(ctx.method, ctx.path);
-};
+const noRoute: ProxyMiddleware = (ctx) => Promise.reject(proxyErrors.routeNotFound(ctx.method, ctx.path));
 
 /**
  * The proxy, in request order: log line, error shapes, nosniff, browser

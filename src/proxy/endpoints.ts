@@ -63,7 +63,10 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
   ctx.state.stream = stream;
   const resolution = deps.router.resolve(model);
   const passThrough = resolution !== undefined && passesThrough(request.family, operation, resolution.upstream.config);
-  if (operation.count && !passThrough) return countLocally(ctx, operation.count, request.body, model);
+  if (operation.count && !passThrough) {
+    countLocally(ctx, operation.count, request.body, model);
+    return;
+  }
   if (!resolution) throw proxyErrors.modelNotFound(model);
   const { upstream, mappedModel } = resolution;
   ctx.state.upstream = upstream.config.name;
@@ -131,7 +134,7 @@ export function pathModelEndpoint(
  */
 function multipartModelEndpoint(deps: EndpointDeps, family: Protocol, operation: Operation): ProxyMiddleware {
   const json = jsonEndpoint(deps, family, operation);
-  return async (ctx, next) => {
+  return async (ctx, next): Promise<unknown> => {
     const boundary = boundaryOf(ctx.get('content-type'));
     if (!boundary) return json(ctx, next);
     const head = await readMultipartHead(ctx.req, boundary, deps.maxBodyBytes);

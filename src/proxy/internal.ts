@@ -8,7 +8,7 @@ import { sendUpstream, type Upstream, type UpstreamRequest } from './upstreams.t
 const SMALL_BODY = 64 * 1024;
 
 export function healthz(): ProxyMiddleware {
-  return async (ctx) => {
+  return (ctx) => {
     ctx.body = { status: 'ok' };
   };
 }
@@ -18,7 +18,7 @@ export function healthz(): ProxyMiddleware {
  * body read off the socket and dropped, never parsed or logged.
  */
 export function telemetrySink(): ProxyMiddleware {
-  return async (ctx) => {
+  return (ctx) => {
     ctx.req.resume();
     ctx.body = {};
   };

@@ -118,7 +118,7 @@ describe('gatehouse proxy (container): what translation remembers follows the co
     });
   });
   afterAll(async () => {
-    await small?.stop();
+    await small.stop();
   });
 
   const respond = async (input: string, extra: Record<string, unknown> = {}) =>

@@ -59,7 +59,8 @@ export function mcpRoutes(
   };
 
   // Not async: every other request passes straight on, without a promise of its own.
-  const middleware: ProxyMiddleware = (ctx, next) => (PATH.test(ctx.path) ? errors(ctx, () => route(ctx)) : next());
+  const middleware: ProxyMiddleware = (ctx, next): unknown =>
+    PATH.test(ctx.path) ? errors(ctx, () => route(ctx)) : next();
   const close = async () => {
     await Promise.all(bridges.map((bridge) => bridge.close()));
     // Open SSE relays would hold close() forever; the server's own grace period has passed by now.

@@ -88,8 +88,11 @@ export interface Store<V> {
 export function memoryStore<V>(limits: StoreLimits, now?: () => number): Store<V> {
   const store = new TtlStore<V>(limits, now);
   return {
-    get: async (key) => store.get(key),
-    set: async (key, value, size) => store.set(key, value, size),
+    get: (key) => Promise.resolve(store.get(key)),
+    set: (key, value, size) => {
+      store.set(key, value, size);
+      return Promise.resolve();
+    },
   };
 }
 

@@ -11,6 +11,22 @@ import {
   type StreamEvent,
 } from './model.ts';
 
+/** A wire value as text: strings as sent, other scalars as `String` spells them, absent ones as `fallback`. */
+export function textOf(value: unknown, fallback = ''): string {
+  switch (typeof value) {
+    case 'string':
+      return value;
+    case 'number':
+    case 'boolean':
+    case 'bigint':
+      return String(value);
+    case 'object':
+      return value === null ? fallback : JSON.stringify(value);
+    default:
+      return fallback;
+  }
+}
+
 export function obj(value: unknown, what: string): JsonObject {
   if (!isObject(value)) throw new TranslateError(`${what} must be an object`);
   return value;
@@ -243,7 +259,7 @@ export abstract class SseStreamDecoder implements StreamDecoder {
     out.push({
       type: 'error',
       status: this.errorStatus(chunk.error),
-      message: String(chunk.error.message ?? 'Upstream error'),
+      message: textOf(chunk.error.message, 'Upstream error'),
     });
     return undefined;
   }

@@ -69,8 +69,11 @@ describe('translation state per app', () => {
   it('uses the stores it is given, through the asynchronous Store interface', async () => {
     const kept = new Map<string, StoredConversation>();
     const responses: Store<StoredConversation> = {
-      get: async (key) => kept.get(key),
-      set: async (key, value) => void kept.set(key, value),
+      get: (key) => Promise.resolve(kept.get(key)),
+      set: (key, value) => {
+        kept.set(key, value);
+        return Promise.resolve();
+      },
     };
     const stores: TranslationStores = {
       responses,

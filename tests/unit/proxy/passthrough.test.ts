@@ -66,7 +66,8 @@ async function proxyTo(upstreamPort: number): Promise<number> {
   );
   // A cut response's socket error reaches Koa's 'error' event (the proxy logs it at debug).
   app.silent = true;
-  return listen(createServer(app.callback()));
+  const handle = app.callback();
+  return listen(createServer((req, res) => void handle(req, res)));
 }
 
 interface Received {
@@ -81,10 +82,12 @@ interface Received {
  * A client POST: what it received, and whether its response was cut short.
  * `onData` sees each chunk as it arrives, with the response to destroy.
  */
-function post(
-  port: number,
-  { agent = false as Agent | false, onData = (_chunk: string, _res: IncomingMessage) => undefined } = {},
-): Promise<Received> {
+interface PostOptions {
+  agent?: Agent | false;
+  onData?: (chunk: string, res: IncomingMessage) => void;
+}
+
+function post(port: number, { agent = false, onData = () => undefined }: PostOptions = {}): Promise<Received> {
   return new Promise((resolve, reject) => {
     request({ port, host: '127.0.0.1', method: 'POST', path: '/', agent }, (res) => {
       let body = '';

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { UpstreamConfig } from '../../../src/config/proxy.ts';
 import { operations as anthropicOperations } from '../../../src/proxy/protocols/anthropic/index.ts';
 import { operations as openaiOperations } from '../../../src/proxy/protocols/openai/index.ts';
+import type { Operation } from '../../../src/proxy/protocols/protocol.ts';
 import { PROTOCOLS } from '../../../src/proxy/protocols/registry.ts';
 import { globToRegExp, isGlob, ModelRouter, passesThrough } from '../../../src/proxy/routing.ts';
 import type { Upstream } from '../../../src/proxy/upstreams.ts';
@@ -109,8 +110,11 @@ describe('passesThrough', () => {
   const chatOnly = upstreamConfig('vllm', ['*'], 'openai', false);
   const anthropic = upstreamConfig('an', ['*'], 'anthropic');
 
-  const operations = { openai: openaiOperations, anthropic: anthropicOperations };
-  const endpoint = (family: 'openai' | 'anthropic', name: string) =>
+  const operations: Record<'openai' | 'anthropic', Record<string, Operation>> = {
+    openai: openaiOperations,
+    anthropic: anthropicOperations,
+  };
+  const endpoint = (family: 'openai' | 'anthropic', name: string): Operation | undefined =>
     Object.values(operations[family]).find((o) => o.name === name);
 
   it.each<[string, boolean, UpstreamConfig, 'openai' | 'anthropic', string]>([
@@ -124,6 +128,6 @@ describe('passesThrough', () => {
   ])('%s → passes through: %s', (_, expected, config, family, name) => {
     const operation = endpoint(family, name);
     expect(operation).toBeDefined();
-    expect(passesThrough(family, operation as NonNullable<typeof operation>, config)).toBe(expected);
+    if (operation) expect(passesThrough(family, operation, config)).toBe(expected);
   });
 });

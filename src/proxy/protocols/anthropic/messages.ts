@@ -32,6 +32,7 @@ import {
   stopList,
   str,
   truncated,
+  textOf,
 } from '../../translate/wire.ts';
 import { isObject } from '../../../json.ts';
 import { errorBody, statusOfErrorType } from './errors.ts';
@@ -405,7 +406,7 @@ class MessagesStreamDecoder extends SseStreamDecoder {
         out.push({
           type: 'start',
           id: typeof m.id === 'string' ? m.id : newId('msg_'),
-          model: String(m.model ?? ''),
+          model: textOf(m.model),
           provider: 'anthropic',
         });
         return;
@@ -419,8 +420,8 @@ class MessagesStreamDecoder extends SseStreamDecoder {
           out.push({
             type: 'tool_start',
             index: tool,
-            id: String(b.id ?? newId('toolu_')),
-            name: String(b.name ?? ''),
+            id: textOf(b.id, newId('toolu_')),
+            name: textOf(b.name),
           });
           if (isObject(b.input) && Object.keys(b.input).length > 0)
             out.push({ type: 'tool_args', index: tool, delta: JSON.stringify(b.input) });
@@ -429,7 +430,7 @@ class MessagesStreamDecoder extends SseStreamDecoder {
           if (typeof b.thinking === 'string' && b.thinking !== '') out.push({ type: 'reasoning', text: b.thinking });
         } else if (b.type === 'redacted_thinking') {
           this.blocks.set(index, { kind: 'thinking' });
-          out.push({ type: 'reasoning', text: '', encrypted: String(b.data ?? '') });
+          out.push({ type: 'reasoning', text: '', encrypted: textOf(b.data) });
         } else {
           this.blocks.set(index, { kind: 'text' });
           if (typeof b.text === 'string' && b.text !== '') out.push({ type: 'text', text: b.text });
@@ -439,12 +440,12 @@ class MessagesStreamDecoder extends SseStreamDecoder {
       case 'content_block_delta': {
         const d = isObject(e.delta) ? e.delta : {};
         const block = this.blocks.get(Number(e.index));
-        if (d.type === 'text_delta') out.push({ type: 'text', text: String(d.text ?? '') });
-        else if (d.type === 'thinking_delta') out.push({ type: 'reasoning', text: String(d.thinking ?? '') });
+        if (d.type === 'text_delta') out.push({ type: 'text', text: textOf(d.text) });
+        else if (d.type === 'thinking_delta') out.push({ type: 'reasoning', text: textOf(d.thinking) });
         else if (d.type === 'signature_delta')
-          out.push({ type: 'reasoning', text: '', signature: String(d.signature ?? '') });
+          out.push({ type: 'reasoning', text: '', signature: textOf(d.signature) });
         else if (d.type === 'input_json_delta' && block?.kind === 'tool')
-          out.push({ type: 'tool_args', index: block.index, delta: String(d.partial_json ?? '') });
+          out.push({ type: 'tool_args', index: block.index, delta: textOf(d.partial_json) });
         return;
       }
       case 'message_delta': {

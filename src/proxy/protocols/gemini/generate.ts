@@ -30,6 +30,7 @@ import {
   str,
   toolNames,
   truncated,
+  textOf,
 } from '../../translate/wire.ts';
 import { isObject } from '../../../json.ts';
 import { errorBody } from './errors.ts';
@@ -421,7 +422,7 @@ export function decodeResponse(body: JsonObject): ModelResponse {
   const hasCalls = parts.some((p) => p.type === 'tool_call');
   // A prompt Gemini blocked has no candidates, only promptFeedback.blockReason.
   const blocked = isObject(body.promptFeedback) && typeof body.promptFeedback.blockReason === 'string';
-  const finish = String(candidate.finishReason ?? (blocked ? 'SAFETY' : 'STOP'));
+  const finish = textOf(candidate.finishReason, blocked ? 'SAFETY' : 'STOP');
   return {
     id,
     model: typeof body.modelVersion === 'string' ? body.modelVersion : '',
@@ -497,7 +498,7 @@ class GeminiStreamDecoder extends SseStreamDecoder {
     if (!this.started) {
       this.started = true;
       this.id = typeof chunk.responseId === 'string' ? chunk.responseId : newId('');
-      out.push({ type: 'start', id: this.id, model: String(chunk.modelVersion ?? ''), provider: 'gemini' });
+      out.push({ type: 'start', id: this.id, model: textOf(chunk.modelVersion), provider: 'gemini' });
     }
     if (isObject(chunk.usageMetadata)) this.usage = decodeUsage(chunk.usageMetadata);
     if (isObject(chunk.promptFeedback) && typeof chunk.promptFeedback.blockReason === 'string')
@@ -516,7 +517,7 @@ class GeminiStreamDecoder extends SseStreamDecoder {
             ? rp.functionCall.id
             : callId(this.id, index);
         out.push(
-          compact({ type: 'tool_start' as const, index, id, name: String(rp.functionCall.name ?? ''), signature }),
+          compact({ type: 'tool_start' as const, index, id, name: textOf(rp.functionCall.name), signature }),
         );
         out.push({ type: 'tool_args', index, delta: argsText(rp.functionCall.args) });
       } else if (rp.thought === true) {

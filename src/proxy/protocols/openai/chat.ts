@@ -34,6 +34,7 @@ import {
   stopList,
   str,
   truncated,
+  textOf,
 } from '../../translate/wire.ts';
 import { isObject } from '../../../json.ts';
 import { errorBody } from './errors.ts';
@@ -297,7 +298,7 @@ export function decodeResponse(body: JsonObject): ModelResponse {
     parts.push({
       type: 'tool_call',
       id: typeof rc.id === 'string' ? rc.id : newId('call_'),
-      name: String(rc.function.name ?? ''),
+      name: textOf(rc.function.name),
       arguments: argsText(rc.function.arguments),
     });
   }
@@ -370,7 +371,7 @@ class ChatStreamDecoder extends SseStreamDecoder {
       out.push({
         type: 'start',
         id: typeof chunk.id === 'string' ? chunk.id : newId('chatcmpl-'),
-        model: String(chunk.model ?? ''),
+        model: textOf(chunk.model),
         provider: 'openai',
       });
     }
@@ -400,7 +401,7 @@ class ChatStreamDecoder extends SseStreamDecoder {
             type: 'tool_start',
             index,
             id: typeof tc.id === 'string' ? tc.id : newId('call_'),
-            name: String(fn.name ?? ''),
+            name: textOf(fn.name),
           });
         }
         if (typeof fn.arguments === 'string' && fn.arguments !== '')

@@ -29,7 +29,7 @@ const KEY = 'proxy-key';
 /** The plain wire's adapter: one user prompt in, one text out. */
 const plainAdapter: Adapter = {
   decodeRequest: (body, ctx): Conversation => ({
-    model: String(body['model'] ?? ctx.model),
+    model: typeof body['model'] === 'string' ? body['model'] : (ctx.model ?? ''),
     system: undefined,
     messages: [{ role: 'user', parts: [{ type: 'text', text: String(body['prompt']) }] }],
     stream: false,
@@ -158,7 +158,8 @@ beforeAll(async () => {
     responsesApi: true,
   });
   app = createProxyApp(config, { env: {}, log: createLogger('silent'), protocols: RECORD });
-  proxy = createServer(app.app.callback());
+  const handle = app.app.callback();
+  proxy = createServer((req, res) => void handle(req, res));
   base = await listen(proxy);
 });
 
