@@ -44,7 +44,8 @@ const git = (cwd: string, ...args: string[]) => run('git', args, { cwd, env: GIT
 
 function fileBody(i: number, variant = ''): string {
   const lines = [`// file ${i}`, `export function f${i}(x) {`];
-  for (let l = 0; l < 40; l++) lines.push(`  const v${l} = x * ${l} + ${i}; // ${variant}${l % 7 === 0 ? 'seven' : 'plain'}`);
+  for (let l = 0; l < 40; l++)
+    lines.push(`  const v${l} = x * ${l} + ${i}; // ${variant}${l % 7 === 0 ? 'seven' : 'plain'}`);
   lines.push('  return x;', '}', '');
   return lines.join('\n');
 }
@@ -68,7 +69,9 @@ async function makeRepo({ files, modified, deleted, added }: Shape): Promise<str
   const step = Math.floor(files / modified);
   for (let k = 0; k < modified; k++) {
     const i = k * step;
-    const body = fileBody(i).replace('const v3 ', 'const changed3 ').replace(`const v30 = x * 30`, `const v30 = x * 31`);
+    const body = fileBody(i)
+      .replace('const v3 ', 'const changed3 ')
+      .replace(`const v30 = x * 30`, `const v30 = x * 31`);
     writeFileSync(path.join(dir, name(i)), body);
   }
   const removed = Array.from({ length: deleted }, (_, k) => name(k * step + 1));
@@ -181,7 +184,11 @@ async function measure(shape: Shape): Promise<Figures> {
       await getDiff(server.url);
       await getDiff(server.url);
       for (let i = 0; i < RUNS; i++) {
-        const [g, warm] = await paired(i, () => timeIt(gitDiff), () => timeIt(() => getDiff(server.url)));
+        const [g, warm] = await paired(
+          i,
+          () => timeIt(gitDiff),
+          () => timeIt(() => getDiff(server.url)),
+        );
         figures.git.push(g);
         figures.warm.push(warm);
       }

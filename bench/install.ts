@@ -29,8 +29,15 @@ const TAG = 'gatehouse-bench-install:latest';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Runs `script` in the container and resolves when the review answers; the install time if its `--version` line shows. */
-async function timedReview(name: string, base: string, script: string): Promise<{ served: number; installed: number | null; exited: Promise<number | null> }> {
+/**
+ * Runs `script` in the container and resolves when the review answers;
+ * the install time if its `--version` line shows.
+ */
+async function timedReview(
+  name: string,
+  base: string,
+  script: string,
+): Promise<{ served: number; installed: number | null; exited: Promise<number | null> }> {
   const start = performance.now();
   const child = spawn('docker', ['exec', name, 'sh', '-c', script], { stdio: ['ignore', 'pipe', 'ignore'] });
   let installed: number | null = null;
@@ -42,14 +49,21 @@ async function timedReview(name: string, base: string, script: string): Promise<
   });
   for (;;) {
     if (exit.seen) throw new Error(`\`${script}\` exited before the review was served`);
-    const ok = await fetch(`${base}/api/plan`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${base}/api/plan`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return { served: performance.now() - start, installed, exited };
     await sleep(20);
   }
 }
 
 async function decide(base: string, exited: Promise<number | null>): Promise<void> {
-  const r = await fetch(`${base}/api/approve`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"planSave":{"enabled":false}}' });
+  const r = await fetch(`${base}/api/approve`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{"planSave":{"enabled":false}}',
+  });
   if (!r.ok) throw new Error(`approve answered ${r.status}`);
   const code = await exited;
   if (code !== 0) throw new Error(`gatehouse plan exited ${code} after an approve`);
@@ -63,7 +77,13 @@ async function main(): Promise<void> {
   try {
     const tarball = await packRepository(path.join(tmp, 'pack'));
     const { postCreateCommand } = await buildProjectImage(TAG, tarball, path.join(tmp, 'context'), false);
-    const rows = { installed: [] as number[], served: [] as number[], cached: [] as number[], baseline: [] as number[], ratio: [] as number[] };
+    const rows = {
+      installed: [] as number[],
+      served: [] as number[],
+      cached: [] as number[],
+      baseline: [] as number[],
+      ratio: [] as number[],
+    };
     let installedSize = '';
     for (let round = 0; round < ROUNDS; round++) {
       const name = `gatehouse-bench-install-${process.pid}-${round}`;
@@ -77,7 +97,11 @@ async function main(): Promise<void> {
         const again = await timedReview(name, base, 'gatehouse plan PLAN.md');
         await decide(base, again.exited);
         await run('docker', ['exec', name, 'npm', 'uninstall', '-g', 'gatehouse']);
-        const cached = await timedReview(name, base, `export npm_config_prefer_offline=true; ${postCreateCommand} && gatehouse plan PLAN.md`);
+        const cached = await timedReview(
+          name,
+          base,
+          `export npm_config_prefer_offline=true; ${postCreateCommand} && gatehouse plan PLAN.md`,
+        );
         await decide(base, cached.exited);
         if (fresh.installed === null || cached.installed === null) throw new Error('the install printed no version');
         rows.installed.push(fresh.installed);
@@ -86,9 +110,12 @@ async function main(): Promise<void> {
         rows.baseline.push(again.served);
         rows.ratio.push(fresh.served / again.served);
         const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-        console.error(`round ${round + 1}: installed ${s(fresh.installed)}, served ${s(fresh.served)}, warm cache ${s(cached.served)}, baseline ${s(again.served)}`);
+        console.error(
+          `round ${round + 1}: installed ${s(fresh.installed)}, served ${s(fresh.served)}, warm cache ${s(cached.served)}, baseline ${s(again.served)}`,
+        );
         if (round === 0) {
-          const script = 'cd "$(npm root -g)/gatehouse" && du -sk . | cut -f1 && npm ls --all --omit=dev --parseable 2>/dev/null | sort -u | wc -l';
+          const script =
+            'cd "$(npm root -g)/gatehouse" && du -sk . | cut -f1 && npm ls --all --omit=dev --parseable 2>/dev/null | sort -u | wc -l';
           const [kb, entries] = (await run('docker', ['exec', name, 'sh', '-c', script])).stdout.trim().split('\n');
           installedSize = `${(Number(kb) / 1024).toFixed(1)} MB on disk, ${Number(entries) - 1} packages`;
         }
@@ -97,16 +124,26 @@ async function main(): Promise<void> {
       }
     }
     const { size } = await stat(tarball);
-    console.log(`From npm install -g of the tarball to a served review, fresh node:24-bookworm-slim, ${ROUNDS} rounds (medians and ranges)\n`);
+    console.log(
+      `From npm install -g of the tarball to a served review, fresh node:24-bookworm-slim, ${ROUNDS} rounds (medians and ranges)\n`,
+    );
     console.log('| step | median | range |');
     console.log('|---|---|---|');
     console.log(`| npm install -g (empty cache, registry) | ${seconds(rows.installed)} | ${range(rows.installed)} |`);
     console.log(`| npm install -g → review served | ${seconds(rows.served)} | ${range(rows.served)} |`);
-    console.log(`| npm install -g → review served, warm npm cache (reinstall) | ${seconds(rows.cached)} | ${range(rows.cached)} |`);
-    console.log(`| baseline: gatehouse plan → review served, installed | ${seconds(rows.baseline)} | ${range(rows.baseline)} |`);
+    console.log(
+      `| npm install -g → review served, warm npm cache (reinstall) | ${seconds(rows.cached)} | ${range(rows.cached)} |`,
+    );
+    console.log(
+      `| baseline: gatehouse plan → review served, installed | ${seconds(rows.baseline)} | ${range(rows.baseline)} |`,
+    );
     const ratios = [...rows.ratio].sort((a, b) => a - b);
-    console.log(`| ratio, paired by round | ${median(rows.ratio).toFixed(1)}× | ${ratios[0]?.toFixed(1)}–${ratios.at(-1)?.toFixed(1)}× |`);
-    console.log(`\nTarball ${path.basename(tarball)}: ${(size / 1024).toFixed(0)} KB. Installed with its dependencies: ${installedSize}.`);
+    console.log(
+      `| ratio, paired by round | ${median(rows.ratio).toFixed(1)}× | ${ratios[0]?.toFixed(1)}–${ratios.at(-1)?.toFixed(1)}× |`,
+    );
+    console.log(
+      `\nTarball ${path.basename(tarball)}: ${(size / 1024).toFixed(0)} KB. Installed with its dependencies: ${installedSize}.`,
+    );
   } finally {
     await run('docker', ['rmi', '-f', TAG]).catch(() => undefined);
     await rm(tmp, { recursive: true, force: true });

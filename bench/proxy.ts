@@ -58,8 +58,10 @@ interface Scenario {
   passThrough?: string;
 }
 
-const chat = (model: string, stream: boolean) => JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'Say hello.' }] });
-const messages = (model: string, stream: boolean) => JSON.stringify({ model, stream, max_tokens: 256, messages: [{ role: 'user', content: 'Say hello.' }] });
+const chat = (model: string, stream: boolean) =>
+  JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'Say hello.' }] });
+const messages = (model: string, stream: boolean) =>
+  JSON.stringify({ model, stream, max_tokens: 256, messages: [{ role: 'user', content: 'Say hello.' }] });
 const JSON_NAME = 'chat JSON';
 const SSE_NAME = `chat SSE ${SSE_EVENTS} events`;
 
@@ -68,36 +70,85 @@ const SCENARIOS: Scenario[] = [
   { name: JSON_NAME, path: '/v1/chat/completions', body: chat('gpt-bench', false), directPath: '/v1/chat/completions' },
   { name: SSE_NAME, path: '/v1/chat/completions', body: chat('gpt-bench', true), directPath: '/v1/chat/completions' },
   // Translated: the floor and direct runs send the upstream its own protocol; gatehouse translates.
-  { name: 'Anthropic→OpenAI JSON', path: '/v1/messages', body: messages('gpt-bench', false), directPath: '/v1/chat/completions', directBody: chat('gpt-bench', false), passThrough: JSON_NAME },
-  { name: `Anthropic→OpenAI SSE ${SSE_EVENTS} events`, path: '/v1/messages', body: messages('gpt-bench', true), directPath: '/v1/chat/completions', directBody: chat('gpt-bench', true), passThrough: SSE_NAME },
-  { name: 'OpenAI→Gemini JSON', path: '/v1/chat/completions', body: chat('gemini-bench', false), directPath: '/v1beta/models/gemini-bench:generateContent', directBody: '{"contents":[{"role":"user","parts":[{"text":"Say hello."}]}]}', passThrough: JSON_NAME },
-  { name: `OpenAI→Gemini SSE ${SSE_EVENTS} events`, path: '/v1/chat/completions', body: chat('gemini-bench', true), directPath: '/v1beta/models/gemini-bench:streamGenerateContent?alt=sse', directBody: '{"contents":[{"role":"user","parts":[{"text":"Say hello."}]}]}', passThrough: SSE_NAME },
+  {
+    name: 'Anthropic→OpenAI JSON',
+    path: '/v1/messages',
+    body: messages('gpt-bench', false),
+    directPath: '/v1/chat/completions',
+    directBody: chat('gpt-bench', false),
+    passThrough: JSON_NAME,
+  },
+  {
+    name: `Anthropic→OpenAI SSE ${SSE_EVENTS} events`,
+    path: '/v1/messages',
+    body: messages('gpt-bench', true),
+    directPath: '/v1/chat/completions',
+    directBody: chat('gpt-bench', true),
+    passThrough: SSE_NAME,
+  },
+  {
+    name: 'OpenAI→Gemini JSON',
+    path: '/v1/chat/completions',
+    body: chat('gemini-bench', false),
+    directPath: '/v1beta/models/gemini-bench:generateContent',
+    directBody: '{"contents":[{"role":"user","parts":[{"text":"Say hello."}]}]}',
+    passThrough: JSON_NAME,
+  },
+  {
+    name: `OpenAI→Gemini SSE ${SSE_EVENTS} events`,
+    path: '/v1/chat/completions',
+    body: chat('gemini-bench', true),
+    directPath: '/v1beta/models/gemini-bench:streamGenerateContent?alt=sse',
+    directBody: '{"contents":[{"role":"user","parts":[{"text":"Say hello."}]}]}',
+    passThrough: SSE_NAME,
+  },
 ];
 
 // ---------------------------------------------------------------- child roles
 
 /** The fast upstream: canned answers, the request body drained. */
 function runUpstream(): void {
-  const json = Buffer.from(JSON.stringify({
-    id: 'chatcmpl-bench', object: 'chat.completion', created: 1_700_000_000, model: 'gpt-bench',
-    choices: [{ index: 0, message: { role: 'assistant', content: 'Hello there! How can I help?' }, finish_reason: 'stop' }],
-    usage: { prompt_tokens: 9, completion_tokens: 8, total_tokens: 17 },
-  }));
-  const event = (i: number) => `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"gpt-bench","choices":[{"index":0,"delta":{"content":"tok${i} "},"finish_reason":null}]}\n\n`;
+  const json = Buffer.from(
+    JSON.stringify({
+      id: 'chatcmpl-bench',
+      object: 'chat.completion',
+      created: 1_700_000_000,
+      model: 'gpt-bench',
+      choices: [
+        { index: 0, message: { role: 'assistant', content: 'Hello there! How can I help?' }, finish_reason: 'stop' },
+      ],
+      usage: { prompt_tokens: 9, completion_tokens: 8, total_tokens: 17 },
+    }),
+  );
+  const event = (i: number) =>
+    `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"gpt-bench","choices":[{"index":0,"delta":{"content":"tok${i} "},"finish_reason":null}]}\n\n`;
   const openaiEvents = Array.from({ length: SSE_EVENTS }, (_, i) => event(i)).concat('data: [DONE]\n\n');
   // The same answers in Gemini's wire, for the Gemini paths.
-  const geminiJson = Buffer.from(JSON.stringify({
-    candidates: [{ content: { role: 'model', parts: [{ text: 'Hello there! How can I help?' }] }, finishReason: 'STOP', index: 0 }],
-    usageMetadata: { promptTokenCount: 9, candidatesTokenCount: 8, totalTokenCount: 17 }, modelVersion: 'gemini-bench', responseId: 'bench',
-  }));
-  const geminiEvent = (i: number, last: boolean) => `data: {"candidates":[{"content":{"role":"model","parts":[{"text":"tok${i} "}]},${last ? '"finishReason":"STOP",' : ''}"index":0}],"modelVersion":"gemini-bench","responseId":"bench"}\r\n\r\n`;
+  const geminiJson = Buffer.from(
+    JSON.stringify({
+      candidates: [
+        {
+          content: { role: 'model', parts: [{ text: 'Hello there! How can I help?' }] },
+          finishReason: 'STOP',
+          index: 0,
+        },
+      ],
+      usageMetadata: { promptTokenCount: 9, candidatesTokenCount: 8, totalTokenCount: 17 },
+      modelVersion: 'gemini-bench',
+      responseId: 'bench',
+    }),
+  );
+  const geminiEvent = (i: number, last: boolean) =>
+    `data: {"candidates":[{"content":{"role":"model","parts":[{"text":"tok${i} "}]},${last ? '"finishReason":"STOP",' : ''}"index":0}],"modelVersion":"gemini-bench","responseId":"bench"}\r\n\r\n`;
   const geminiEvents = Array.from({ length: SSE_EVENTS }, (_, i) => geminiEvent(i, i === SSE_EVENTS - 1));
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const gemini = req.url?.startsWith('/v1beta/') === true;
-      const stream = gemini ? req.url?.includes(':streamGenerateContent') === true : Buffer.concat(chunks).includes('"stream":true');
+      const stream = gemini
+        ? req.url?.includes(':streamGenerateContent') === true
+        : Buffer.concat(chunks).includes('"stream":true');
       if (!stream) {
         const answer = gemini ? geminiJson : json;
         res.writeHead(200, { 'content-type': 'application/json', 'content-length': answer.length });
@@ -142,7 +193,9 @@ function runFloor(upstreamPort: number): void {
 // ---------------------------------------------------------------- orchestration
 
 function child(args: string[]): Promise<{ proc: ChildProcess; port: number }> {
-  const proc = spawn(process.execPath, [import.meta.filename, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const proc = spawn(process.execPath, [import.meta.filename, ...args], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   return new Promise((resolve, reject) => {
     proc.once('message', (port) => resolve({ proc, port: port as number }));
     proc.once('exit', (code) => reject(new Error(`bench child ${args[0]} exited with ${code}`)));
@@ -160,21 +213,31 @@ async function freePort(): Promise<number> {
 async function startGatehouse(upstreamPort: number, dir: string): Promise<{ proc: ChildProcess; port: number }> {
   const port = await freePort();
   const config = path.join(dir, 'proxy.json');
-  writeFileSync(config, JSON.stringify({
-    proxy: {
-      port,
-      auth_mode: 'strict',
-      api_key: API_KEY,
-      upstreams: [
-        { name: 'bench', protocol: 'openai', base_url: `http://127.0.0.1:${upstreamPort}/v1`, models: ['gpt-*'] },
-        { name: 'bench-gemini', protocol: 'gemini', base_url: `http://127.0.0.1:${upstreamPort}`, models: ['gemini-*'] },
-      ],
-    },
-  }));
+  writeFileSync(
+    config,
+    JSON.stringify({
+      proxy: {
+        port,
+        auth_mode: 'strict',
+        api_key: API_KEY,
+        upstreams: [
+          { name: 'bench', protocol: 'openai', base_url: `http://127.0.0.1:${upstreamPort}/v1`, models: ['gpt-*'] },
+          {
+            name: 'bench-gemini',
+            protocol: 'gemini',
+            base_url: `http://127.0.0.1:${upstreamPort}`,
+            models: ['gemini-*'],
+          },
+        ],
+      },
+    }),
+  );
   const cli = path.resolve(import.meta.dirname, '..', 'src', 'cli.ts');
   // Logs at info (one line per request, as in production) into /dev/null.
   const nodeArgs = (process.env['BENCH_GATEHOUSE_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
-  const proc = spawn(process.execPath, [...nodeArgs, cli, 'proxy', '--config', config], { stdio: ['ignore', 'ignore', 'ignore'] });
+  const proc = spawn(process.execPath, [...nodeArgs, cli, 'proxy', '--config', config], {
+    stdio: ['ignore', 'ignore', 'ignore'],
+  });
   const deadline = Date.now() + 15_000;
   for (;;) {
     try {
@@ -244,7 +307,13 @@ async function load(port: number, pathname: string, body: string, concurrency: n
   const cpu = (cpuMs(pid) - cpuBefore) / latencies.length;
   await pool.close();
   latencies.sort((a, b) => a - b);
-  return { rps: latencies.length / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99), errors, cpu };
+  return {
+    rps: latencies.length / elapsed,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    errors,
+    cpu,
+  };
 }
 
 /** A process's resident set now and at its peak (MB), from /proc. */
@@ -292,11 +361,13 @@ async function imageBurst(upstreamPort: number, dir: string, request: { path: st
   const pool = new Pool(`http://127.0.0.1:${port}`, { connections: IMAGE_IN_FLIGHT });
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` };
   const before = rss(pid).now;
-  const statuses = await Promise.all(Array.from({ length: IMAGE_IN_FLIGHT }, async () => {
-    const response = await pool.request({ method: 'POST', path: request.path, headers, body: request.body });
-    await response.body.dump();
-    return response.statusCode;
-  }));
+  const statuses = await Promise.all(
+    Array.from({ length: IMAGE_IN_FLIGHT }, async () => {
+      const response = await pool.request({ method: 'POST', path: request.path, headers, body: request.body });
+      await response.body.dump();
+      return response.statusCode;
+    }),
+  );
   await pool.close();
   const { peak } = rss(pid);
   proc.kill('SIGTERM');
@@ -367,21 +438,32 @@ async function main(): Promise<void> {
     children.push(floor.proc);
     const gatehouse = await startGatehouse(upstream.port, dir);
     children.push(gatehouse.proc);
-    console.log(`gatehouse proxy benchmark: ${ROUNDS} rounds × ${SECONDS} s per run, loopback, ${os.cpus().length} CPUs, Node ${process.version}\n`);
+    console.log(
+      `gatehouse proxy benchmark: ${ROUNDS} rounds × ${SECONDS} s per run, loopback, ${os.cpus().length} CPUs, Node ${process.version}\n`,
+    );
     const rows: string[][] = [];
     /** Translated scenarios: gatehouse translated vs its pass-through, measured in the same rounds. */
     const paired: string[] = [];
     for (const scenario of SCENARIOS.filter((s) => s.name.includes(ONLY))) {
       for (const concurrency of CONCURRENCY) {
-        const runs = { direct: [] as Result[], floor: [] as Result[], gatehouse: [] as Result[], passThrough: [] as Result[] };
+        const runs = {
+          direct: [] as Result[],
+          floor: [] as Result[],
+          gatehouse: [] as Result[],
+          passThrough: [] as Result[],
+        };
         const passThrough = SCENARIOS.find((s) => s.name === scenario.passThrough);
         const proxied = [
           { into: runs.floor, port: floor.port, pid: floor.proc.pid, request: scenario },
           { into: runs.gatehouse, port: gatehouse.port, pid: gatehouse.proc.pid, request: scenario },
-          ...(passThrough ? [{ into: runs.passThrough, port: gatehouse.port, pid: gatehouse.proc.pid, request: passThrough }] : []),
+          ...(passThrough
+            ? [{ into: runs.passThrough, port: gatehouse.port, pid: gatehouse.proc.pid, request: passThrough }]
+            : []),
         ];
         for (let round = 0; round < ROUNDS; round++) {
-          runs.direct.push(await load(upstream.port, scenario.directPath, scenario.directBody ?? scenario.body, concurrency));
+          runs.direct.push(
+            await load(upstream.port, scenario.directPath, scenario.directBody ?? scenario.body, concurrency),
+          );
           // Each round another proxy goes first: a run right after another tends to
           // come out a few percent faster (measured with the same proxy in both
           // places), which would otherwise always favour the one that runs later.
@@ -395,7 +477,9 @@ async function main(): Promise<void> {
         const g = medianResult(runs.gatehouse);
         if (passThrough) {
           const p = medianResult(runs.passThrough);
-          paired.push(`| ${scenario.name}, ${concurrency} client${concurrency > 1 ? 's' : ''} | ${p.rps.toFixed(0)} req/s, p50 ${p.p50.toFixed(2)} ms | ${g.rps.toFixed(0)} req/s, p50 ${g.p50.toFixed(2)} ms | ${pairedRatio(runs.gatehouse, runs.passThrough)} | ${signed(g.p50 - p.p50, 2)} ms | ${signed(g.cpu - p.cpu, 3)} ms/req |`);
+          paired.push(
+            `| ${scenario.name}, ${concurrency} client${concurrency > 1 ? 's' : ''} | ${p.rps.toFixed(0)} req/s, p50 ${p.p50.toFixed(2)} ms | ${g.rps.toFixed(0)} req/s, p50 ${g.p50.toFixed(2)} ms | ${pairedRatio(runs.gatehouse, runs.passThrough)} | ${signed(g.p50 - p.p50, 2)} ms | ${signed(g.cpu - p.cpu, 3)} ms/req |`,
+          );
         }
         const fmt = (r: Result) =>
           `${r.rps.toFixed(0)} req/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms${Number.isNaN(r.cpu) ? '' : `, CPU ${r.cpu.toFixed(3)} ms/req`}${r.errors ? `, ${r.errors} errors` : ''}`;
@@ -414,7 +498,9 @@ async function main(): Promise<void> {
     console.log('\n| scenario | direct | floor | gatehouse | gatehouse vs floor |\n|---|---|---|---|---|');
     for (const row of rows) console.log(`| ${row.join(' | ')} |`);
     if (paired.length > 0) {
-      console.log('\n| translated scenario | gatehouse pass-through (same rounds) | gatehouse translated | req/s ratio | added p50 | added CPU |\n|---|---|---|---|---|---|');
+      console.log(
+        '\n| translated scenario | gatehouse pass-through (same rounds) | gatehouse translated | req/s ratio | added p50 | added CPU |\n|---|---|---|---|---|---|',
+      );
       for (const row of paired) console.log(row);
     }
     if ('image'.includes(ONLY)) await imageCase(upstream.port, dir);

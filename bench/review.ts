@@ -79,19 +79,22 @@ interface Measure {
 async function measure(variant: Variant, planFile: string, expectedBytes: number): Promise<Measure> {
   const args = [import.meta.filename, 'serve', variant, planFile];
   const child: ChildProcess = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const next = () => new Promise<Record<string, number>>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as Record<string, number>));
-    child.once('exit', (code) => reject(new Error(`${variant} server exited with ${code}`)));
-  });
+  const next = () =>
+    new Promise<Record<string, number>>((resolve, reject) => {
+      child.once('message', (m) => resolve(m as Record<string, number>));
+      child.once('exit', (code) => reject(new Error(`${variant} server exited with ${code}`)));
+    });
   const { port } = await next();
   const agent = new Agent({ connections: READERS, pipelining: 0 });
   const started = performance.now();
-  const sizes = await Promise.all(Array.from({ length: READERS }, async () => {
-    const res = await request(`http://127.0.0.1:${port}/api/plan`, { dispatcher: agent });
-    let size = 0;
-    for await (const chunk of res.body) size += (chunk as Buffer).length;
-    return size;
-  }));
+  const sizes = await Promise.all(
+    Array.from({ length: READERS }, async () => {
+      const res = await request(`http://127.0.0.1:${port}/api/plan`, { dispatcher: agent });
+      let size = 0;
+      for await (const chunk of res.body) size += (chunk as Buffer).length;
+      return size;
+    }),
+  );
   const wallMs = performance.now() - started;
   await agent.close();
   if (sizes.some((s) => s !== expectedBytes)) throw new Error(`${variant}: an answer had the wrong size`);

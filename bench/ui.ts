@@ -31,10 +31,33 @@ const root = path.resolve(import.meta.dirname, '..');
 function bigPlan(lines = 5_000): string {
   const out = ['# A large plan'];
   for (let s = 1; out.length < lines; s++) {
-    out.push('', `## Section ${s}: change module ${s}`, '', `We change module **${s}** so that \`handler${s}\` validates input; see [the notes](#section-${s}).`, '');
-    out.push(`1. Edit \`src/mod${s}.ts\``, `   - keep the public API`, `   - add tests for case ${s}`, `2. Update docs`, '', `- [x] design ${s}`, `- [ ] review ${s}`, '');
+    out.push(
+      '',
+      `## Section ${s}: change module ${s}`,
+      '',
+      `We change module **${s}** so that \`handler${s}\` validates input; see [the notes](#section-${s}).`,
+      '',
+    );
+    out.push(
+      `1. Edit \`src/mod${s}.ts\``,
+      `   - keep the public API`,
+      `   - add tests for case ${s}`,
+      `2. Update docs`,
+      '',
+      `- [x] design ${s}`,
+      `- [ ] review ${s}`,
+      '',
+    );
     out.push('| key | value |', '|---|---|', `| retries | ${s} |`, `| timeout | ${s * 10} ms |`, '');
-    out.push('```ts', `export function handler${s}(input: string): number {`, `  const n = Number(input) + ${s};`, '  if (Number.isNaN(n)) throw new Error("bad input");', '  return n;', '}', '```');
+    out.push(
+      '```ts',
+      `export function handler${s}(input: string): number {`,
+      `  const n = Number(input) + ${s};`,
+      '  if (Number.isNaN(n)) throw new Error("bad input");',
+      '  return n;',
+      '}',
+      '```',
+    );
   }
   return out.slice(0, lines).join('\n') + '\n';
 }
@@ -44,13 +67,21 @@ function bigDiff(lines = 50_000, files = 200): string {
   const per = Math.floor(lines / files);
   const out: string[] = [];
   for (let f = 0; f < files; f++) {
-    out.push(`diff --git a/src/pkg${f % 20}/mod${f}.ts b/src/pkg${f % 20}/mod${f}.ts`, `index 1111111..2222222 100644`, `--- a/src/pkg${f % 20}/mod${f}.ts`, `+++ b/src/pkg${f % 20}/mod${f}.ts`);
+    out.push(
+      `diff --git a/src/pkg${f % 20}/mod${f}.ts b/src/pkg${f % 20}/mod${f}.ts`,
+      `index 1111111..2222222 100644`,
+      `--- a/src/pkg${f % 20}/mod${f}.ts`,
+      `+++ b/src/pkg${f % 20}/mod${f}.ts`,
+    );
     const body: string[] = [];
     let oldCount = 0;
     let newCount = 0;
     for (let l = 0; body.length < per - 5; l++) {
       if (l % 3 === 0) {
-        body.push(`-  const v${l} = compute(${l}, "old"); // ${f}`, `+  const v${l} = compute(${l}, "new", options); // ${f}`);
+        body.push(
+          `-  const v${l} = compute(${l}, "old"); // ${f}`,
+          `+  const v${l} = compute(${l}, "new", options); // ${f}`,
+        );
         oldCount++;
         newCount++;
       } else {
@@ -80,13 +111,19 @@ function serve(ui: string, compare: string, scenario: Scenario, plan: string, di
     gitRef: 'HEAD',
     origin: 'claude-code',
     diffType: 'uncommitted',
-    gitContext: { currentBranch: 'main', defaultBranch: 'main', diffOptions: [{ id: 'uncommitted', label: 'Uncommitted changes' }] },
+    gitContext: {
+      currentBranch: 'main',
+      defaultBranch: 'main',
+      diffOptions: [{ id: 'uncommitted', label: 'Uncommitted changes' }],
+    },
     sharingEnabled: true,
   });
   const server = createServer((req, res) => {
     const url = req.url ?? '/';
-    if (url === '/api/plan' && scenario === 'plan') res.writeHead(200, { 'content-type': 'application/json' }).end(planJson);
-    else if (url === '/api/diff' && scenario === 'diff') res.writeHead(200, { 'content-type': 'application/json' }).end(diffJson);
+    if (url === '/api/plan' && scenario === 'plan')
+      res.writeHead(200, { 'content-type': 'application/json' }).end(planJson);
+    else if (url === '/api/diff' && scenario === 'diff')
+      res.writeHead(200, { 'content-type': 'application/json' }).end(diffJson);
     else if (url === '/api/agents') res.writeHead(200, { 'content-type': 'application/json' }).end('{"agents":[]}');
     else {
       const page = url.includes('baseline') ? BASELINE : url.includes('compare') ? compare : ui;
@@ -121,7 +158,11 @@ async function main(): Promise<void> {
   const paired: string[] = [];
   const plan = bigPlan();
   const diff = bigDiff();
-  const browser = await chromium.launch({ executablePath: process.env['CHROMIUM'] ?? '/usr/bin/chromium', args: CHROMIUM_ARGS, headless: true });
+  const browser = await chromium.launch({
+    executablePath: process.env['CHROMIUM'] ?? '/usr/bin/chromium',
+    args: CHROMIUM_ARGS,
+    headless: true,
+  });
   const rows: string[] = [];
   let over = false;
   try {
@@ -135,7 +176,8 @@ async function main(): Promise<void> {
           // A fresh context per run: nothing cached between runs.
           const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
           const page = await context.newPage();
-          const selector = kind === 'baseline' ? '#out[data-ready]' : scenario === 'plan' ? '.plan-doc h1' : '.dl .code';
+          const selector =
+            kind === 'baseline' ? '#out[data-ready]' : scenario === 'plan' ? '.plan-doc h1' : '.dl .code';
           const baselinePath = `baseline${scenario === 'diff' ? '/code' : ''}`;
           const at = kind === 'baseline' ? baselinePath : kind === 'compare' ? 'compare' : '';
           const ms = await measure(page, `${base}/${at}`, selector);
@@ -147,7 +189,10 @@ async function main(): Promise<void> {
       const uiMs = median(times.ui);
       const baseMs = median(times.baseline);
       over ||= uiMs > TARGET_MS;
-      const size = scenario === 'plan' ? `${plan.split('\n').length - 1} lines, ${(plan.length / 1024).toFixed(0)} KB` : `${diff.split('\n').length - 1} lines, ${(diff.length / 1024 / 1024).toFixed(1)} MB`;
+      const size =
+        scenario === 'plan'
+          ? `${plan.split('\n').length - 1} lines, ${(plan.length / 1024).toFixed(0)} KB`
+          : `${diff.split('\n').length - 1} lines, ${(diff.length / 1024 / 1024).toFixed(1)} MB`;
       if (COMPARE !== undefined) {
         const ratios = times.ui.map((ms, r) => ms / (times.compare[r] ?? NaN));
         const range = `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}×`;
@@ -156,13 +201,17 @@ async function main(): Promise<void> {
         const ratio = `${median(ratios).toFixed(2)}×`;
         paired.push(`| ${name} | ${uiMs.toFixed(0)} ms | ${compareMs.toFixed(0)} ms | ${ratio} | ${range} |`);
       }
-      rows.push(`| ${scenario === 'plan' ? 'plan review' : 'code review'} (${size}) | ${uiMs.toFixed(0)} ms | ${baseMs.toFixed(0)} ms | ${(uiMs / baseMs).toFixed(2)}× | ${Math.min(...times.ui).toFixed(0)}–${Math.max(...times.ui).toFixed(0)} ms |`);
+      rows.push(
+        `| ${scenario === 'plan' ? 'plan review' : 'code review'} (${size}) | ${uiMs.toFixed(0)} ms | ${baseMs.toFixed(0)} ms | ${(uiMs / baseMs).toFixed(2)}× | ${Math.min(...times.ui).toFixed(0)}–${Math.max(...times.ui).toFixed(0)} ms |`,
+      );
     }
   } finally {
     await browser.close();
   }
   const { gzipSync } = await import('node:zlib');
-  console.log(`Time to first render, headless Chromium, median of ${RUNS} interleaved runs (aim: under ${TARGET_MS} ms)\n`);
+  console.log(
+    `Time to first render, headless Chromium, median of ${RUNS} interleaved runs (aim: under ${TARGET_MS} ms)\n`,
+  );
   console.log('| scenario | UI | baseline <pre> | ratio | UI range |');
   console.log('|---|---|---|---|---|');
   for (const row of rows) console.log(row);
@@ -172,7 +221,9 @@ async function main(): Promise<void> {
     console.log('|---|---|---|---|---|');
     for (const row of paired) console.log(row);
   }
-  console.log(`\nBuilt document: ${(ui.length / 1024).toFixed(0)} KB, ${(gzipSync(ui).length / 1024).toFixed(1)} KB gzipped (budget 400 KB gzipped).`);
+  console.log(
+    `\nBuilt document: ${(ui.length / 1024).toFixed(0)} KB, ${(gzipSync(ui).length / 1024).toFixed(1)} KB gzipped (budget 400 KB gzipped).`,
+  );
   if (over) console.log(`\nAbove the ${TARGET_MS} ms aim on this machine.`);
 }
 

@@ -75,7 +75,9 @@ export function createLogger(level: string, options: LoggerOptions = {}): Logger
   // Synchronous by default so no line is lost when a review process exits
   // right after its decision; the proxy opts into batched asynchronous writes
   // on its hot path.
-  const destination = options.batchChars ? batchedDestination(2, options.batchChars) : pino.destination({ fd: 2, sync: true });
+  const destination = options.batchChars
+    ? batchedDestination(2, options.batchChars)
+    : pino.destination({ fd: 2, sync: true });
   return pino(
     {
       level,

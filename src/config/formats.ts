@@ -97,7 +97,12 @@ export function registerFormats(): void {
       },
       // Env vars carry lists as comma-separated text.
       coerce: (value: unknown) =>
-        typeof value === 'string' ? value.split(',').map((s) => s.trim()).filter(Boolean) : value,
+        typeof value === 'string'
+          ? value
+              .split(',')
+              .map((s) => s.trim())
+              .filter(Boolean)
+          : value,
     },
   });
 }

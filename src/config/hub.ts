@@ -122,7 +122,6 @@ export interface HubConfig {
   notify: { targets: NotifyTarget[]; attempts: number; retryBaseMs: number };
 }
 
-
 /** Whether `host` (as bound) only accepts connections from this machine. */
 export function isLoopback(host: string): boolean {
   return host === '127.0.0.1' || host === '::1' || host === 'localhost';

@@ -219,7 +219,14 @@ export interface LoadOptions {
 
 /** Long flags the review commands accept, derived from the schema. */
 export const REVIEW_FLAGS = [
-  'port', 'origin', 'timeout', 'decision-file', 'repo', 'diff-type', 'hub', 'session',
+  'port',
+  'origin',
+  'timeout',
+  'decision-file',
+  'repo',
+  'diff-type',
+  'hub',
+  'session',
 ] as const;
 
 export function loadReviewConfig({ args, env, projectDir }: LoadOptions): ReviewConfig {
@@ -244,9 +251,10 @@ export function loadReviewConfig({ args, env, projectDir }: LoadOptions): Review
     repo,
     diffType,
     allowedHosts: r.allowed_hosts,
-    codespace: r.codespace.name && r.codespace.forwarding_domain
-      ? { name: r.codespace.name, domain: r.codespace.forwarding_domain }
-      : null,
+    codespace:
+      r.codespace.name && r.codespace.forwarding_domain
+        ? { name: r.codespace.name, domain: r.codespace.forwarding_domain }
+        : null,
     uploadDir: r.upload_dir,
     uploadMaxBytes: r.upload_max_bytes,
     planDir: path.resolve(projectDir, r.save.default_path),

@@ -34,7 +34,10 @@ function globToRegExp(glob: string): RegExp {
       const end = body.indexOf(']', i + 2);
       if (end < 0) out += '\\[';
       else {
-        out += `[${body.slice(i + 1, end).replace(/^!/, '^').replace(/\\/g, '\\\\')}]`;
+        out += `[${body
+          .slice(i + 1, end)
+          .replace(/^!/, '^')
+          .replace(/\\/g, '\\\\')}]`;
         i = end;
       }
     } else if (c === '\\' && i + 1 < body.length) out += `\\${body.charAt(++i)}`;
@@ -84,7 +87,13 @@ export class Attributes {
     let rules = this.byDir.get(dir);
     if (!rules) {
       // Repository paths are bytes kept as latin1; the file system wants them back as bytes.
-      rules = this.load(Buffer.concat([Buffer.from(`${this.workdir}/`), Buffer.from(dir ? `${dir}/` : '', 'latin1'), Buffer.from('.gitattributes')]));
+      rules = this.load(
+        Buffer.concat([
+          Buffer.from(`${this.workdir}/`),
+          Buffer.from(dir ? `${dir}/` : '', 'latin1'),
+          Buffer.from('.gitattributes'),
+        ]),
+      );
       this.byDir.set(dir, rules);
     }
     return rules;

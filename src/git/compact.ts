@@ -106,7 +106,10 @@ interface Split {
   postIndent: number;
 }
 
-/** Blank lines met walking from `from` by `step`, and the indent of the first other line (-1: none; 0 after too many blanks). */
+/**
+ * Blank lines met walking from `from` by `step`, and the indent of the first
+ * other line (-1: none; 0 after too many blanks).
+ */
 function blanksThenIndent(lines: string[], from: number, step: 1 | -1): [blanks: number, indent: number] {
   let blanks = 0;
   for (let i = from; i >= 0 && i < lines.length; i += step) {
@@ -121,7 +124,14 @@ function measureSplit(f: MarkedFile, split: number): Split {
   const n = f.lines.length;
   const [preBlank, preIndent] = blanksThenIndent(f.lines, split - 1, -1);
   const [postBlank, postIndent] = blanksThenIndent(f.lines, split + 1, 1);
-  return { endOfFile: split >= n, indent: split >= n ? -1 : indentOf(f.lines[split] ?? ''), preBlank, preIndent, postBlank, postIndent };
+  return {
+    endOfFile: split >= n,
+    indent: split >= n ? -1 : indentOf(f.lines[split] ?? ''),
+    preBlank,
+    preIndent,
+    postBlank,
+    postIndent,
+  };
 }
 
 interface Score {
@@ -140,7 +150,8 @@ function addSplit(m: Split, s: Score): void {
   s.effectiveIndent += indent;
   if (indent === -1 || m.preIndent === -1 || indent === m.preIndent) return;
   if (indent > m.preIndent) s.penalty += anyBlanks ? RELATIVE_INDENT_WITH_BLANK_PENALTY : RELATIVE_INDENT_PENALTY;
-  else if (m.postIndent !== -1 && m.postIndent > indent) s.penalty += anyBlanks ? RELATIVE_OUTDENT_WITH_BLANK_PENALTY : RELATIVE_OUTDENT_PENALTY;
+  else if (m.postIndent !== -1 && m.postIndent > indent)
+    s.penalty += anyBlanks ? RELATIVE_OUTDENT_WITH_BLANK_PENALTY : RELATIVE_OUTDENT_PENALTY;
   else s.penalty += anyBlanks ? RELATIVE_DEDENT_WITH_BLANK_PENALTY : RELATIVE_DEDENT_PENALTY;
 }
 

@@ -12,12 +12,19 @@ export interface GitConfig {
 
 const DEFAULTS: GitConfig = { filemode: true, quotePath: true, renames: true };
 
-const KEYS: Readonly<Record<string, keyof GitConfig>> = { 'core.filemode': 'filemode', 'core.quotepath': 'quotePath', 'diff.renames': 'renames' };
+const KEYS: Readonly<Record<string, keyof GitConfig>> = {
+  'core.filemode': 'filemode',
+  'core.quotepath': 'quotePath',
+  'diff.renames': 'renames',
+};
 
 /** git's boolean spellings; a key with no `=` is true. */
 function toBoolean(value: string | undefined): boolean | undefined {
   if (value === undefined) return true;
-  const v = value.trim().replace(/^"(.*)"$/, '$1').toLowerCase();
+  const v = value
+    .trim()
+    .replace(/^"(.*)"$/, '$1')
+    .toLowerCase();
   if (['true', 'yes', 'on', '1', 'copies', 'copy'].includes(v)) return true;
   if (['false', 'no', 'off', '0', ''].includes(v)) return false;
   return undefined;

@@ -6,7 +6,17 @@ export function isBinary(content: Buffer): boolean {
   return content.subarray(0, FIRST_FEW_BYTES).includes(0);
 }
 
-const ESCAPES: Record<number, string> = { 7: 'a', 8: 'b', 9: 't', 10: 'n', 11: 'v', 12: 'f', 13: 'r', 0x22: '"', 0x5c: '\\' };
+const ESCAPES: Record<number, string> = {
+  7: 'a',
+  8: 'b',
+  9: 't',
+  10: 'n',
+  11: 'v',
+  12: 'f',
+  13: 'r',
+  0x22: '"',
+  0x5c: '\\',
+};
 
 function needsQuoting(c: number, quoteHigh: boolean): boolean {
   return c < 0x20 || c === 0x22 || c === 0x5c || c === 0x7f || (quoteHigh && c >= 0x80);

@@ -55,7 +55,8 @@ export function readIndex(file: string): GitIndex {
     buf = readFileSync(file);
     stat = statTimes(file);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], unmerged: new Set(), mtimeS: 0, mtimeNs: 0 };
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+      return { entries: [], unmerged: new Set(), mtimeS: 0, mtimeNs: 0 };
     throw error;
   }
   if (buf.length < 12 || buf.toString('latin1', 0, 4) !== 'DIRC') throw gitErrors.corrupt(`index ${file}`);

@@ -75,11 +75,12 @@ function alignable(ids: Int32Array, from: number, to: number, otherCount: Int32A
 /** Each line as a small integer (equal lines, equal ids), and how often each id occurs on either side. */
 function classify(oldLines: string[], newLines: string[]) {
   const idOf = new Map<string, number>();
-  const toIds = (lines: string[]) => Int32Array.from(lines, (line) => {
-    let id = idOf.get(line);
-    if (id === undefined) idOf.set(line, (id = idOf.size));
-    return id;
-  });
+  const toIds = (lines: string[]) =>
+    Int32Array.from(lines, (line) => {
+      let id = idOf.get(line);
+      if (id === undefined) idOf.set(line, (id = idOf.size));
+      return id;
+    });
   const oldIds = toIds(oldLines);
   const newIds = toIds(newLines);
   const countOf = (ids: Int32Array) => {
@@ -118,7 +119,12 @@ export function diffLines(oldLines: string[], newLines: string[]): { old: Marked
     const deleted = new Uint8Array(keptOld.length);
     const inserted = new Uint8Array(keptNew.length);
     const reducedOld = Int32Array.from(keptOld, (i) => oldIds[i] ?? 0);
-    myersDiff(reducedOld, Int32Array.from(keptNew, (j) => newIds[j] ?? 0), deleted, inserted);
+    myersDiff(
+      reducedOld,
+      Int32Array.from(keptNew, (j) => newIds[j] ?? 0),
+      deleted,
+      inserted,
+    );
     keptOld.forEach((i, k) => {
       if (!deleted[k]) a.chg[1 + i] = 0;
     });

@@ -32,7 +32,12 @@ function labelLine(marker: string, label: string): string {
   return `${marker} ${label}${label.includes(' ') ? '\t' : ''}\n`;
 }
 
-async function filePatch(ctx: PatchContext, oldV: FileVersion | null, newV: FileVersion | null, score: number | undefined): Promise<string> {
+async function filePatch(
+  ctx: PatchContext,
+  oldV: FileVersion | null,
+  newV: FileVersion | null,
+  score: number | undefined,
+): Promise<string> {
   const quote = (prefix: string, file: string) => quotePath(prefix, file, ctx.quotePath);
   const oldPath = oldV?.path ?? newV?.path ?? '';
   const newPath = newV?.path ?? oldPath;
@@ -50,11 +55,15 @@ async function filePatch(ctx: PatchContext, oldV: FileVersion | null, newV: File
   out += `index ${ctx.abbrev(oldOid)}..${ctx.abbrev(newOid)}`;
   out += oldV && newV && oldV.mode === newV.mode ? ` ${octalMode(oldV.mode)}\n` : '\n';
 
-  const [oldContent, newContent] = await Promise.all([oldV ? ctx.load(oldV) : Buffer.alloc(0), newV ? ctx.load(newV) : Buffer.alloc(0)]);
+  const [oldContent, newContent] = await Promise.all([
+    oldV ? ctx.load(oldV) : Buffer.alloc(0),
+    newV ? ctx.load(newV) : Buffer.alloc(0),
+  ]);
   if (oldContent.equals(newContent)) return out;
   const oldLabel = oldV ? quote('a/', oldPath) : NULL_PATH;
   const newLabel = newV ? quote('b/', newPath) : NULL_PATH;
-  if (showsAsBinary(ctx, oldV, oldContent) || showsAsBinary(ctx, newV, newContent)) return `${out}Binary files ${oldLabel} and ${newLabel} differ\n`;
+  if (showsAsBinary(ctx, oldV, oldContent) || showsAsBinary(ctx, newV, newContent))
+    return `${out}Binary files ${oldLabel} and ${newLabel} differ\n`;
   const hunks = unifiedHunks(oldContent.toString('latin1'), newContent.toString('latin1'));
   return out + labelLine('---', oldLabel) + labelLine('+++', newLabel) + hunks;
 }

@@ -137,7 +137,8 @@ export async function detectRenames(pairs: FilePair[], load: ContentLoader): Pro
     let best: Candidate | undefined;
     for (const src of sources) {
       if (src.used || src.version.oid !== dst.version.oid) continue;
-      if ((!isRegular(src.version.mode) || !isRegular(dst.version.mode)) && src.version.mode !== dst.version.mode) continue;
+      if ((!isRegular(src.version.mode) || !isRegular(dst.version.mode)) && src.version.mode !== dst.version.mode)
+        continue;
       if (basename(src.version.path) === basename(dst.version.path)) {
         best = src;
         break;
@@ -170,7 +171,12 @@ export async function detectRenames(pairs: FilePair[], load: ContentLoader): Pro
       for (const dst of dstLeft) {
         const top: Scored[] = [];
         for (const src of srcLeft) {
-          top.push({ dst, src, score: similarity(src, dst), sameName: basename(src.version.path) === basename(dst.version.path) ? 1 : 0 });
+          top.push({
+            dst,
+            src,
+            score: similarity(src, dst),
+            sameName: basename(src.version.path) === basename(dst.version.path) ? 1 : 0,
+          });
           top.sort(byScore);
           if (top.length > CANDIDATES_PER_DST) top.pop();
         }

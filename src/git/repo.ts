@@ -52,7 +52,12 @@ export function openRepository(dir: string, { home }: OpenOptions = {}): RepoLay
       }
       if (!fs.existsSync(path.join(gitdir, 'HEAD'))) throw gitErrors.notARepository(start);
       const global = home ? [path.join(home, '.config', 'git', 'config'), path.join(home, '.gitconfig')] : [];
-      return { workdir: current, gitdir, commondir, config: readGitConfig(['/etc/gitconfig', ...global, path.join(commondir, 'config')]) };
+      return {
+        workdir: current,
+        gitdir,
+        commondir,
+        config: readGitConfig(['/etc/gitconfig', ...global, path.join(commondir, 'config')]),
+      };
     }
     if (path.dirname(current) === current) throw gitErrors.notARepository(start);
   }

@@ -8,7 +8,16 @@ import { formatPatch } from './patch.ts';
 import { defaultBranch, readCommit, readHead, resolveBranch, type Head } from './refs.ts';
 import { detectRenames, type DiffItem } from './renames.ts';
 import { openRepository, type OpenOptions, type RepoLayout } from './repo.ts';
-import { compareKeys, diffTrees, flattenTree, MODE_GITLINK, pairPath, TreeCache, type FilePair, type FileVersion } from './tree.ts';
+import {
+  compareKeys,
+  diffTrees,
+  flattenTree,
+  MODE_GITLINK,
+  pairPath,
+  TreeCache,
+  type FilePair,
+  type FileVersion,
+} from './tree.ts';
 import { Worktree, type WorkingFile } from './worktree.ts';
 
 export interface DiffResult {
@@ -81,7 +90,11 @@ export class GitRepository {
    * gone, undefined when it is not part of this diff. HEAD's paths missing
    * from the index are deleted.
    */
-  private async headAgainst(s: Session, index: GitIndex, versionOf: (entry: IndexEntry) => WorkingFile | null | undefined): Promise<FilePair[]> {
+  private async headAgainst(
+    s: Session,
+    index: GitIndex,
+    versionOf: (entry: IndexEntry) => WorkingFile | null | undefined,
+  ): Promise<FilePair[]> {
     const before = await this.headFiles(s);
     const pairs: FilePair[] = [];
     const tracked = new Set(index.unmerged);
@@ -90,7 +103,8 @@ export class GitRepository {
       const old = before.get(entry.path) ?? null;
       const now = versionOf(entry);
       if (now === null && old) pairs.push({ old, new: null });
-      else if (now && (!old || old.oid !== now.oid || old.mode !== now.mode)) pairs.push({ old, new: { path: entry.path, ...now } });
+      else if (now && (!old || old.oid !== now.oid || old.mode !== now.mode))
+        pairs.push({ old, new: { path: entry.path, ...now } });
     }
     for (const [p, old] of before) if (!tracked.has(p)) pairs.push({ old, new: null });
     return pairs;
@@ -109,7 +123,9 @@ export class GitRepository {
 
   /** `git diff --staged`: against the index; `git add -N` records a path, not content, so it is not staged. */
   private staged(s: Session): Promise<FilePair[]> {
-    return this.headAgainst(s, this.readIndex(), (entry) => (entry.intentToAdd ? undefined : { oid: entry.oid, mode: entry.mode }));
+    return this.headAgainst(s, this.readIndex(), (entry) =>
+      entry.intentToAdd ? undefined : { oid: entry.oid, mode: entry.mode },
+    );
   }
 
   /** `git diff HEAD~1..HEAD`; a root commit is compared with the empty tree. */
@@ -156,7 +172,11 @@ export class GitRepository {
       quotePath: this.layout.config.quotePath,
       diffAttribute: (file) => attributes.diff(file),
     });
-    return { rawPatch: Buffer.from(latin1Patch, 'latin1').toString('utf8'), latin1Patch, gitRef: gitRefOf(type, branch) };
+    return {
+      rawPatch: Buffer.from(latin1Patch, 'latin1').toString('utf8'),
+      latin1Patch,
+      gitRef: gitRefOf(type, branch),
+    };
   }
 
   /**

@@ -71,7 +71,11 @@ export async function readTree(store: ObjectStore, cache: TreeCache, oid: string
 }
 
 /** Every non-tree entry under `oid`, by full path. */
-export async function flattenTree(store: ObjectStore, cache: TreeCache, oid: string): Promise<Map<string, FileVersion>> {
+export async function flattenTree(
+  store: ObjectStore,
+  cache: TreeCache,
+  oid: string,
+): Promise<Map<string, FileVersion>> {
   const known = cache.flat.get(oid);
   if (known) return known;
   const files = new Map<string, FileVersion>();
@@ -106,7 +110,12 @@ function orderKey(entry: TreeEntry): string {
  * The changed files between two trees (either may be absent: the empty
  * tree), skipping every subtree whose id is the same on both sides.
  */
-export async function diffTrees(store: ObjectStore, cache: TreeCache, a: string | null, b: string | null): Promise<FilePair[]> {
+export async function diffTrees(
+  store: ObjectStore,
+  cache: TreeCache,
+  a: string | null,
+  b: string | null,
+): Promise<FilePair[]> {
   const pairs: FilePair[] = [];
   // An entry on one side only: the file, or everything under the directory, was added or deleted.
   const one = async (entry: TreeEntry, prefix: string, side: 'old' | 'new'): Promise<void> => {

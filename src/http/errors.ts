@@ -11,7 +11,11 @@ export class HttpError extends Error {
   /** A machine-readable kind for families whose bodies carry one. */
   readonly kind: string | undefined;
 
-  constructor(status: number, message: string, options: { kind?: string; headers?: Record<string, string>; cause?: unknown } = {}) {
+  constructor(
+    status: number,
+    message: string,
+    options: { kind?: string; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
     super(message, { cause: options.cause });
     this.status = status;
     this.kind = options.kind;
@@ -36,12 +40,18 @@ export function toHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
   const e = (error ?? {}) as BodyParserError;
   const status = [e.status, e.statusCode, e.httpCode].find((s): s is number => typeof s === 'number');
-  if (status === 413 || e.type === 'entity.too.large') return new HttpError(413, 'Request body too large', { kind: 'too_large', cause: error });
+  if (status === 413 || e.type === 'entity.too.large')
+    return new HttpError(413, 'Request body too large', { kind: 'too_large', cause: error });
   // co-body (under koa-body) throws a bare SyntaxError with status 400.
-  if (e.type === 'entity.parse.failed' || (error instanceof SyntaxError && status === 400)) return new HttpError(400, 'Invalid JSON body', { kind: 'invalid_json', cause: error });
-  if (status === 415) return new HttpError(415, 'Unsupported media type', { kind: 'unsupported_media_type', cause: error });
+  if (e.type === 'entity.parse.failed' || (error instanceof SyntaxError && status === 400))
+    return new HttpError(400, 'Invalid JSON body', { kind: 'invalid_json', cause: error });
+  if (status === 415)
+    return new HttpError(415, 'Unsupported media type', { kind: 'unsupported_media_type', cause: error });
   if (status !== undefined && status >= 400 && status < 500) {
-    return new HttpError(status, error instanceof Error ? error.message : 'Bad request', { kind: 'bad_request', cause: error });
+    return new HttpError(status, error instanceof Error ? error.message : 'Bad request', {
+      kind: 'bad_request',
+      cause: error,
+    });
   }
   return new HttpError(500, 'Internal server error', { kind: 'internal', cause: error });
 }

@@ -64,4 +64,3 @@ export function spaFallback(document: () => string): Middleware {
     ctx.body = html;
   };
 }
-

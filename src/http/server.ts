@@ -30,7 +30,10 @@ function bindOnce(server: Server, port: number, host: string): Promise<AddressIn
  * Binds, retrying a busy port `retries` times `retryDelayMs` apart, then
  * fails with `Port <PORT> in use after 5 retries` (docs/api.md, Startup).
  */
-export async function listen(server: Server, { port, host, retries = 5, retryDelayMs = 500 }: ListenOptions): Promise<AddressInfo> {
+export async function listen(
+  server: Server,
+  { port, host, retries = 5, retryDelayMs = 500 }: ListenOptions,
+): Promise<AddressInfo> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await bindOnce(server, port, host);

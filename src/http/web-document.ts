@@ -33,7 +33,12 @@ const INLINE_SCRIPT = /<script\b[^>]*>([\s\S]*?)<\/script>/gi;
 export function documentPolicy(html: string): string {
   const hashes = [...html.matchAll(INLINE_SCRIPT)]
     .filter((match) => match[1] !== '')
-    .map((match) => `'sha256-${createHash('sha256').update(match[1] ?? '').digest('base64')}'`);
+    .map(
+      (match) =>
+        `'sha256-${createHash('sha256')
+          .update(match[1] ?? '')
+          .digest('base64')}'`,
+    );
   return [
     "default-src 'none'",
     `script-src ${hashes.length > 0 ? hashes.join(' ') : "'none'"}`,

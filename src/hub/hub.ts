@@ -48,7 +48,6 @@ interface LiveReview {
   handler: ReturnType<Koa['callback']>;
 }
 
-
 /** The outcome word of a stored decision (see ReviewSummary.outcome). */
 function outcomeOf(review: StoredReview): string | null {
   if (review.decision === null) return null;

@@ -106,8 +106,7 @@ export class HubStore {
   insert(id: string, review: NewReview, now: number): { review: StoredReview; created: boolean } {
     if (review.requestKey !== null) {
       const existing = this.#prepare(`SELECT ${SUMMARY} FROM reviews WHERE request_key = ?`).get(review.requestKey) as
-        | Row
-        | undefined;
+        Row | undefined;
       if (existing) return { review: fromRow(existing), created: false };
     }
     const maxVersion = this.#prepare('SELECT MAX(version) AS v FROM reviews WHERE session = ?');
@@ -118,8 +117,19 @@ export class HubStore {
          created_at, deadline)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
-      id, review.requestKey, review.kind, review.title, review.origin, review.project, review.branch, review.session,
-      version, review.baseUrl, JSON.stringify(review.payload), now, review.deadline,
+      id,
+      review.requestKey,
+      review.kind,
+      review.title,
+      review.origin,
+      review.project,
+      review.branch,
+      review.session,
+      version,
+      review.baseUrl,
+      JSON.stringify(review.payload),
+      now,
+      review.deadline,
     );
     const { requestKey: _, ...stored } = review;
     return { review: { ...stored, id, version, createdAt: now, decision: null, decidedAt: null }, created: true };

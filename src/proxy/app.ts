@@ -79,7 +79,12 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   const translator = new Translator(options.stores ?? memoryStores(config.stores), log);
   const streams = new OpenStreams();
   const deps: EndpointDeps = {
-    router: models, maxBodyBytes: config.maxBodyBytes, protocols, credentials, translator, streams,
+    router: models,
+    maxBodyBytes: config.maxBodyBytes,
+    protocols,
+    credentials,
+    translator,
+    streams,
   };
   const mcp = mcpRoutes(config.mcpServers, { env, log, maxBodyBytes: config.maxBodyBytes });
 

@@ -9,9 +9,12 @@ export const HEALTH_PATH = '/healthz';
 /** Whether `mode` requires a key for a request to `path` (OPTIONS aside). */
 export function needsKey(mode: EffectiveAuthMode, path: string): boolean {
   switch (mode) {
-    case 'off': return false;
-    case 'strict': return true;
-    case 'all_except_health': return path !== HEALTH_PATH;
+    case 'off':
+      return false;
+    case 'strict':
+      return true;
+    case 'all_except_health':
+      return path !== HEALTH_PATH;
   }
 }
 

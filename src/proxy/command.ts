@@ -30,7 +30,11 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
   try {
     const address = await listen(server, { port: config.port, host: config.host });
     log.info(
-      { url: `http://${address.address}:${address.port}`, auth_mode: config.effectiveAuthMode, upstreams: config.upstreams.map((u) => u.name) },
+      {
+        url: `http://${address.address}:${address.port}`,
+        auth_mode: config.effectiveAuthMode,
+        upstreams: config.upstreams.map((u) => u.name),
+      },
       'proxy listening',
     );
     log.flush();

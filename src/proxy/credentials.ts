@@ -16,9 +16,16 @@ export const HOP_BY_HOP = new Set([
 
 /** What a request's headers lose on the way up besides client keys: hop-by-hop, proxy credentials, what undici sets. */
 const NOT_FORWARDED = [
-  ...HOP_BY_HOP, 'proxy-authorization', 'proxy-authenticate', 'host', 'content-length', 'expect',
+  ...HOP_BY_HOP,
+  'proxy-authorization',
+  'proxy-authenticate',
+  'host',
+  'content-length',
+  'expect',
   // What only a browser sends (its cookies and where the page came from), which no upstream API uses.
-  'cookie', 'origin', 'referer',
+  'cookie',
+  'origin',
+  'referer',
 ];
 
 /**

@@ -11,34 +11,45 @@ export const UPSTREAM_ERROR_KIND = 'upstream_error';
 
 export const proxyErrors = {
   unauthorized: () => new HttpError(401, 'Invalid or missing API key', { kind: 'invalid_api_key' }),
-  originNotAllowed: (origin: string) => new HttpError(
-    403,
-    `Origin ${origin} may not use this proxy: add it to proxy.cors.allowed_origins (PROXY_CORS_ALLOWED_ORIGINS)`,
-    { kind: 'origin_not_allowed' },
-  ),
-  hostNotAllowed: (host: string) => new HttpError(
-    403,
-    `Host ${JSON.stringify(host)} is not served to requests without a key: `
-      + 'add it to proxy.allowed_hosts (PROXY_ALLOWED_HOSTS)',
-    { kind: 'host_not_allowed' },
-  ),
+  originNotAllowed: (origin: string) =>
+    new HttpError(
+      403,
+      `Origin ${origin} may not use this proxy: add it to proxy.cors.allowed_origins (PROXY_CORS_ALLOWED_ORIGINS)`,
+      { kind: 'origin_not_allowed' },
+    ),
+  hostNotAllowed: (host: string) =>
+    new HttpError(
+      403,
+      `Host ${JSON.stringify(host)} is not served to requests without a key: ` +
+        'add it to proxy.allowed_hosts (PROXY_ALLOWED_HOSTS)',
+      { kind: 'host_not_allowed' },
+    ),
   invalidJson: () => new HttpError(400, 'Invalid JSON body', { kind: 'invalid_json' }),
   notJsonObject: () => new HttpError(400, 'The request body must be a JSON object', { kind: 'invalid_json' }),
-  badField: (field: string, expected: string) => new HttpError(400, `\`${field}\` must be ${expected}`, { kind: 'invalid_request' }),
+  badField: (field: string, expected: string) =>
+    new HttpError(400, `\`${field}\` must be ${expected}`, { kind: 'invalid_request' }),
   missingModel: () => new HttpError(400, 'The request names no `model`', { kind: 'missing_model' }),
   invalidMultipart: () => new HttpError(400, 'Malformed multipart/form-data body', { kind: 'invalid_multipart' }),
-  tooLarge: (limit: number) => new HttpError(413, `Request body larger than ${limit} bytes`, { kind: 'request_too_large' }),
-  modelNotFound: (model: string) => new HttpError(404, `No upstream serves model ${JSON.stringify(model)}`, { kind: 'model_not_found' }),
-  routeNotFound: (method: string, path: string) => new HttpError(404, `No route for ${method} ${path}`, { kind: 'not_found' }),
+  tooLarge: (limit: number) =>
+    new HttpError(413, `Request body larger than ${limit} bytes`, { kind: 'request_too_large' }),
+  modelNotFound: (model: string) =>
+    new HttpError(404, `No upstream serves model ${JSON.stringify(model)}`, { kind: 'model_not_found' }),
+  routeNotFound: (method: string, path: string) =>
+    new HttpError(404, `No route for ${method} ${path}`, { kind: 'not_found' }),
   noTranslation: (from: string, to: string, what: string) =>
-    new HttpError(501, `Translating ${what} from the ${from} protocol to a ${to} upstream is not supported`, { kind: 'translation_unavailable' }),
+    new HttpError(501, `Translating ${what} from the ${from} protocol to a ${to} upstream is not supported`, {
+      kind: 'translation_unavailable',
+    }),
   invalidRequest: (message: string) => new HttpError(400, message, { kind: 'invalid_request' }),
-  previousResponseNotFound: (id: string) => new HttpError(404, `Previous response with id '${id}' not found.`, { kind: 'previous_response_not_found' }),
+  previousResponseNotFound: (id: string) =>
+    new HttpError(404, `Previous response with id '${id}' not found.`, { kind: 'previous_response_not_found' }),
   /** A translated request's upstream error: its status and message in the client's shape. */
   upstreamError: (status: number, message: string, headers: Record<string, string>) =>
     new HttpError(status, message, { kind: UPSTREAM_ERROR_KIND, headers }),
-  upstreamUnreachable: (upstream: string) => new HttpError(502, `Upstream ${upstream} is unreachable`, { kind: 'upstream_unreachable' }),
+  upstreamUnreachable: (upstream: string) =>
+    new HttpError(502, `Upstream ${upstream} is unreachable`, { kind: 'upstream_unreachable' }),
   /** Cuts the streams still open when the shutdown grace runs out (as their protocol's error event). */
   shuttingDown: () => new HttpError(503, 'The proxy is shutting down', { kind: 'shutting_down' }),
-  upstreamTimeout: (upstream: string, ms: number) => new HttpError(504, `Upstream ${upstream} did not answer within ${ms} ms`, { kind: 'upstream_timeout' }),
+  upstreamTimeout: (upstream: string, ms: number) =>
+    new HttpError(504, `Upstream ${upstream} did not answer within ${ms} ms`, { kind: 'upstream_timeout' }),
 } as const;

@@ -45,7 +45,8 @@ export async function readMultipartHead(req: IncomingMessage, boundary: string, 
   let pendingStart = 0;
   for (;;) {
     const next = await rest.next();
-    if (next.done) return { head: Buffer.concat(chunks, size), model: undefined, valueStart: 0, valueEnd: 0, req, rest, size };
+    if (next.done)
+      return { head: Buffer.concat(chunks, size), model: undefined, valueStart: 0, valueEnd: 0, req, rest, size };
     const chunk = next.value;
     size += chunk.length;
     if (size > limit) throw tooLarge(req, limit);
@@ -53,7 +54,7 @@ export async function readMultipartHead(req: IncomingMessage, boundary: string, 
     pending = pending.length > 0 ? Buffer.concat([pending, chunk]) : chunk;
 
     let keep: number;
-    for (let pos = 0; ; ) {
+    for (let pos = 0; ;) {
       const at = pending.indexOf(delimiter, pos);
       if (at < 0) {
         keep = Math.max(pos, pending.length - delimiter.length);

@@ -46,7 +46,10 @@ export function passesThrough(family: Protocol, operation: Operation, upstream: 
 
 /** `*` any run of characters, `?` exactly one; everything else literal. */
 export function globToRegExp(glob: string): RegExp {
-  const source = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const source = glob
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${source}$`);
 }
 

@@ -16,7 +16,11 @@ export interface ParsedReviewArgs {
  * value, as `--flag v` or `--flag=v`) and `--help`; anything else is an error
  * naming the option and listing the accepted ones.
  */
-export function parseReviewArgs(argv: string[], flags: readonly ReviewFlag[], maxPositionals: number): ParsedReviewArgs {
+export function parseReviewArgs(
+  argv: string[],
+  flags: readonly ReviewFlag[],
+  maxPositionals: number,
+): ParsedReviewArgs {
   const accepted = flags.map((f) => `--${f}`).join(', ');
   let parsed;
   try {
@@ -32,7 +36,8 @@ export function parseReviewArgs(argv: string[], flags: readonly ReviewFlag[], ma
   } catch (error) {
     const code = (error as { code?: string }).code;
     const option = /'(-[^' ]*)/.exec((error as Error).message)?.[1];
-    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') throw new ConfigError(`unknown option ${option ?? ''} (accepted: ${accepted})`);
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION')
+      throw new ConfigError(`unknown option ${option ?? ''} (accepted: ${accepted})`);
     if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') throw new ConfigError(`option ${option ?? ''} needs a value`);
     throw new ConfigError((error as Error).message);
   }

@@ -19,7 +19,8 @@ export const reviewErrors = {
   // POST /api/upload
   noFile: () => new HttpError(400, 'No file provided'),
   notAnImage: () => new HttpError(400, 'Unsupported file type: only PNG, JPEG and WebP images are accepted'),
-  uploadTooLarge: (limitBytes: number) => new HttpError(413, `Upload too large: the limit is ${formatBytes(limitBytes)}`),
+  uploadTooLarge: (limitBytes: number) =>
+    new HttpError(413, `Upload too large: the limit is ${formatBytes(limitBytes)}`),
   tooManyFields: (limit: number) => new HttpError(413, `Too many form fields: the limit is ${limit}`),
   fieldsTooLarge: (limitBytes: number) =>
     new HttpError(413, `Form fields too large: the limit is ${formatBytes(limitBytes)} in all`),
@@ -45,18 +46,21 @@ export const reviewErrors = {
     new HttpError(501, 'This review holds the submitted patch only: lines outside its hunks cannot be shown'),
 
   // Code review: the repository could not be read (the message says why)
-  gitFailed: (cause: unknown) => new HttpError(500, `Git error: ${cause instanceof Error ? cause.message : String(cause)}`, { cause }),
+  gitFailed: (cause: unknown) =>
+    new HttpError(500, `Git error: ${cause instanceof Error ? cause.message : String(cause)}`, { cause }),
 
   // Every request
-  hostNotServed: (host: string) => new HttpError(
-    403,
-    `Host ${JSON.stringify(host)} is not served here: `
-      + 'add its name to SERVICE_ALLOWED_HOSTS (comma-separated) to use it',
-  ),
+  hostNotServed: (host: string) =>
+    new HttpError(
+      403,
+      `Host ${JSON.stringify(host)} is not served here: ` +
+        'add its name to SERVICE_ALLOWED_HOSTS (comma-separated) to use it',
+    ),
 
   // Every POST
   crossOrigin: () => new HttpError(403, 'Cross-origin request refused'),
-  notJson: () => new HttpError(415, 'Unsupported Content-Type: send application/json (multipart/form-data for /api/upload)'),
+  notJson: () =>
+    new HttpError(415, 'Unsupported Content-Type: send application/json (multipart/form-data for /api/upload)'),
   badEncoding: () => new HttpError(400, 'The request body does not match its Content-Encoding'),
   bodyNotObject: () => new HttpError(400, 'Request body must be a JSON object'),
   /** A field of the wrong type or value; `field` is its path, e.g. `notevault.tags` or `annotations[2].side`. */
@@ -66,10 +70,15 @@ export const reviewErrors = {
   alreadyDecided: () => new HttpError(409, 'This review has already been decided'),
 
   // Plan save and notes
-  pathNotAllowed: (field: string) => new HttpError(400, `Invalid field ${field}: must be a folder inside an allowed root`),
+  pathNotAllowed: (field: string) =>
+    new HttpError(400, `Invalid field ${field}: must be a folder inside an allowed root`),
   vaultNotFound: () => new HttpError(400, 'Invalid field notevault.vaultPath: no such vault folder'),
   saveFailed: (what: string, cause: unknown) =>
-    new HttpError(500, `Could not save the ${what}: ${errnoCode(cause) ?? 'write failed'}; nothing was decided, try again`, { cause }),
+    new HttpError(
+      500,
+      `Could not save the ${what}: ${errnoCode(cause) ?? 'write failed'}; nothing was decided, try again`,
+      { cause },
+    ),
 } as const;
 
 /** The body of a failed agent list: status 200 (docs/api.md, `GET /api/agents`). */

@@ -67,7 +67,9 @@ export function serveImage({ uploadDir, projectDir }: ImageOptions): Middleware 
     if (typeof requested !== 'string' || requested === '') throw reviewErrors.missingPath();
     if (requested.includes('\0')) throw reviewErrors.fileNotFound();
     const candidate = path.resolve(projectDir, requested);
-    const roots = await Promise.all([uploadDir, projectDir].map((root) => realpath(root).catch(() => path.resolve(root))));
+    const roots = await Promise.all(
+      [uploadDir, projectDir].map((root) => realpath(root).catch(() => path.resolve(root))),
+    );
     const allowed = (p: string) => roots.some((root) => isInside(p, root));
 
     let real: string;

@@ -109,11 +109,15 @@ export async function writeFileAtomic(file: string, content: string): Promise<vo
  */
 export function openBrowser(url: string, browser: string, log: Logger): void {
   const words = browser.trim() ? browser.trim().split(/\s+/) : [process.platform === 'darwin' ? 'open' : 'xdg-open'];
-  const args = words.slice(1).some((w) => w.includes('%s')) ? words.slice(1).map((w) => w.replaceAll('%s', url)) : [...words.slice(1), url];
+  const args = words.slice(1).some((w) => w.includes('%s'))
+    ? words.slice(1).map((w) => w.replaceAll('%s', url))
+    : [...words.slice(1), url];
   const command = words[0] as string;
   try {
     const child = spawn(command, args, { stdio: 'ignore', detached: true });
-    child.on('error', (error) => log.warn({ err: error, command }, 'could not open the browser; open the review URL yourself'));
+    child.on('error', (error) =>
+      log.warn({ err: error, command }, 'could not open the browser; open the review URL yourself'),
+    );
     child.unref();
   } catch (error) {
     log.warn({ err: error, command }, 'could not open the browser; open the review URL yourself');
@@ -135,10 +139,7 @@ interface DeliveryOptions<D> {
  * The end of every review, served here or on a hub: the decision as one JSON
  * line on stdout and, atomically, in the --decision-file; resolves with the exit code.
  */
-export async function deliverDecision<D>(
-  decision: D,
-  { config, io, log, codec }: DeliveryOptions<D>,
-): Promise<number> {
+export async function deliverDecision<D>(decision: D, { config, io, log, codec }: DeliveryOptions<D>): Promise<number> {
   const line = JSON.stringify(codec.encode(decision));
   await writeLine(io.stdout, line);
   if (config.decisionFile) await writeFileAtomic(config.decisionFile, `${line}\n`);
@@ -182,8 +183,13 @@ export async function runReview<D>(options: ReviewOptions<D>): Promise<number> {
   options.onListening?.(url);
 
   // setTimeout fires at once past 2^31-1 ms; ~24.8 days is "forever" for a review anyway.
-  const timer = config.timeoutMs === null ? undefined : setTimeout(() => gate.close(codec.timeout()), Math.min(config.timeoutMs, MAX_TIMER_MS));
-  const signalled = new Promise<null>((resolve) => io.shutdown.addEventListener('abort', () => resolve(null), { once: true }));
+  const timer =
+    config.timeoutMs === null
+      ? undefined
+      : setTimeout(() => gate.close(codec.timeout()), Math.min(config.timeoutMs, MAX_TIMER_MS));
+  const signalled = new Promise<null>((resolve) =>
+    io.shutdown.addEventListener('abort', () => resolve(null), { once: true }),
+  );
   try {
     const outcome = await Promise.race([gate.decided.then((decision) => ({ decision })), signalled]);
     if (outcome === null) {

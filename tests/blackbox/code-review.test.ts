@@ -21,14 +21,21 @@ const utf8 = (latin1: string) => Buffer.from(latin1, 'latin1').toString('utf8');
 
 beforeAll(() => {
   repo = TempRepo.init();
-  repo.write('README.md', '# Demo\n\nSome text.\n').write('src/app.ts', Array.from({ length: 30 }, (_, i) => `export const v${i} = ${i};\n`).join(''));
-  repo.write('src/old-name.ts', Array.from({ length: 20 }, (_, i) => `line ${i}\n`).join('')).write('gone.txt', 'to be deleted\n');
+  repo
+    .write('README.md', '# Demo\n\nSome text.\n')
+    .write('src/app.ts', Array.from({ length: 30 }, (_, i) => `export const v${i} = ${i};\n`).join(''));
+  repo
+    .write('src/old-name.ts', Array.from({ length: 20 }, (_, i) => `line ${i}\n`).join(''))
+    .write('gone.txt', 'to be deleted\n');
   repo.write('assets/logo.png', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0]));
   repo.commitAll('base');
   // The base commit packed, the rest loose: both kinds of object store are read.
   repo.git('gc', '-q');
   repo.git('checkout', '-q', '-b', 'feature');
-  repo.write('src/app.ts', Array.from({ length: 30 }, (_, i) => `export const v${i} = ${i === 12 ? 'twelve' : i};\n`).join(''));
+  repo.write(
+    'src/app.ts',
+    Array.from({ length: 30 }, (_, i) => `export const v${i} = ${i === 12 ? 'twelve' : i};\n`).join(''),
+  );
   repo.git('mv', 'src/old-name.ts', 'src/new-name.ts');
   repo.git('rm', '-q', 'gone.txt');
   repo.write('assets/logo.png', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 1]));
@@ -60,7 +67,11 @@ async function call(base: string, method: string, p: string, body?: unknown, hea
     (init.headers as Record<string, string>)['content-type'] = 'application/json';
   }
   const r = await fetch(base + p, init);
-  return { status: r.status, nosniff: r.headers.get('x-content-type-options'), body: (await r.json()) as Record<string, unknown> };
+  return {
+    status: r.status,
+    nosniff: r.headers.get('x-content-type-options'),
+    body: (await r.json()) as Record<string, unknown>,
+  };
 }
 
 describe('code review in a container (remote mode, port 19432, repository mounted read-only)', () => {
@@ -89,10 +100,16 @@ describe('code review in a container (remote mode, port 19432, repository mounte
         body: { rawPatch: expected, gitRef, diffType: canonical },
       });
       const later = await call(u, 'GET', 'api/diff');
-      expect([later.body['rawPatch'], later.body['gitRef'], later.body['diffType']]).toEqual([expected, gitRef, canonical]);
+      expect([later.body['rawPatch'], later.body['gitRef'], later.body['diffType']]).toEqual([
+        expected,
+        gitRef,
+        canonical,
+      ]);
     }
     const lastCommit = await call(u, 'POST', 'api/diff/switch', { diffType: 'last-commit' });
-    expect(lastCommit.body['rawPatch']).toContain('similarity index 100%\nrename from src/old-name.ts\nrename to src/new-name.ts\n');
+    expect(lastCommit.body['rawPatch']).toContain(
+      'similarity index 100%\nrename from src/old-name.ts\nrename to src/new-name.ts\n',
+    );
     expect(lastCommit.body['rawPatch']).toContain('Binary files a/assets/logo.png and b/assets/logo.png differ\n');
 
     const badSwitches: [unknown, string][] = [
@@ -104,12 +121,26 @@ describe('code review in a container (remote mode, port 19432, repository mounte
     for (const [body, error] of badSwitches) {
       expect(await call(u, 'POST', 'api/diff/switch', body)).toMatchObject({ status: 400, body: { error } });
     }
-    const annotation = { id: 'n1', type: 'concern', filePath: 'src/app.ts', lineStart: 13, lineEnd: 13, side: 'new', text: 'Why a string?' };
+    const annotation = {
+      id: 'n1',
+      type: 'concern',
+      filePath: 'src/app.ts',
+      lineStart: 13,
+      lineEnd: 13,
+      side: 'new',
+      text: 'Why a string?',
+    };
     const badFeedback: [unknown, string][] = [
       [{ feedback: 1 }, 'Invalid field feedback: must be a string'],
       [{ annotations: {} }, 'Invalid field annotations: must be an array'],
-      [{ annotations: [{ ...annotation, type: 'nit' }] }, 'Invalid field annotations[0].type: must be one of comment, suggestion, concern'],
-      [{ annotations: [annotation, { ...annotation, side: 'both' }] }, 'Invalid field annotations[1].side: must be one of old, new'],
+      [
+        { annotations: [{ ...annotation, type: 'nit' }] },
+        'Invalid field annotations[0].type: must be one of comment, suggestion, concern',
+      ],
+      [
+        { annotations: [annotation, { ...annotation, side: 'both' }] },
+        'Invalid field annotations[1].side: must be one of old, new',
+      ],
       [{ annotations: [{ ...annotation, lineStart: undefined }] }, 'Missing field annotations[0].lineStart'],
       [{ agentSwitch: [] }, 'Invalid field agentSwitch: must be a string'],
     ];

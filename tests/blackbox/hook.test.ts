@@ -20,7 +20,11 @@ function hook(stdin: string, env: Record<string, string> = {}) {
   const name = `gatehouse-hook-${randomBytes(4).toString('hex')}`;
   names.push(name);
   const envArgs = Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
-  const child = spawn('docker', ['run', '--rm', '-i', '--name', name, '-p', '127.0.0.1::19432', ...envArgs, IMAGE, 'hook', 'claude-code'], { stdio: 'pipe' });
+  const child = spawn(
+    'docker',
+    ['run', '--rm', '-i', '--name', name, '-p', '127.0.0.1::19432', ...envArgs, IMAGE, 'hook', 'claude-code'],
+    { stdio: 'pipe' },
+  );
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -30,7 +34,9 @@ function hook(stdin: string, env: Record<string, string> = {}) {
       if (stderr.includes('Plan review: http://localhost:19432/')) resolve();
     });
   });
-  const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('close', (code) => resolve({ code, stdout, stderr })),
+  );
   child.stdin.end(stdin);
   return {
     exited,
@@ -43,7 +49,11 @@ function hook(stdin: string, env: Record<string, string> = {}) {
 }
 
 async function post(url: string, body: unknown) {
-  const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const r = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: r.status, body: await r.json() };
 }
 
@@ -51,14 +61,22 @@ describe('gatehouse hook claude-code (PermissionRequest for ExitPlanMode)', () =
   it('serves the event plan with its permission mode; approve answers allow + setMode on stdout, exit 0', async () => {
     const h = hook(JSON.stringify(EVENT));
     const url = await h.url();
-    expect(await (await fetch(`${url}api/plan`)).json()).toEqual({ plan: PLAN, origin: 'claude-code', permissionMode: 'plan', sharingEnabled: true });
+    expect(await (await fetch(`${url}api/plan`)).json()).toEqual({
+      plan: PLAN,
+      origin: 'claude-code',
+      permissionMode: 'plan',
+      sharingEnabled: true,
+    });
     expect((await post(`${url}api/approve`, { permissionMode: 'acceptEdits' })).status).toBe(200);
     const { code, stdout, stderr } = await h.exited;
     expect(code).toBe(0);
     expect(JSON.parse(stdout)).toEqual({
       hookSpecificOutput: {
         hookEventName: 'PermissionRequest',
-        decision: { behavior: 'allow', updatedPermissions: [{ type: 'setMode', mode: 'acceptEdits', destination: 'session' }] },
+        decision: {
+          behavior: 'allow',
+          updatedPermissions: [{ type: 'setMode', mode: 'acceptEdits', destination: 'session' }],
+        },
       },
     });
     expect(stdout.trim().split('\n')).toHaveLength(1);
@@ -72,7 +90,9 @@ describe('gatehouse hook claude-code (PermissionRequest for ExitPlanMode)', () =
     await post(`${url}api/approve`, { planSave: { enabled: false } });
     const { code, stdout } = await h.exited;
     expect(code).toBe(0);
-    expect(stdout).toBe('{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}\n');
+    expect(stdout).toBe(
+      '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}\n',
+    );
   });
 
   it('deny answers deny with the feedback as the message', async () => {
@@ -81,7 +101,12 @@ describe('gatehouse hook claude-code (PermissionRequest for ExitPlanMode)', () =
     await post(`${url}api/deny`, { feedback: 'Keep the old session store for now' });
     const { code, stdout } = await h.exited;
     expect(code).toBe(0);
-    expect(JSON.parse(stdout)).toEqual({ hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'deny', message: 'Keep the old session store for now' } } });
+    expect(JSON.parse(stdout)).toEqual({
+      hookSpecificOutput: {
+        hookEventName: 'PermissionRequest',
+        decision: { behavior: 'deny', message: 'Keep the old session store for now' },
+      },
+    });
   });
 
   it('a timeout denies with a message so no unreviewed plan runs', async () => {
@@ -97,13 +122,20 @@ describe('gatehouse hook claude-code (PermissionRequest for ExitPlanMode)', () =
   it.each([
     ['empty stdin', '', 'no hook event on stdin'],
     ['not JSON', 'not json', 'not valid JSON'],
-    ['another tool', JSON.stringify({ ...EVENT, tool_name: 'Bash', tool_input: { command: 'ls' } }), 'ExitPlanMode plans only'],
+    [
+      'another tool',
+      JSON.stringify({ ...EVENT, tool_name: 'Bash', tool_input: { command: 'ls' } }),
+      'ExitPlanMode plans only',
+    ],
     ['no plan', JSON.stringify({ ...EVENT, tool_input: {} }), 'tool_input.plan must be a non-empty string'],
-  ])('a malformed event (%s) exits 1 with the reason on stderr and nothing on stdout', async (_label, stdin, message) => {
-    const { code, stdout, stderr } = await hook(stdin).exited;
-    expect(code).toBe(1);
-    expect(stdout).toBe('');
-    expect(stderr).toContain(`gatehouse hook claude-code: `);
-    expect(stderr).toContain(message);
-  });
+  ])(
+    'a malformed event (%s) exits 1 with the reason on stderr and nothing on stdout',
+    async (_label, stdin, message) => {
+      const { code, stdout, stderr } = await hook(stdin).exited;
+      expect(code).toBe(1);
+      expect(stdout).toBe('');
+      expect(stderr).toContain(`gatehouse hook claude-code: `);
+      expect(stderr).toContain(message);
+    },
+  );
 });

@@ -209,11 +209,15 @@ describe('hub notifications', () => {
     await expect.poll(() => received.filter((r) => r.path === '/json').length, { timeout: 30_000 }).toBe(2);
     await expect.poll(() => received.length, { timeout: 30_000 }).toBe(6);
 
-    const json = received.filter((r) => r.path === '/json').map((r) => JSON.parse(r.body) as { event: string; review: unknown });
+    const json = received
+      .filter((r) => r.path === '/json')
+      .map((r) => JSON.parse(r.body) as { event: string; review: unknown });
     expect(json.map((e) => e.event)).toEqual(['review.created', 'review.decided']);
     expect(json[0]?.review).toMatchObject({ id, url, kind: 'plan', title: 'Notify me', outcome: null, version: 1 });
     expect(json[1]?.review).toMatchObject({ id, url, outcome: 'denied' });
-    const slack = received.filter((r) => r.path.startsWith('/slack')).map((r) => JSON.parse(r.body) as { text: string });
+    const slack = received
+      .filter((r) => r.path.startsWith('/slack'))
+      .map((r) => JSON.parse(r.body) as { text: string });
     expect(slack[0]?.text).toContain(url);
     expect(slack[1]?.text).toContain('denied');
     const ntfy = received.filter((r) => r.path === '/ntfy');

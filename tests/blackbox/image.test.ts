@@ -13,7 +13,9 @@ interface ImageConfig {
 }
 
 function inspect(): { Config: ImageConfig } {
-  return (JSON.parse(execFileSync('docker', ['image', 'inspect', IMAGE], { encoding: 'utf8' })) as [{ Config: ImageConfig }])[0];
+  return (
+    JSON.parse(execFileSync('docker', ['image', 'inspect', IMAGE], { encoding: 'utf8' })) as [{ Config: ImageConfig }]
+  )[0];
 }
 
 describe('the image', () => {
@@ -29,7 +31,19 @@ describe('the image', () => {
   });
 
   it('has no git binary and only production dependencies', () => {
-    const out = execFileSync('docker', ['run', '--rm', '--entrypoint', 'sh', IMAGE, '-c', 'command -v git || echo no-git; ls node_modules | grep -c -E "^(vitest|typescript|testcontainers)$" || true'], { encoding: 'utf8' });
+    const out = execFileSync(
+      'docker',
+      [
+        'run',
+        '--rm',
+        '--entrypoint',
+        'sh',
+        IMAGE,
+        '-c',
+        'command -v git || echo no-git; ls node_modules | grep -c -E "^(vitest|typescript|testcontainers)$" || true',
+      ],
+      { encoding: 'utf8' },
+    );
     expect(out).toContain('no-git');
     expect(out.trim().split('\n').at(-1)).toBe('0');
   });

@@ -7,7 +7,14 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { exitPlanModeEvent } from '../support/hook-event.ts';
 import { IMAGE } from '../support/image.ts';
-import { buildProjectImage, EXAMPLE, packRepository, ROOT, WORKSPACE, type DevcontainerJson } from '../support/package.ts';
+import {
+  buildProjectImage,
+  EXAMPLE,
+  packRepository,
+  ROOT,
+  WORKSPACE,
+  type DevcontainerJson,
+} from '../support/package.ts';
 import { startReviewContainer, type ReviewContainer } from '../support/review-container.ts';
 
 const run = promisify(execFile);
@@ -51,7 +58,11 @@ async function files(dir: string, prefix = ''): Promise<{ path: string; size: nu
 }
 
 async function post(url: string, body: unknown) {
-  const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const r = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: r.status, body: await r.json() };
 }
 
@@ -63,18 +74,25 @@ describe('the npm package', () => {
     const paths = all.map((f) => f.path);
     expect(paths).toContain(UI_DOCUMENT);
     expect(paths).toContain('dist/src/cli.js');
-    expect(paths.filter((p) => !/^(package\.json|README\.md|LICENSE|dist\/src\/.+\.js|dist\/web\/index\.html)$/.test(p))).toEqual([]);
+    expect(
+      paths.filter((p) => !/^(package\.json|README\.md|LICENSE|dist\/src\/.+\.js|dist\/web\/index\.html)$/.test(p)),
+    ).toEqual([]);
     expect(paths.filter((p) => /(^|\/)(tests?|fixtures|bench|__tests__)\/|\.test\.|\.map$|\.ts$/.test(p))).toEqual([]);
     expect(all.filter((f) => f.path !== UI_DOCUMENT && f.size > 1_000_000)).toEqual([]);
   });
 
   it('is installable and truthful: not private, engines and bin set, the bin a Node script', async () => {
-    const manifest = JSON.parse(await readFile(path.join(unpacked, 'package', 'package.json'), 'utf8')) as Record<string, unknown>;
+    const manifest = JSON.parse(await readFile(path.join(unpacked, 'package', 'package.json'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
     expect(manifest['private']).toBeUndefined();
     expect(manifest['version']).toBe(version);
     expect(manifest['engines']).toEqual({ node: expect.any(String) });
     expect(manifest['bin']).toEqual({ gatehouse: 'dist/src/cli.js' });
-    expect((await readFile(path.join(unpacked, 'package', 'dist/src/cli.js'), 'utf8')).startsWith('#!/usr/bin/env node\n')).toBe(true);
+    expect(
+      (await readFile(path.join(unpacked, 'package', 'dist/src/cli.js'), 'utf8')).startsWith('#!/usr/bin/env node\n'),
+    ).toBe(true);
   });
 });
 
@@ -82,10 +100,21 @@ describe('installed with npm install -g in a fresh node:24-bookworm-slim, as the
   it('puts gatehouse on the PATH without dev dependencies; --version prints the package version', async () => {
     const { stdout } = await run('docker', ['run', '--rm', FRESH, 'gatehouse', '--version']);
     expect(stdout).toBe(`${version}\n`);
-    const { stdout: deps } = await run('docker', ['run', '--rm', FRESH, 'sh', '-c', 'ls "$(npm root -g)/gatehouse/node_modules"']);
+    const { stdout: deps } = await run('docker', [
+      'run',
+      '--rm',
+      FRESH,
+      'sh',
+      '-c',
+      'ls "$(npm root -g)/gatehouse/node_modules"',
+    ]);
     const installed = deps.trim().split('\n');
     expect(installed).toEqual(expect.arrayContaining(['koa', 'undici', 'isomorphic-git']));
-    expect(installed.filter((d) => ['typescript', 'vite', 'vitest', 'eslint', 'testcontainers', 'playwright-core', 'preact'].includes(d))).toEqual([]);
+    expect(
+      installed.filter((d) =>
+        ['typescript', 'vite', 'vitest', 'eslint', 'testcontainers', 'playwright-core', 'preact'].includes(d),
+      ),
+    ).toEqual([]);
   });
 
   it('gatehouse plan serves the review on the forwarded port (remote mode from containerEnv); a deny exits 2', async () => {
@@ -101,11 +130,24 @@ describe('installed with npm install -g in a fresh node:24-bookworm-slim, as the
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);
     expect(await page.text()).toMatch(/^<!doctype html>/i);
-    expect(await (await fetch(`${c.url}api/plan`)).json()).toEqual({ plan: PLAN, origin: 'claude-code', permissionMode: 'default', sharingEnabled: true });
-    expect(await post(`${c.url}api/deny`, { feedback: 'Use the existing cache', planSave: { enabled: false } })).toEqual({ status: 200, body: { ok: true } });
+    expect(await (await fetch(`${c.url}api/plan`)).json()).toEqual({
+      plan: PLAN,
+      origin: 'claude-code',
+      permissionMode: 'default',
+      sharingEnabled: true,
+    });
+    expect(
+      await post(`${c.url}api/deny`, { feedback: 'Use the existing cache', planSave: { enabled: false } }),
+    ).toEqual({ status: 200, body: { ok: true } });
     const { exitCode, stdout, stderr } = await c.finish();
     expect(exitCode).toBe(2);
-    const decision = { decision: 'denied', feedback: 'Use the existing cache', savedPath: null, permissionMode: null, agentSwitch: null };
+    const decision = {
+      decision: 'denied',
+      feedback: 'Use the existing cache',
+      savedPath: null,
+      permissionMode: null,
+      agentSwitch: null,
+    };
     expect(JSON.parse(stdout)).toEqual(decision);
     expect(stderr).toContain('Plan review: http://localhost:19432/');
     expect(JSON.parse(await c.readFile(`${WORKSPACE}/out/decision.json`))).toEqual(decision);
@@ -127,8 +169,15 @@ describe('installed with npm install -g in a fresh node:24-bookworm-slim, as the
       files: [{ content: JSON.stringify(exitPlanModeEvent(PLAN, WORKSPACE)), target: '/tmp/event.json' }],
     });
     started.push(c);
-    expect(await (await fetch(`${c.url}api/plan`)).json()).toEqual({ plan: PLAN, origin: 'claude-code', permissionMode: 'plan', sharingEnabled: true });
-    expect((await post(`${c.url}api/approve`, { permissionMode: 'acceptEdits', planSave: { enabled: false } })).status).toBe(200);
+    expect(await (await fetch(`${c.url}api/plan`)).json()).toEqual({
+      plan: PLAN,
+      origin: 'claude-code',
+      permissionMode: 'plan',
+      sharingEnabled: true,
+    });
+    expect(
+      (await post(`${c.url}api/approve`, { permissionMode: 'acceptEdits', planSave: { enabled: false } })).status,
+    ).toBe(200);
     const { exitCode, stdout } = await c.finish();
     expect(exitCode).toBe(0);
     expect(stdout).toBe(
@@ -139,10 +188,20 @@ describe('installed with npm install -g in a fresh node:24-bookworm-slim, as the
 
   it.each([
     ['approve', { planSave: { enabled: false } }, 0, 'exit-code=0\n', 'Plan approved.\n'],
-    ['deny', { feedback: 'Keep the old cache', planSave: { enabled: false } }, 1, 'exit-code=2\n', 'Plan denied:\nKeep the old cache\n'],
+    [
+      'deny',
+      { feedback: 'Keep the old cache', planSave: { enabled: false } },
+      1,
+      'exit-code=2\n',
+      'Plan denied:\nKeep the old cache\n',
+    ],
   ])("docs/ci.md's review step, run as Actions runs it: %s", async (verb, body, stepExit, output, summary) => {
     const recipe = /```yaml\n([\s\S]*?)```/.exec(await readFile(path.join(ROOT, 'docs', 'ci.md'), 'utf8'))?.[1] ?? '';
-    const job = (YAML.parse(recipe) as { jobs: Record<string, { steps: { id?: string; env?: Record<string, string>; run?: string }[] }> }).jobs['plan-review'];
+    const job = (
+      YAML.parse(recipe) as {
+        jobs: Record<string, { steps: { id?: string; env?: Record<string, string>; run?: string }[] }>;
+      }
+    ).jobs['plan-review'];
     const step = job?.steps.find((s) => s.id === 'review');
     const c = await startReviewContainer({
       image: FRESH,
@@ -150,7 +209,8 @@ describe('installed with npm install -g in a fresh node:24-bookworm-slim, as the
       command: [],
       env: step?.env ?? {},
       // Actions' `shell: bash`, with its output and summary files.
-      shell: 'GITHUB_OUTPUT=/tmp/output GITHUB_STEP_SUMMARY=/tmp/summary bash --noprofile --norc -eo pipefail /tmp/step.sh',
+      shell:
+        'GITHUB_OUTPUT=/tmp/output GITHUB_STEP_SUMMARY=/tmp/summary bash --noprofile --norc -eo pipefail /tmp/step.sh',
       files: [
         { content: step?.run ?? '', target: '/tmp/step.sh' },
         { content: PLAN, target: `${WORKSPACE}/PLAN.md` },

@@ -22,7 +22,11 @@ afterEach(async () => {
 });
 
 async function plan(options: Partial<Parameters<typeof startReviewContainer>[0]> = {}) {
-  const c = await startReviewContainer({ command: ['plan', '/work/PLAN.md'], ...options, files: [PLAN_FILE, ...(options.files ?? [])] });
+  const c = await startReviewContainer({
+    command: ['plan', '/work/PLAN.md'],
+    ...options,
+    files: [PLAN_FILE, ...(options.files ?? [])],
+  });
   started.push(c);
   return c;
 }
@@ -37,7 +41,12 @@ async function call(base: string, method: string, p: string, body?: unknown, hea
   const r = await fetch(base + p, init);
   const type = r.headers.get('content-type') ?? '';
   const payload = type.startsWith('application/json') ? await r.json() : Buffer.from(await r.arrayBuffer());
-  return { status: r.status, type, nosniff: r.headers.get('x-content-type-options'), body: payload as Record<string, unknown> };
+  return {
+    status: r.status,
+    type,
+    nosniff: r.headers.get('x-content-type-options'),
+    body: payload as Record<string, unknown>,
+  };
 }
 
 describe('plan review in a container (remote mode, port 19432)', () => {
@@ -72,11 +81,38 @@ describe('plan review in a container (remote mode, port 19432)', () => {
 
     // /api/image
     expect(await call(u, 'GET', 'api/image')).toMatchObject({ status: 400, body: { error: 'Missing path parameter' } });
-    expect(await call(u, 'GET', 'api/image?path=docs/diagram.png')).toMatchObject({ status: 200, type: 'image/png', nosniff: 'nosniff', body: PNG });
-    expect(await call(u, 'GET', 'api/image?path=/work/photo.jpg')).toMatchObject({ status: 200, type: 'image/jpeg', body: JPEG });
-    expect(await call(u, 'GET', 'api/image?path=pic.webp')).toMatchObject({ status: 200, type: 'image/webp', body: WEBP });
-    for (const p of ['missing.png', '../tmp/outside.png', '/tmp/outside.png', 'escape.png', 'passwd.png', '/etc/passwd', 'anim.gif', 'fake.png', 'docs', '..%2f..%2fetc%2fpasswd']) {
-      expect(await call(u, 'GET', `api/image?path=${p}`), p).toMatchObject({ status: 404, body: { error: 'File not found' } });
+    expect(await call(u, 'GET', 'api/image?path=docs/diagram.png')).toMatchObject({
+      status: 200,
+      type: 'image/png',
+      nosniff: 'nosniff',
+      body: PNG,
+    });
+    expect(await call(u, 'GET', 'api/image?path=/work/photo.jpg')).toMatchObject({
+      status: 200,
+      type: 'image/jpeg',
+      body: JPEG,
+    });
+    expect(await call(u, 'GET', 'api/image?path=pic.webp')).toMatchObject({
+      status: 200,
+      type: 'image/webp',
+      body: WEBP,
+    });
+    for (const p of [
+      'missing.png',
+      '../tmp/outside.png',
+      '/tmp/outside.png',
+      'escape.png',
+      'passwd.png',
+      '/etc/passwd',
+      'anim.gif',
+      'fake.png',
+      'docs',
+      '..%2f..%2fetc%2fpasswd',
+    ]) {
+      expect(await call(u, 'GET', `api/image?path=${p}`), p).toMatchObject({
+        status: 404,
+        body: { error: 'File not found' },
+      });
     }
     const locked = await call(u, 'GET', 'api/image?path=locked.png');
     expect(locked.status).toBe(500);
@@ -86,50 +122,105 @@ describe('plan review in a container (remote mode, port 19432)', () => {
     const uploaded = await call(u, 'POST', 'api/upload', imageForm(PNG));
     expect(uploaded.status).toBe(200);
     expect(uploaded.body['path']).toMatch(/^\/tmp\/gatehouse-[A-Za-z0-9]{6}\/[0-9a-f-]{36}\.png$/);
-    expect(await call(u, 'GET', `api/image?path=${String(uploaded.body['path'])}`)).toMatchObject({ status: 200, body: PNG });
-    expect(await call(u, 'POST', 'api/upload', imageForm(WEBP, { filename: 'x.webp', type: 'image/webp' }))).toMatchObject({ status: 200 });
-    expect(await call(u, 'POST', 'api/upload', imageForm(GIF))).toMatchObject({ status: 400, body: { error: 'Unsupported file type: only PNG, JPEG and WebP images are accepted' } });
-    expect(await call(u, 'POST', 'api/upload', imageForm(PNG, { field: 'image' }))).toMatchObject({ status: 400, body: { error: 'No file provided' } });
+    expect(await call(u, 'GET', `api/image?path=${String(uploaded.body['path'])}`)).toMatchObject({
+      status: 200,
+      body: PNG,
+    });
+    expect(
+      await call(u, 'POST', 'api/upload', imageForm(WEBP, { filename: 'x.webp', type: 'image/webp' })),
+    ).toMatchObject({ status: 200 });
+    expect(await call(u, 'POST', 'api/upload', imageForm(GIF))).toMatchObject({
+      status: 400,
+      body: { error: 'Unsupported file type: only PNG, JPEG and WebP images are accepted' },
+    });
+    expect(await call(u, 'POST', 'api/upload', imageForm(PNG, { field: 'image' }))).toMatchObject({
+      status: 400,
+      body: { error: 'No file provided' },
+    });
     const big = Buffer.concat([PNG, Buffer.alloc(10 * 1024 * 1024)]);
-    expect(await call(u, 'POST', 'api/upload', imageForm(big))).toMatchObject({ status: 413, body: { error: 'Upload too large: the limit is 10 MiB' } });
+    expect(await call(u, 'POST', 'api/upload', imageForm(big))).toMatchObject({
+      status: 413,
+      body: { error: 'Upload too large: the limit is 10 MiB' },
+    });
     const justUnder = Buffer.concat([PNG, Buffer.alloc(10 * 1024 * 1024 - PNG.length)]);
     expect(await call(u, 'POST', 'api/upload', imageForm(justUnder))).toMatchObject({ status: 200 });
 
     // Decision POSTs that must not decide
     const host = new URL(u).host;
-    expect(await call(u, 'POST', 'api/approve', {}, { origin: 'http://evil.example' })).toMatchObject({ status: 403, body: { error: 'Cross-origin request refused' } });
-    expect(await call(u, 'POST', 'api/deny', {}, { origin: 'null' })).toMatchObject({ status: 403, body: { error: 'Cross-origin request refused' } });
-    expect(await call(u, 'POST', 'api/upload', imageForm(PNG), { origin: 'http://evil.example' })).toMatchObject({ status: 403 });
-    expect(await call(u, 'POST', 'api/approve', '{"feedback":', { origin: `http://${host}` })).toMatchObject({ status: 400, body: { error: 'Invalid JSON body' } });
-    expect(await call(u, 'POST', 'api/approve', 'feedback=x', { 'content-type': 'application/x-www-form-urlencoded' })).toMatchObject({ status: 415 });
+    expect(await call(u, 'POST', 'api/approve', {}, { origin: 'http://evil.example' })).toMatchObject({
+      status: 403,
+      body: { error: 'Cross-origin request refused' },
+    });
+    expect(await call(u, 'POST', 'api/deny', {}, { origin: 'null' })).toMatchObject({
+      status: 403,
+      body: { error: 'Cross-origin request refused' },
+    });
+    expect(await call(u, 'POST', 'api/upload', imageForm(PNG), { origin: 'http://evil.example' })).toMatchObject({
+      status: 403,
+    });
+    expect(await call(u, 'POST', 'api/approve', '{"feedback":', { origin: `http://${host}` })).toMatchObject({
+      status: 400,
+      body: { error: 'Invalid JSON body' },
+    });
+    expect(
+      await call(u, 'POST', 'api/approve', 'feedback=x', { 'content-type': 'application/x-www-form-urlencoded' }),
+    ).toMatchObject({ status: 415 });
     const wrong: [string, unknown, string][] = [
       ['api/approve', { feedback: 1 }, 'Invalid field feedback: must be a string'],
-      ['api/approve', { permissionMode: 'yolo' }, 'Invalid field permissionMode: must be one of default, acceptEdits, plan, bypassPermissions'],
+      [
+        'api/approve',
+        { permissionMode: 'yolo' },
+        'Invalid field permissionMode: must be one of default, acceptEdits, plan, bypassPermissions',
+      ],
       ['api/approve', { notevault: { plan: 'p' } }, 'Missing field notevault.vaultPath'],
-      ['api/approve', { notevault: { vaultPath: '/work', plan: 'p', tags: [1] } }, 'Invalid field notevault.tags: must be an array of strings'],
+      [
+        'api/approve',
+        { notevault: { vaultPath: '/work', plan: 'p', tags: [1] } },
+        'Invalid field notevault.tags: must be an array of strings',
+      ],
       ['api/approve', { notememo: { plan: false } }, 'Invalid field notememo.plan: must be a string'],
       ['api/approve', { planSave: { enabled: 'no' } }, 'Invalid field planSave.enabled: must be true or false'],
-      ['api/approve', { planSave: { customPath: '/etc' } }, 'Invalid field planSave.customPath: must be a folder inside an allowed root'],
-      ['api/deny', { planSave: { customPath: '/work/../etc' } }, 'Invalid field planSave.customPath: must be a folder inside an allowed root'],
+      [
+        'api/approve',
+        { planSave: { customPath: '/etc' } },
+        'Invalid field planSave.customPath: must be a folder inside an allowed root',
+      ],
+      [
+        'api/deny',
+        { planSave: { customPath: '/work/../etc' } },
+        'Invalid field planSave.customPath: must be a folder inside an allowed root',
+      ],
       ['api/deny', { feedback: ['no'] }, 'Invalid field feedback: must be a string'],
       ['api/deny', [], 'Request body must be a JSON object'],
     ];
-    for (const [p, body, error] of wrong) expect(await call(u, 'POST', p, body), JSON.stringify(body)).toMatchObject({ status: 400, body: { error } });
+    for (const [p, body, error] of wrong)
+      expect(await call(u, 'POST', p, body), JSON.stringify(body)).toMatchObject({ status: 400, body: { error } });
 
     // Still waiting: now decide.
-    const approved = await call(u, 'POST', 'api/approve', { permissionMode: 'acceptEdits' }, { origin: `http://${host}` });
+    const approved = await call(
+      u,
+      'POST',
+      'api/approve',
+      { permissionMode: 'acceptEdits' },
+      { origin: `http://${host}` },
+    );
     const savedPath = `/data/plans/add-caching-layer-${today()}-approved.md`;
     expect(approved).toMatchObject({ status: 200, body: { ok: true, savedPath } });
     const done = await c.finish();
     expect(done.exitCode).toBe(0);
-    expect(done.stdout).toBe(`${JSON.stringify({ decision: 'approved', feedback: null, savedPath, permissionMode: 'acceptEdits', agentSwitch: null })}\n`);
+    expect(done.stdout).toBe(
+      `${JSON.stringify({ decision: 'approved', feedback: null, savedPath, permissionMode: 'acceptEdits', agentSwitch: null })}\n`,
+    );
     expect(done.stderr).toContain('Plan review: http://localhost:19432/');
     expect(await c.readFile(savedPath)).toBe(PLAN);
   });
 
   it('deny: exit 2, the feedback in the decision and the saved file, and --decision-file written', async () => {
     const c = await plan({ command: ['plan', '/work/PLAN.md', '--decision-file', '/work/out/decision.json'] });
-    const r = await call(c.url, 'POST', 'api/deny', { feedback: 'Use Memcached', planSave: { customPath: '/work/reviews' } });
+    const r = await call(c.url, 'POST', 'api/deny', {
+      feedback: 'Use Memcached',
+      planSave: { customPath: '/work/reviews' },
+    });
     const savedPath = `/work/reviews/add-caching-layer-${today()}-denied.md`;
     expect(r).toMatchObject({ status: 200, body: { ok: true, savedPath } });
     const done = await c.finish();
@@ -141,7 +232,10 @@ describe('plan review in a container (remote mode, port 19432)', () => {
 
   it('only the first of two concurrent decisions counts', async () => {
     const c = await plan();
-    const [a, b] = await Promise.all([call(c.url, 'POST', 'api/approve', { planSave: { enabled: false } }), call(c.url, 'POST', 'api/deny', { planSave: { enabled: false } })]);
+    const [a, b] = await Promise.all([
+      call(c.url, 'POST', 'api/approve', { planSave: { enabled: false } }),
+      call(c.url, 'POST', 'api/deny', { planSave: { enabled: false } }),
+    ]);
     expect([a.status, b.status].sort()).toEqual([200, 409]);
     const done = await c.finish();
     expect(done.stdout.trim().split('\n')).toHaveLength(1);
@@ -150,11 +244,16 @@ describe('plan review in a container (remote mode, port 19432)', () => {
   });
 
   it('times out with decision "timeout" and exit 3 (SERVICE_TIMEOUT), plan from stdin, sharing off', async () => {
-    const c = await plan({ shell: 'gatehouse plan - < /work/PLAN.md', env: { SERVICE_TIMEOUT: '3s', SERVICE_SHARE: 'disabled' } });
+    const c = await plan({
+      shell: 'gatehouse plan - < /work/PLAN.md',
+      env: { SERVICE_TIMEOUT: '3s', SERVICE_SHARE: 'disabled' },
+    });
     expect((await call(c.url, 'GET', 'api/plan')).body).toMatchObject({ plan: PLAN, sharingEnabled: false });
     const done = await c.finish();
     expect(done.exitCode).toBe(3);
-    expect(done.stdout).toBe('{"decision":"timeout","feedback":null,"savedPath":null,"permissionMode":null,"agentSwitch":null}\n');
+    expect(done.stdout).toBe(
+      '{"decision":"timeout","feedback":null,"savedPath":null,"permissionMode":null,"agentSwitch":null}\n',
+    );
   });
 
   it('SIGTERM before a decision exits 143 and writes nothing', async () => {
@@ -169,7 +268,8 @@ describe('plan review in a container (remote mode, port 19432)', () => {
   it('a second instance on a busy port fails with the startup error and exit 1; SERVICE_PORT moves the port', async () => {
     const c = await plan({
       env: { SERVICE_PORT: '19432' },
-      shell: 'gatehouse plan /work/PLAN.md 2>/dev/null & sleep 1; gatehouse plan /work/PLAN.md; echo "second exited $?" >&2; SERVICE_PORT=19500 exec gatehouse plan /work/PLAN.md',
+      shell:
+        'gatehouse plan /work/PLAN.md 2>/dev/null & sleep 1; gatehouse plan /work/PLAN.md; echo "second exited $?" >&2; SERVICE_PORT=19500 exec gatehouse plan /work/PLAN.md',
       readyLine: /review: http:\/\/localhost:19500\//,
     });
     const done = run('docker', ['logs', c.id]);
@@ -188,7 +288,13 @@ describe('plan review in a container (remote mode, port 19432)', () => {
     expect(port).not.toBe(19432);
     expect(stderr).toMatch(/"host":"127\.0\.0\.1"/);
     // Still serving inside the container despite the failed browser.
-    const { stdout } = await run('docker', ['exec', c.id, 'node', '-e', `fetch('http://127.0.0.1:${port}/api/plan').then(r => r.json()).then(j => console.log(j.origin))`]);
+    const { stdout } = await run('docker', [
+      'exec',
+      c.id,
+      'node',
+      '-e',
+      `fetch('http://127.0.0.1:${port}/api/plan').then(r => r.json()).then(j => console.log(j.origin))`,
+    ]);
     expect(stdout.trim()).toBe('claude-code');
   });
 
@@ -247,16 +353,32 @@ describe('plan review with OpenCode', () => {
         { id: 'plan', name: 'plan', description: 'Plans' },
       ],
     });
-    const r = await call(c.url, 'POST', 'api/approve', { feedback: 'Go', agentSwitch: 'build', planSave: { enabled: false } });
+    const r = await call(c.url, 'POST', 'api/approve', {
+      feedback: 'Go',
+      agentSwitch: 'build',
+      planSave: { enabled: false },
+    });
     expect(r).toMatchObject({ status: 200, body: { ok: true } });
     expect(r.body).not.toHaveProperty('savedPath');
     const done = await c.finish();
-    expect(JSON.parse(done.stdout)).toEqual({ decision: 'approved', feedback: 'Go', savedPath: null, permissionMode: null, agentSwitch: 'build' });
+    expect(JSON.parse(done.stdout)).toEqual({
+      decision: 'approved',
+      feedback: 'Go',
+      savedPath: null,
+      permissionMode: null,
+      agentSwitch: 'build',
+    });
   });
 
   it('answers 200 with the failure body when the OpenCode server is unreachable', async () => {
-    const c = await plan({ command: ['plan', '/work/PLAN.md', '--origin', 'opencode'], env: { OPENCODE_SERVER_URL: 'http://127.0.0.1:9' } });
-    expect(await call(c.url, 'GET', 'api/agents')).toMatchObject({ status: 200, body: { agents: [], error: 'Failed to fetch agents' } });
+    const c = await plan({
+      command: ['plan', '/work/PLAN.md', '--origin', 'opencode'],
+      env: { OPENCODE_SERVER_URL: 'http://127.0.0.1:9' },
+    });
+    expect(await call(c.url, 'GET', 'api/agents')).toMatchObject({
+      status: 200,
+      body: { agents: [], error: 'Failed to fetch agents' },
+    });
   });
 });
 
@@ -264,18 +386,32 @@ describe('notevault in a container', () => {
   it('lists the configured vaults and writes the note with front matter', async () => {
     const c = await plan({
       env: { GATEHOUSE_NOTEVAULT_CONFIG: '/work/notevault.json' },
-      files: [{ content: JSON.stringify({ vaults: { a: { path: '/work/vault' }, b: { path: '/nowhere' } } }), target: '/work/notevault.json' }],
+      files: [
+        {
+          content: JSON.stringify({ vaults: { a: { path: '/work/vault' }, b: { path: '/nowhere' } } }),
+          target: '/work/notevault.json',
+        },
+      ],
       shell: 'mkdir -p /work/vault && exec gatehouse plan /work/PLAN.md',
     });
     expect((await call(c.url, 'GET', 'api/notevault/vaults')).body).toEqual({ vaults: ['/work/vault'] });
-    expect(await call(c.url, 'POST', 'api/approve', { notevault: { vaultPath: '/work/vault', folder: '../x', plan: PLAN } })).toMatchObject({ status: 400 });
-    const r = await call(c.url, 'POST', 'api/approve', { notevault: { vaultPath: '/work/vault', folder: 'Plans', tags: ['plan'], plan: PLAN }, notememo: { plan: PLAN } });
+    expect(
+      await call(c.url, 'POST', 'api/approve', { notevault: { vaultPath: '/work/vault', folder: '../x', plan: PLAN } }),
+    ).toMatchObject({ status: 400 });
+    const r = await call(c.url, 'POST', 'api/approve', {
+      notevault: { vaultPath: '/work/vault', folder: 'Plans', tags: ['plan'], plan: PLAN },
+      notememo: { plan: PLAN },
+    });
     expect(r.status).toBe(200);
     const notePath = r.body['notevaultPath'] as string;
     expect(notePath).toMatch(/^\/work\/vault\/Plans\/Add Caching Layer - \d{4}-\d\d-\d\d \d\d-\d\d\.md$/);
-    expect(r.body['notememoUrl']).toBe(`notememo://x-callback-url/create?title=Add%20Caching%20Layer&text=${encodeURIComponent(PLAN)}`);
+    expect(r.body['notememoUrl']).toBe(
+      `notememo://x-callback-url/create?title=Add%20Caching%20Layer&text=${encodeURIComponent(PLAN)}`,
+    );
     await c.finish();
-    expect(await c.readFile(notePath)).toMatch(/^---\ncreated: .+\nsource: gatehouse\ntags:\n {2}- plan\n---\n\n# Add Caching Layer\n/);
+    expect(await c.readFile(notePath)).toMatch(
+      /^---\ncreated: .+\nsource: gatehouse\ntags:\n {2}- plan\n---\n\n# Add Caching Layer\n/,
+    );
   });
 });
 
@@ -284,7 +420,9 @@ describe('the review service of docker-compose.yml', () => {
   const project = `gatehouse-plan-${randomBytes(4).toString('hex')}`;
   let workdir: string;
   const compose = (...args: string[]) =>
-    run('docker', ['compose', '-p', project, '-f', path.join(root, 'docker-compose.yml'), ...args], { env: { ...process.env, GATEHOUSE_WORKDIR: workdir } });
+    run('docker', ['compose', '-p', project, '-f', path.join(root, 'docker-compose.yml'), ...args], {
+      env: { ...process.env, GATEHOUSE_WORKDIR: workdir },
+    });
 
   beforeAll(async () => {
     workdir = await mkdtemp(path.join(os.tmpdir(), 'gatehouse-compose-'));
@@ -307,7 +445,10 @@ describe('the review service of docker-compose.yml', () => {
     const base = `http://${published.trim().split('\n')[0]}/`;
     let planBody: unknown;
     for (let i = 0; i < 50 && planBody === undefined; i++) {
-      planBody = await fetch(`${base}api/plan`).then((r) => r.json(), () => new Promise((resolve) => setTimeout(() => resolve(undefined), 200)));
+      planBody = await fetch(`${base}api/plan`).then(
+        (r) => r.json(),
+        () => new Promise((resolve) => setTimeout(() => resolve(undefined), 200)),
+      );
     }
     expect(planBody).toMatchObject({ plan: PLAN, origin: 'claude-code' });
     const r = await call(base, 'POST', 'api/approve', {});
@@ -317,7 +458,10 @@ describe('the review service of docker-compose.yml', () => {
     expect(code.trim()).toBe('0');
     const { stdout } = await run('docker', ['logs', name]);
     expect(JSON.parse(stdout)).toMatchObject({ decision: 'approved', savedPath });
-    expect(JSON.parse(await readFile(path.join(workdir, 'decision.json'), 'utf8'))).toMatchObject({ decision: 'approved', savedPath });
+    expect(JSON.parse(await readFile(path.join(workdir, 'decision.json'), 'utf8'))).toMatchObject({
+      decision: 'approved',
+      savedPath,
+    });
     await run('docker', ['rm', name]);
   });
 });

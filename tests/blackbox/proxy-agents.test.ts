@@ -13,11 +13,26 @@
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
-import { installAgents, runAgent, startNetworkTrap, type Agent, type AgentRun, type AgentSession, type NetworkTrap } from '../support/agents.ts';
+import {
+  installAgents,
+  runAgent,
+  startNetworkTrap,
+  type Agent,
+  type AgentRun,
+  type AgentSession,
+  type NetworkTrap,
+} from '../support/agents.ts';
 import { HOST_FROM_CONTAINER, startProxyContainer, type ProxyContainer } from '../support/proxy-container.ts';
 import { CHAT_ONLY_MODEL, MODELS } from '../support/sdk-matrix.ts';
 import {
-  AGENT_ANSWER, AGENT_CALL_ID, AGENT_MARKER, AGENT_PROOF_FILE, CHAT_ONLY_PREFIX, startScriptedUpstream, type RecordedRequest, type ScriptedUpstream,
+  AGENT_ANSWER,
+  AGENT_CALL_ID,
+  AGENT_MARKER,
+  AGENT_PROOF_FILE,
+  CHAT_ONLY_PREFIX,
+  startScriptedUpstream,
+  type RecordedRequest,
+  type ScriptedUpstream,
 } from '../support/scripted-upstream.ts';
 import { API_KEY, translationConfig } from '../support/translating-proxy.ts';
 
@@ -51,22 +66,33 @@ function strings(value: unknown): string[] {
 }
 
 /** What pairs a tool result with its call: the call id, or for Gemini (no ids) the function's name. */
-interface WireToolResult { pairedWith: unknown; texts: string[] }
+interface WireToolResult {
+  pairedWith: unknown;
+  texts: string[];
+}
 
 /** The tool results of a recorded upstream request, read in that upstream's own wire format. */
 function toolResults(r: RecordedRequest): WireToolResult[] {
   const list = (v: unknown) => (Array.isArray(v) ? (v as Record<string, unknown>[]) : []);
   if (r.path.startsWith('/v1/responses')) {
-    return list(r.body.input).filter((i) => i.type === 'function_call_output').map((i) => ({ pairedWith: i.call_id, texts: strings(i.output) }));
+    return list(r.body.input)
+      .filter((i) => i.type === 'function_call_output')
+      .map((i) => ({ pairedWith: i.call_id, texts: strings(i.output) }));
   }
   if (r.protocol === 'openai') {
-    return list(r.body.messages).filter((m) => m.role === 'tool').map((m) => ({ pairedWith: m.tool_call_id, texts: strings(m.content) }));
+    return list(r.body.messages)
+      .filter((m) => m.role === 'tool')
+      .map((m) => ({ pairedWith: m.tool_call_id, texts: strings(m.content) }));
   }
   if (r.protocol === 'anthropic') {
-    return list(r.body.messages).flatMap((m) => list(m.content)).filter((b) => b.type === 'tool_result')
+    return list(r.body.messages)
+      .flatMap((m) => list(m.content))
+      .filter((b) => b.type === 'tool_result')
       .map((b) => ({ pairedWith: b.tool_use_id, texts: strings(b.content) }));
   }
-  return list(r.body.contents).flatMap((c) => list(c.parts)).flatMap((p) => (p.functionResponse ? [p.functionResponse as Record<string, unknown>] : []))
+  return list(r.body.contents)
+    .flatMap((c) => list(c.parts))
+    .flatMap((p) => (p.functionResponse ? [p.functionResponse as Record<string, unknown>] : []))
     .map((f) => ({ pairedWith: f.name, texts: strings(f.response) }));
 }
 
@@ -76,27 +102,45 @@ const PRINTED_MARKER = new RegExp(`(^|\\n)${AGENT_MARKER}(\\n|$)`);
 /** Each agent's shell tool, the one the scripted model calls. */
 const SHELL_TOOL: Record<Agent, string> = { 'claude-code': 'Bash', codex: 'exec_command', opencode: 'bash' };
 
-const SAME_PROTOCOL: [Agent, Upstream][] = [['claude-code', 'anthropic'], ['codex', 'openai'], ['opencode', 'openai']];
+const SAME_PROTOCOL: [Agent, Upstream][] = [
+  ['claude-code', 'anthropic'],
+  ['codex', 'openai'],
+  ['opencode', 'openai'],
+];
 const TRANSLATED: [Agent, Upstream][] = [
-  ['claude-code', 'openai'], ['claude-code', 'gemini'],
-  ['codex', 'anthropic'], ['codex', 'gemini'],
-  ['opencode', 'anthropic'], ['opencode', 'gemini'],
+  ['claude-code', 'openai'],
+  ['claude-code', 'gemini'],
+  ['codex', 'anthropic'],
+  ['codex', 'gemini'],
+  ['opencode', 'anthropic'],
+  ['opencode', 'gemini'],
 ];
 
 /** What every session must show: the tool ran, the answer arrived, and the upstream saw its own protocol only. */
-function expectSession(agent: Agent, protocol: Upstream, result: AgentRun, sent: RecordedRequest[], model: string = MODELS[protocol]): void {
+function expectSession(
+  agent: Agent,
+  protocol: Upstream,
+  result: AgentRun,
+  sent: RecordedRequest[],
+  model: string = MODELS[protocol],
+): void {
   // The tool ran in the agent's working directory, and the model's last word reached the agent's output.
   expect(readFileSync(path.join(result.work, AGENT_PROOF_FILE), 'utf8')).toBe(`${AGENT_MARKER}\n`);
   expect(result.answer, result.stdout + result.stderr).toBe(AGENT_ANSWER);
 
   expect(sent.length).toBeGreaterThanOrEqual(2);
   expect(sent.map((r) => r.protocol)).toEqual(sent.map(() => protocol));
-  if (model === CHAT_ONLY_MODEL) expect(sent.map((r) => r.path)).toEqual(sent.map(() => `${CHAT_ONLY_PREFIX}/v1/chat/completions`));
-  else if (agent === 'codex' && protocol === 'openai') expect(sent.every((r) => r.path.startsWith('/v1/responses'))).toBe(true);
+  if (model === CHAT_ONLY_MODEL)
+    expect(sent.map((r) => r.path)).toEqual(sent.map(() => `${CHAT_ONLY_PREFIX}/v1/chat/completions`));
+  else if (agent === 'codex' && protocol === 'openai')
+    expect(sent.every((r) => r.path.startsWith('/v1/responses'))).toBe(true);
   // The command's output went back upstream as a tool result in the upstream's protocol, paired with the call.
   const results = sent.flatMap(toolResults);
   const pair = protocol === 'gemini' ? SHELL_TOOL[agent] : AGENT_CALL_ID;
-  expect(results.some((r) => r.pairedWith === pair && r.texts.some((t) => PRINTED_MARKER.test(t))), JSON.stringify(results)).toBe(true);
+  expect(
+    results.some((r) => r.pairedWith === pair && r.texts.some((t) => PRINTED_MARKER.test(t))),
+    JSON.stringify(results),
+  ).toBe(true);
 }
 
 /** Runs a session whose HOME goes away with the test. */
@@ -107,14 +151,24 @@ async function runSession(agent: Agent, session: AgentSession): Promise<AgentRun
 }
 
 describe('gatehouse proxy (container): coding agents', () => {
-  const session = (protocol: Upstream, env?: AgentSession['env']): AgentSession => ({ baseUrl: proxy.base, key: API_KEY, model: MODELS[protocol], trap, env });
+  const session = (protocol: Upstream, env?: AgentSession['env']): AgentSession => ({
+    baseUrl: proxy.base,
+    key: API_KEY,
+    model: MODELS[protocol],
+    trap,
+    env,
+  });
 
-  it.each([...SAME_PROTOCOL, ...TRANSLATED])('%s runs a tool-call session against a %s upstream', async (agent, protocol) => {
-    const before = upstream.requests.length;
-    const result = await runSession(agent, session(protocol));
-    expectSession(agent, protocol, result, upstream.requests.slice(before));
-    expect(trap.attempts).toEqual([]);
-  }, 200_000);
+  it.each([...SAME_PROTOCOL, ...TRANSLATED])(
+    '%s runs a tool-call session against a %s upstream',
+    async (agent, protocol) => {
+      const before = upstream.requests.length;
+      const result = await runSession(agent, session(protocol));
+      expectSession(agent, protocol, result, upstream.requests.slice(before));
+      expect(trap.attempts).toEqual([]);
+    },
+    200_000,
+  );
 
   it('codex runs a tool-call session against an OpenAI upstream without the Responses API (responses_api: false)', async () => {
     const before = upstream.requests.length;
@@ -125,13 +179,19 @@ describe('gatehouse proxy (container): coding agents', () => {
 
   it('Claude Code authenticates with ANTHROPIC_AUTH_TOKEN (Bearer) as well', async () => {
     const before = upstream.requests.length;
-    const result = await runSession('claude-code', session('gemini', { ANTHROPIC_API_KEY: undefined, ANTHROPIC_AUTH_TOKEN: API_KEY }));
+    const result = await runSession(
+      'claude-code',
+      session('gemini', { ANTHROPIC_API_KEY: undefined, ANTHROPIC_AUTH_TOKEN: API_KEY }),
+    );
     expectSession('claude-code', 'gemini', result, upstream.requests.slice(before));
     expect(trap.attempts).toEqual([]);
   }, 200_000);
 
   it('the trap sees what an agent tries to reach: Claude Code without CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC', async () => {
-    const result = await runSession('claude-code', session('anthropic', { CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: undefined }));
+    const result = await runSession(
+      'claude-code',
+      session('anthropic', { CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: undefined }),
+    );
     expect(result.answer).toBe(AGENT_ANSWER);
     expect(trap.attempts).toContain('CONNECT api.anthropic.com:443');
   }, 200_000);

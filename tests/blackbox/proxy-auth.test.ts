@@ -12,7 +12,9 @@ type Credential = 'bearer' | 'x-api-key' | 'x-goog-api-key' | 'key-param' | 'non
 const CREDENTIALS: Credential[] = ['bearer', 'x-api-key', 'x-goog-api-key', 'key-param'];
 
 const UNAUTHORIZED = {
-  openai: { error: { message: expect.any(String), type: 'invalid_request_error', param: null, code: 'invalid_api_key' } },
+  openai: {
+    error: { message: expect.any(String), type: 'invalid_request_error', param: null, code: 'invalid_api_key' },
+  },
   anthropic: { type: 'error', error: { type: 'authentication_error', message: expect.any(String) } },
   gemini: { error: { code: 401, message: expect.any(String), status: 'UNAUTHENTICATED' } },
   other: { error: expect.any(String) },
@@ -24,7 +26,10 @@ const UNAUTHORIZED = {
  * Gemini client.
  */
 const PATHS: { path: string; method?: string; unauthorized: (credential: Credential) => unknown }[] = [
-  { path: '/v1/models', unauthorized: (c) => (c === 'x-goog-api-key' || c === 'key-param' ? UNAUTHORIZED.gemini : UNAUTHORIZED.openai) },
+  {
+    path: '/v1/models',
+    unauthorized: (c) => (c === 'x-goog-api-key' || c === 'key-param' ? UNAUTHORIZED.gemini : UNAUTHORIZED.openai),
+  },
   { path: '/v1/models/claude', unauthorized: () => UNAUTHORIZED.anthropic },
   { path: '/v1beta/models', unauthorized: () => UNAUTHORIZED.gemini },
   { path: '/v1/api/event_logging', method: 'POST', unauthorized: () => UNAUTHORIZED.other },
@@ -32,17 +37,32 @@ const PATHS: { path: string; method?: string; unauthorized: (credential: Credent
 
 function request(credential: Credential, key: string): { query: string; headers: Record<string, string> } {
   switch (credential) {
-    case 'bearer': return { query: '', headers: { authorization: `Bearer ${key}` } };
-    case 'x-api-key': return { query: '', headers: { 'x-api-key': key } };
-    case 'x-goog-api-key': return { query: '', headers: { 'x-goog-api-key': key } };
-    case 'key-param': return { query: `?key=${key}`, headers: {} };
-    case 'none': return { query: '', headers: {} };
+    case 'bearer':
+      return { query: '', headers: { authorization: `Bearer ${key}` } };
+    case 'x-api-key':
+      return { query: '', headers: { 'x-api-key': key } };
+    case 'x-goog-api-key':
+      return { query: '', headers: { 'x-goog-api-key': key } };
+    case 'key-param':
+      return { query: `?key=${key}`, headers: {} };
+    case 'none':
+      return { query: '', headers: {} };
   }
 }
 
-async function call(base: string, path: string, credential: Credential, key = KEY, method = 'GET'): Promise<{ status: number; body: unknown }> {
+async function call(
+  base: string,
+  path: string,
+  credential: Credential,
+  key = KEY,
+  method = 'GET',
+): Promise<{ status: number; body: unknown }> {
   const { query, headers } = request(credential, key);
-  const res = await fetch(`${base}${path}${query}`, { method, headers: { ...headers, 'content-type': 'application/json' }, ...(method === 'POST' ? { body: '{}' } : {}) });
+  const res = await fetch(`${base}${path}${query}`, {
+    method,
+    headers: { ...headers, 'content-type': 'application/json' },
+    ...(method === 'POST' ? { body: '{}' } : {}),
+  });
   return { status: res.status, body: await res.json() };
 }
 
@@ -64,16 +84,25 @@ describe.each([
 
   it.each(CREDENTIALS)('the right key in %s opens every path, /healthz included', async (credential) => {
     expect(await call(proxy.base, '/healthz', credential)).toEqual({ status: 200, body: { status: 'ok' } });
-    for (const { path, method } of PATHS) expect((await call(proxy.base, path, credential, KEY, method)).status).toBe(200);
+    for (const { path, method } of PATHS)
+      expect((await call(proxy.base, path, credential, KEY, method)).status).toBe(200);
   });
 
-  it.each([...CREDENTIALS, 'none' as const])('a wrong or missing key in %s → 401 in each family\'s shape', async (credential) => {
-    for (const { path, method, unauthorized } of PATHS) {
-      expect(await call(proxy.base, path, credential, WRONG, method)).toEqual({ status: 401, body: unauthorized(credential) });
-    }
-    const health = await call(proxy.base, '/healthz', credential, WRONG);
-    expect(health).toEqual(healthNeedsKey ? { status: 401, body: { error: expect.any(String) } } : { status: 200, body: { status: 'ok' } });
-  });
+  it.each([...CREDENTIALS, 'none' as const])(
+    "a wrong or missing key in %s → 401 in each family's shape",
+    async (credential) => {
+      for (const { path, method, unauthorized } of PATHS) {
+        expect(await call(proxy.base, path, credential, WRONG, method)).toEqual({
+          status: 401,
+          body: unauthorized(credential),
+        });
+      }
+      const health = await call(proxy.base, '/healthz', credential, WRONG);
+      expect(health).toEqual(
+        healthNeedsKey ? { status: 401, body: { error: expect.any(String) } } : { status: 200, body: { status: 'ok' } },
+      );
+    },
+  );
 
   it('a key that is a prefix of the right one is refused', async () => {
     expect((await call(proxy.base, '/v1/models', 'bearer', KEY.slice(0, -1))).status).toBe(401);
@@ -82,7 +111,11 @@ describe.each([
   it('OPTIONS passes without a key (CORS preflight answered)', async () => {
     const res = await fetch(`${proxy.base}/v1/chat/completions`, {
       method: 'OPTIONS',
-      headers: { origin: 'http://localhost:3000', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' },
+      headers: {
+        origin: 'http://localhost:3000',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization,content-type',
+      },
     });
     expect(res.status).toBe(204);
     expect(res.headers.get('access-control-allow-origin')).toBe('*');
@@ -140,7 +173,10 @@ describe('unsafe configurations refuse to start', () => {
     [['PROXY_AUTH_MODE=strict'], /proxy\.api_key: auth_mode strict needs a key/],
     [['PROXY_AUTH_MODE=all_except_health'], /proxy\.api_key: auth_mode all_except_health needs a key/],
     [['PROXY_ALLOW_LAN_ACCESS=true'], /proxy\.api_key: auth_mode auto \(with allow_lan_access\) needs a key/],
-    [['PROXY_AUTH_MODE=off', 'PROXY_ALLOW_LAN_ACCESS=true', `PROXY_API_KEY=${KEY}`], /proxy\.auth_mode: off with allow_lan_access true/],
+    [
+      ['PROXY_AUTH_MODE=off', 'PROXY_ALLOW_LAN_ACCESS=true', `PROXY_API_KEY=${KEY}`],
+      /proxy\.auth_mode: off with allow_lan_access true/,
+    ],
     [['PROXY_AUTH_MODE=sometimes'], /proxy\.auth_mode: must be one of the possible values/],
     [['PROXY_PORT=99999'], /proxy\.port/],
   ])('%j → exit 1 naming the key', async (env, message) => {

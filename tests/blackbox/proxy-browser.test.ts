@@ -29,13 +29,15 @@ describe('proxy with LAN access (keys required): browsers and hosts', () => {
         proxy: {
           allow_lan_access: true,
           cors: { allowed_origins: [APP] },
-          upstreams: [{
-            name: 'oa',
-            protocol: 'openai',
-            base_url: `http://${HOST_FROM_CONTAINER}:${fake.port}/openai/v1`,
-            api_key: UPSTREAM_KEY,
-            models: ['gpt-*'],
-          }],
+          upstreams: [
+            {
+              name: 'oa',
+              protocol: 'openai',
+              base_url: `http://${HOST_FROM_CONTAINER}:${fake.port}/openai/v1`,
+              api_key: UPSTREAM_KEY,
+              models: ['gpt-*'],
+            },
+          ],
         },
       },
       { PROXY_API_KEY: KEY },

@@ -19,7 +19,12 @@ describe('docker compose: the proxy service', () => {
   let configDir: string;
   let port: number;
   let compose: StartedDockerComposeEnvironment;
-  const env = () => ({ GATEHOUSE_IMAGE: IMAGE, GATEHOUSE_CONFIG_DIR: configDir, PROXY_HOST_PORT: String(port), UPSTREAM_KEY: 'unused' });
+  const env = () => ({
+    GATEHOUSE_IMAGE: IMAGE,
+    GATEHOUSE_CONFIG_DIR: configDir,
+    PROXY_HOST_PORT: String(port),
+    UPSTREAM_KEY: 'unused',
+  });
 
   beforeAll(async () => {
     fake = await FakeUpstream.start({ host: '0.0.0.0' });
@@ -67,7 +72,12 @@ describe('docker compose: the proxy service', () => {
   });
 
   it('restarts unless stopped, with the proxy healthcheck', async () => {
-    const { stdout } = await run('docker', ['inspect', compose.getContainer('proxy-1').getId(), '--format', '{{json .HostConfig.RestartPolicy.Name}} {{json .Config.Healthcheck.Test}}']);
+    const { stdout } = await run('docker', [
+      'inspect',
+      compose.getContainer('proxy-1').getId(),
+      '--format',
+      '{{json .HostConfig.RestartPolicy.Name}} {{json .Config.Healthcheck.Test}}',
+    ]);
     expect(stdout.trim()).toBe('"unless-stopped" ["CMD","gatehouse","healthcheck","proxy"]');
   });
 
@@ -76,7 +86,11 @@ describe('docker compose: the proxy service', () => {
     const bare = { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env() };
     const services = await run('docker', ['compose', 'config', '--services'], { cwd, env: bare });
     expect(services.stdout.split('\n')).toEqual(expect.arrayContaining(['review', 'proxy']));
-    const refused = await run('docker', ['compose', '-p', `gatehouse-proxy-nokey-${process.pid}`, 'run', '--rm', '--no-deps', '-T', 'proxy'], { cwd, env: bare, timeout: 60_000 }).catch((e: unknown) => e as { code: number; stderr: string });
+    const refused = await run(
+      'docker',
+      ['compose', '-p', `gatehouse-proxy-nokey-${process.pid}`, 'run', '--rm', '--no-deps', '-T', 'proxy'],
+      { cwd, env: bare, timeout: 60_000 },
+    ).catch((e: unknown) => e as { code: number; stderr: string });
     expect(refused).toMatchObject({ code: 1, stderr: expect.stringContaining('needs a key: set PROXY_API_KEY') });
   });
 });

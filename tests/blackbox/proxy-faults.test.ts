@@ -209,7 +209,7 @@ describe('gatehouse proxy (container): streams still open when the shutdown grac
     await (fake as FakeUpstream | undefined)?.close();
   });
 
-  it('each ends with its protocol\'s error event, translated or passed through, then the proxy exits 0', async () => {
+  it("each ends with its protocol's error event, translated or passed through, then the proxy exits 0", async () => {
     const user = [{ role: 'user', content: 'hi' }];
     const gemini = { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] };
     const chat = (model: string) => ({ model, stream: true, messages: user });

@@ -86,7 +86,11 @@ describe('proxy MCP endpoints (container)', () => {
   /** How many processes in the container run the stdio fixture. */
   async function fixtureProcesses(): Promise<number> {
     // The bracket keeps this shell's own command line from matching.
-    const { output } = await container.exec(['sh', '-c', "grep -al 'mcp-stdio-serve[r]' /proc/[0-9]*/cmdline 2>/dev/null | wc -l"]);
+    const { output } = await container.exec([
+      'sh',
+      '-c',
+      "grep -al 'mcp-stdio-serve[r]' /proc/[0-9]*/cmdline 2>/dev/null | wc -l",
+    ]);
     return Number(output.trim());
   }
 
@@ -101,7 +105,10 @@ describe('proxy MCP endpoints (container)', () => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(['add', 'crash', 'echo', 'env', 'slow']);
     expect(firstText(await client.callTool({ name: 'add', arguments: { a: 19, b: 23 } }))).toBe('42');
-    const seen = JSON.parse(firstText(await client.callTool({ name: 'env', arguments: {} }))) as { greeting: string; names: string[] };
+    const seen = JSON.parse(firstText(await client.callTool({ name: 'env', arguments: {} }))) as {
+      greeting: string;
+      names: string[];
+    };
     expect(seen.greeting).toBe('hi from the container env');
     expect(seen.names).toEqual(['FIXTURE_GREETING', 'HOME', 'PATH']);
     expect(await fixtureProcesses()).toBe(1);
@@ -121,7 +128,9 @@ describe('proxy MCP endpoints (container)', () => {
     const { client, transport } = await connectMcp(url('web_reader'), { ...AUTH, 'x-api-key': PROXY_KEY });
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name)).toContain('echo');
-    expect(firstText(await client.callTool({ name: 'echo', arguments: { text: 'through the container' } }))).toBe('through the container');
+    expect(firstText(await client.callTool({ name: 'echo', arguments: { text: 'through the container' } }))).toBe(
+      'through the container',
+    );
     expect(transport.sessionId).toBe(remote.sessions.at(-1));
     const seen = remote.requests.slice(before);
     expect(seen.length).toBeGreaterThan(2);
@@ -134,15 +143,25 @@ describe('proxy MCP endpoints (container)', () => {
   });
 
   it('answers 404 {"error"} for an MCP server that is not configured', async () => {
-    const res = await fetch(url('web_search_prime'), { method: 'POST', headers: { ...MCP_HEADERS, ...AUTH }, body: INITIALIZE });
+    const res = await fetch(url('web_search_prime'), {
+      method: 'POST',
+      headers: { ...MCP_HEADERS, ...AUTH },
+      body: INITIALIZE,
+    });
     expect(res.status).toBe(404);
     expect(await res.json()).toEqual({ error: 'MCP server "web_search_prime" is not configured' });
   });
 
   it('answers 502 {"error"} when a stdio command cannot be started or a remote server is down', async () => {
-    const missing = await fetch(url('missing'), { method: 'POST', headers: { ...MCP_HEADERS, ...AUTH }, body: INITIALIZE });
+    const missing = await fetch(url('missing'), {
+      method: 'POST',
+      headers: { ...MCP_HEADERS, ...AUTH },
+      body: INITIALIZE,
+    });
     expect(missing.status).toBe(502);
-    expect(await missing.json()).toEqual({ error: expect.stringMatching(/^MCP server "missing" could not be started/) });
+    expect(await missing.json()).toEqual({
+      error: expect.stringMatching(/^MCP server "missing" could not be started/),
+    });
     const down = await fetch(url('down'), { method: 'POST', headers: { ...MCP_HEADERS, ...AUTH }, body: INITIALIZE });
     expect(down.status).toBe(502);
     expect(await down.json()).toEqual({ error: 'MCP server "down" is unreachable' });
@@ -151,7 +170,14 @@ describe('proxy MCP endpoints (container)', () => {
 
 describe('proxy MCP shutdown (container)', () => {
   it('ends the stdio processes of open sessions on SIGTERM and exits 0', async () => {
-    const container = await proxyContainer(['proxy:', '  mcp:', '    servers:', '      local:', '        command: node', `        args: [${FIXTURE_IN_IMAGE}]`]).start();
+    const container = await proxyContainer([
+      'proxy:',
+      '  mcp:',
+      '    servers:',
+      '      local:',
+      '        command: node',
+      `        args: [${FIXTURE_IN_IMAGE}]`,
+    ]).start();
     const id = container.getId();
     try {
       const base = `http://${container.getHost()}:${container.getMappedPort(8045)}`;

@@ -27,7 +27,13 @@ describe('official SDKs through gatehouse proxy (container)', () => {
           allow_lan_access: true,
           upstreams: [
             { name: 'oa', protocol: 'openai', base_url: at('openai/v1'), api_key: UPSTREAM_KEY, models: ['gpt-*'] },
-            { name: 'an', protocol: 'anthropic', base_url: at('anthropic'), api_key: UPSTREAM_KEY, models: ['claude-*'] },
+            {
+              name: 'an',
+              protocol: 'anthropic',
+              base_url: at('anthropic'),
+              api_key: UPSTREAM_KEY,
+              models: ['claude-*'],
+            },
             { name: 'ge', protocol: 'gemini', base_url: at('gemini'), api_key: UPSTREAM_KEY, models: ['gemini-*'] },
           ],
         },
@@ -61,7 +67,10 @@ describe('official SDKs through gatehouse proxy (container)', () => {
       const tools = [{ type: 'function' as const, function: WEATHER }];
       const completion = await client().chat.completions.create({ model: 'gpt-4o', messages, tools });
       const call = completion.choices[0]?.message.tool_calls?.[0];
-      expect(call?.type === 'function' && call.function).toEqual({ name: 'get_weather', arguments: '{"city":"Paris"}' });
+      expect(call?.type === 'function' && call.function).toEqual({
+        name: 'get_weather',
+        arguments: '{"city":"Paris"}',
+      });
       const runner = client().chat.completions.stream({ model: 'gpt-4o', messages, tools });
       const final = await runner.finalChatCompletion();
       const streamed = final.choices[0]?.message.tool_calls?.[0];
@@ -73,8 +82,10 @@ describe('official SDKs through gatehouse proxy (container)', () => {
       expect(response.output_text).toBe('Hello from the fake upstream');
     });
 
-    it('a model nobody serves is the SDK\'s NotFoundError with the proxy\'s message', async () => {
-      const error = await client().chat.completions.create({ model: 'llama-x', messages }).catch((e: unknown) => e);
+    it("a model nobody serves is the SDK's NotFoundError with the proxy's message", async () => {
+      const error = await client()
+        .chat.completions.create({ model: 'llama-x', messages })
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(OpenAI.NotFoundError);
       expect((error as InstanceType<typeof OpenAI.NotFoundError>).code).toBe('model_not_found');
     });
@@ -105,8 +116,12 @@ describe('official SDKs through gatehouse proxy (container)', () => {
     it('tool use, plain and streamed', async () => {
       const tools = [{ name: WEATHER.name, description: WEATHER.description, input_schema: WEATHER.parameters }];
       const message = await client().messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages, tools });
-      expect(message.content).toEqual([{ type: 'tool_use', id: 'toolu_fake', name: 'get_weather', input: { city: 'Paris' } }]);
-      const final = await client().messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages, tools }).finalMessage();
+      expect(message.content).toEqual([
+        { type: 'tool_use', id: 'toolu_fake', name: 'get_weather', input: { city: 'Paris' } },
+      ]);
+      const final = await client()
+        .messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages, tools })
+        .finalMessage();
       expect(final.content[0]).toMatchObject({ type: 'tool_use', name: 'get_weather', input: { city: 'Paris' } });
     });
 
@@ -115,8 +130,10 @@ describe('official SDKs through gatehouse proxy (container)', () => {
       expect(counted.input_tokens).toBe(42);
     });
 
-    it('a wrong key is the SDK\'s AuthenticationError', async () => {
-      const error = await new Anthropic({ apiKey: 'wrong', baseURL: proxy.base, maxRetries: 0 }).messages.create({ model: 'claude-x', max_tokens: 1, messages }).catch((e: unknown) => e);
+    it("a wrong key is the SDK's AuthenticationError", async () => {
+      const error = await new Anthropic({ apiKey: 'wrong', baseURL: proxy.base, maxRetries: 0 }).messages
+        .create({ model: 'claude-x', max_tokens: 1, messages })
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(Anthropic.AuthenticationError);
     });
   });
@@ -140,11 +157,28 @@ describe('official SDKs through gatehouse proxy (container)', () => {
     });
 
     it('function calls, plain and streamed', async () => {
-      const config = { tools: [{ functionDeclarations: [{ name: WEATHER.name, description: WEATHER.description, parameters: { type: Type.OBJECT, properties: { city: { type: Type.STRING } } } }] }] };
+      const config = {
+        tools: [
+          {
+            functionDeclarations: [
+              {
+                name: WEATHER.name,
+                description: WEATHER.description,
+                parameters: { type: Type.OBJECT, properties: { city: { type: Type.STRING } } },
+              },
+            ],
+          },
+        ],
+      };
       const response = await client().models.generateContent({ model: 'gemini-2.5-flash', contents, config });
       expect(response.functionCalls).toEqual([{ name: 'get_weather', args: { city: 'Paris' } }]);
       const calls = [];
-      for await (const chunk of await client().models.generateContentStream({ model: 'gemini-2.5-flash', contents, config })) calls.push(...(chunk.functionCalls ?? []));
+      for await (const chunk of await client().models.generateContentStream({
+        model: 'gemini-2.5-flash',
+        contents,
+        config,
+      }))
+        calls.push(...(chunk.functionCalls ?? []));
       expect(calls).toEqual([{ name: 'get_weather', args: { city: 'Paris' } }]);
     });
 

@@ -2,11 +2,21 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeUpstream } from '../support/fake-upstream.ts';
-import { closedPort, HOST_FROM_CONTAINER, readUntil, startProxyContainer, type ProxyContainer } from '../support/proxy-container.ts';
+import {
+  closedPort,
+  HOST_FROM_CONTAINER,
+  readUntil,
+  startProxyContainer,
+  type ProxyContainer,
+} from '../support/proxy-container.ts';
 
 const run = promisify(execFile);
 const PROXY_KEY = 'proxy-key-for-the-blackbox-suite';
-const KEYS = { openai: 'upstream-openai-secret', anthropic: 'upstream-anthropic-secret', gemini: 'upstream-gemini-secret' };
+const KEYS = {
+  openai: 'upstream-openai-secret',
+  anthropic: 'upstream-anthropic-secret',
+  gemini: 'upstream-gemini-secret',
+};
 const AUTH = { authorization: `Bearer ${PROXY_KEY}` };
 const JSON_AUTH = { ...AUTH, 'content-type': 'application/json' };
 const MAX_BODY = 1_000_000;
@@ -41,13 +51,56 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
           max_body_bytes: MAX_BODY,
           upstreams: [
             // First match wins: the specific ones go first.
-            { name: 'oa-down', protocol: 'openai', base_url: `http://${HOST_FROM_CONTAINER}:${down}/v1`, models: ['gpt-down*'] },
-            { name: 'an-down', protocol: 'anthropic', base_url: `http://${HOST_FROM_CONTAINER}:${down}`, models: ['claude-down*'] },
-            { name: 'ge-down', protocol: 'gemini', base_url: `http://${HOST_FROM_CONTAINER}:${down}`, models: ['gemini-down*'] },
-            { name: 'oa-patient', protocol: 'openai', base_url: at('openai/v1'), api_key: KEYS.openai, models: ['gpt-hang*'] },
-            { name: 'oa', protocol: 'openai', base_url: at('openai/v1'), api_key: KEYS.openai, models: ['gpt-*', 'dall-e-*', 'whisper-*'], timeout_ms: TIMEOUT_MS },
-            { name: 'an', protocol: 'anthropic', base_url: at('anthropic'), api_key_env: 'ANTHROPIC_UPSTREAM_KEY', models: ['claude-*'], timeout_ms: '1500ms' },
-            { name: 'ge', protocol: 'gemini', base_url: at('gemini'), api_key: KEYS.gemini, models: ['gemini-*'], timeout_ms: TIMEOUT_MS, headers: { 'x-team': 'blackbox' } },
+            {
+              name: 'oa-down',
+              protocol: 'openai',
+              base_url: `http://${HOST_FROM_CONTAINER}:${down}/v1`,
+              models: ['gpt-down*'],
+            },
+            {
+              name: 'an-down',
+              protocol: 'anthropic',
+              base_url: `http://${HOST_FROM_CONTAINER}:${down}`,
+              models: ['claude-down*'],
+            },
+            {
+              name: 'ge-down',
+              protocol: 'gemini',
+              base_url: `http://${HOST_FROM_CONTAINER}:${down}`,
+              models: ['gemini-down*'],
+            },
+            {
+              name: 'oa-patient',
+              protocol: 'openai',
+              base_url: at('openai/v1'),
+              api_key: KEYS.openai,
+              models: ['gpt-hang*'],
+            },
+            {
+              name: 'oa',
+              protocol: 'openai',
+              base_url: at('openai/v1'),
+              api_key: KEYS.openai,
+              models: ['gpt-*', 'dall-e-*', 'whisper-*'],
+              timeout_ms: TIMEOUT_MS,
+            },
+            {
+              name: 'an',
+              protocol: 'anthropic',
+              base_url: at('anthropic'),
+              api_key_env: 'ANTHROPIC_UPSTREAM_KEY',
+              models: ['claude-*'],
+              timeout_ms: '1500ms',
+            },
+            {
+              name: 'ge',
+              protocol: 'gemini',
+              base_url: at('gemini'),
+              api_key: KEYS.gemini,
+              models: ['gemini-*'],
+              timeout_ms: TIMEOUT_MS,
+              headers: { 'x-team': 'blackbox' },
+            },
           ],
           model_aliases: { fast: 'gpt-fake-1', sonnet: 'claude-fake-1', flash: 'gemini-fake-1' },
         },
@@ -83,18 +136,27 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
       expect(await res.json()).toEqual({ status: 'ok' });
     });
 
-    it.each(['/v1/api/event_logging', '/v1/api/event_logging/batch'])('POST %s answers 200 {} at once, whatever the body', async (path) => {
-      const res = await post(path, 'not json at all {', { ...AUTH, 'content-type': 'application/json' });
-      expect(res.status).toBe(200);
-      expect(await res.json()).toEqual({});
-      expect(proxy.logs()).not.toContain('not json at all');
-    });
+    it.each(['/v1/api/event_logging', '/v1/api/event_logging/batch'])(
+      'POST %s answers 200 {} at once, whatever the body',
+      async (path) => {
+        const res = await post(path, 'not json at all {', { ...AUTH, 'content-type': 'application/json' });
+        expect(res.status).toBe(200);
+        expect(await res.json()).toEqual({});
+        expect(proxy.logs()).not.toContain('not json at all');
+      },
+    );
 
     it('POST /v1/models/detect answers the routing of a model without calling anyone', async () => {
       const before = fake.requests.length;
       const res = await post('/v1/models/detect', { model: 'sonnet' });
       expect(res.status).toBe(200);
-      expect(await res.json()).toEqual({ model: 'sonnet', mapped_model: 'claude-fake-1', upstream: 'an', protocol: 'anthropic', type: 'chat' });
+      expect(await res.json()).toEqual({
+        model: 'sonnet',
+        mapped_model: 'claude-fake-1',
+        upstream: 'an',
+        protocol: 'anthropic',
+        type: 'chat',
+      });
       expect(fake.requests.length).toBe(before);
       const image = await post('/v1/models/detect', { model: 'dall-e-3' });
       expect(await image.json()).toMatchObject({ upstream: 'oa', protocol: 'openai', type: 'image' });
@@ -109,11 +171,14 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
       expect(await unknown.json()).toEqual(SHAPES.other());
     });
 
-    it('POST /internal/warmup {model} sends one small request to that model\'s upstream', async () => {
+    it("POST /internal/warmup {model} sends one small request to that model's upstream", async () => {
       const res = await post('/internal/warmup', { model: 'fast' });
       expect(res.status).toBe(200);
       const body = await res.json();
-      expect(body).toEqual({ success: true, results: [{ upstream: 'oa', model: 'gpt-fake-1', status: 200, latency_ms: expect.any(Number) }] });
+      expect(body).toEqual({
+        success: true,
+        results: [{ upstream: 'oa', model: 'gpt-fake-1', status: 200, latency_ms: expect.any(Number) }],
+      });
       const seen = expectCredentials('/openai/v1/chat/completions', 'authorization', `Bearer ${KEYS.openai}`);
       expect(JSON.parse(seen.body.toString())).toMatchObject({ model: 'gpt-fake-1', max_tokens: 1 });
     });
@@ -121,7 +186,10 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
     it('POST /internal/warmup without a model reaches every upstream and reports the ones that are down', async () => {
       const res = await post('/internal/warmup', '', AUTH);
       expect(res.status).toBe(200);
-      const body = (await res.json()) as { success: boolean; results: { upstream: string; status: number | null; error?: string }[] };
+      const body = (await res.json()) as {
+        success: boolean;
+        results: { upstream: string; status: number | null; error?: string }[];
+      };
       expect(body.success).toBe(false);
       const byName = Object.fromEntries(body.results.map((r) => [r.upstream, r]));
       expect(Object.keys(byName).sort()).toEqual(['an', 'an-down', 'ge', 'ge-down', 'oa', 'oa-down', 'oa-patient']);
@@ -139,25 +207,43 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
       const body = (await res.json()) as { object: string; data: { id: string; object: string; owned_by: string }[] };
       expect(body.object).toBe('list');
       const ids = body.data.map((m) => m.id);
-      expect(ids).toEqual(expect.arrayContaining(['gpt-fake-1', 'claude-fake-1', 'gemini-fake-1', 'fast', 'sonnet', 'flash']));
+      expect(ids).toEqual(
+        expect.arrayContaining(['gpt-fake-1', 'claude-fake-1', 'gemini-fake-1', 'fast', 'sonnet', 'flash']),
+      );
       expect(ids).not.toContain('unrouted-model');
       expect(body.data.find((m) => m.id === 'claude-fake-1')).toMatchObject({ object: 'model', owned_by: 'an' });
     });
 
     it('GET /v1/models/claude lists the same models in the Anthropic shape', async () => {
       const res = await fetch(`${base}/v1/models/claude`, { headers: AUTH });
-      const body = (await res.json()) as { data: { type: string; id: string; display_name: string }[]; has_more: boolean };
+      const body = (await res.json()) as {
+        data: { type: string; id: string; display_name: string }[];
+        has_more: boolean;
+      };
       expect(body.has_more).toBe(false);
-      expect(body.data).toContainEqual({ type: 'model', id: 'claude-fake-1', display_name: 'Claude Fake 1', created_at: expect.any(String) });
+      expect(body.data).toContainEqual({
+        type: 'model',
+        id: 'claude-fake-1',
+        display_name: 'Claude Fake 1',
+        created_at: expect.any(String),
+      });
       expect(body.data.map((m) => m.id)).toContain('sonnet');
     });
 
     it('GET /v1beta/models and /v1beta/models/:model answer in the Gemini shape', async () => {
-      const list = (await (await fetch(`${base}/v1beta/models`, { headers: AUTH })).json()) as { models: { name: string }[] };
-      expect(list.models.map((m) => m.name)).toEqual(expect.arrayContaining(['models/gemini-fake-1', 'models/gpt-fake-1', 'models/flash']));
+      const list = (await (await fetch(`${base}/v1beta/models`, { headers: AUTH })).json()) as {
+        models: { name: string }[];
+      };
+      expect(list.models.map((m) => m.name)).toEqual(
+        expect.arrayContaining(['models/gemini-fake-1', 'models/gpt-fake-1', 'models/flash']),
+      );
       const one = await fetch(`${base}/v1beta/models/gemini-fake-1`, { headers: AUTH });
       expect(one.status).toBe(200);
-      expect(await one.json()).toMatchObject({ name: 'models/gemini-fake-1', displayName: 'Gemini Fake 1', supportedGenerationMethods: expect.arrayContaining(['generateContent']) });
+      expect(await one.json()).toMatchObject({
+        name: 'models/gemini-fake-1',
+        displayName: 'Gemini Fake 1',
+        supportedGenerationMethods: expect.arrayContaining(['generateContent']),
+      });
       const missing = await fetch(`${base}/v1beta/models/no-such-model`, { headers: AUTH });
       expect(missing.status).toBe(404);
       expect(await missing.json()).toEqual(SHAPES.gemini(404, 'NOT_FOUND'));
@@ -166,23 +252,43 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
     it('GET /v1/models[/:id] answers in the shape of the SDK that asks (by its headers)', async () => {
       const gemini = await (await fetch(`${base}/v1/models`, { headers: { 'x-goog-api-key': PROXY_KEY } })).json();
       expect(gemini).toEqual({ models: expect.arrayContaining([expect.objectContaining({ name: 'models/flash' })]) });
-      const anthropic = await (await fetch(`${base}/v1/models`, { headers: { 'x-api-key': PROXY_KEY, 'anthropic-version': '2023-06-01' } })).json();
-      expect(anthropic).toMatchObject({ has_more: false, data: expect.arrayContaining([expect.objectContaining({ type: 'model', id: 'sonnet' })]) });
+      const anthropic = await (
+        await fetch(`${base}/v1/models`, { headers: { 'x-api-key': PROXY_KEY, 'anthropic-version': '2023-06-01' } })
+      ).json();
+      expect(anthropic).toMatchObject({
+        has_more: false,
+        data: expect.arrayContaining([expect.objectContaining({ type: 'model', id: 'sonnet' })]),
+      });
       const one = await fetch(`${base}/v1/models/gpt-fake-1`, { headers: AUTH });
-      expect(await one.json()).toEqual({ id: 'gpt-fake-1', object: 'model', created: expect.any(Number), owned_by: 'oa' });
-      const none = await fetch(`${base}/v1/models/no-such-model`, { headers: { 'x-api-key': PROXY_KEY, 'anthropic-version': '2023-06-01' } });
+      expect(await one.json()).toEqual({
+        id: 'gpt-fake-1',
+        object: 'model',
+        created: expect.any(Number),
+        owned_by: 'oa',
+      });
+      const none = await fetch(`${base}/v1/models/no-such-model`, {
+        headers: { 'x-api-key': PROXY_KEY, 'anthropic-version': '2023-06-01' },
+      });
       expect(none.status).toBe(404);
       expect(await none.json()).toEqual(SHAPES.anthropic('not_found_error'));
     });
   });
 
   describe('OpenAI endpoints', () => {
-    it('POST /v1/chat/completions forwards the bytes as they are, with the upstream key instead of the client\'s', async () => {
+    it("POST /v1/chat/completions forwards the bytes as they are, with the upstream key instead of the client's", async () => {
       const body = '{"model": "gpt-4o",   "messages": [{"role": "user", "content": "hi"}], "temperature": 0.50}';
-      const res = await post('/v1/chat/completions', body, { ...JSON_AUTH, 'x-api-key': PROXY_KEY, 'x-custom': 'kept' });
+      const res = await post('/v1/chat/completions', body, {
+        ...JSON_AUTH,
+        'x-api-key': PROXY_KEY,
+        'x-custom': 'kept',
+      });
       expect(res.status).toBe(200);
       expect(res.headers.get('x-fake-upstream')).toBe('1');
-      expect(await res.json()).toMatchObject({ object: 'chat.completion', model: 'gpt-4o', choices: [{ message: { content: 'Hello from the fake upstream' } }] });
+      expect(await res.json()).toMatchObject({
+        object: 'chat.completion',
+        model: 'gpt-4o',
+        choices: [{ message: { content: 'Hello from the fake upstream' } }],
+      });
       const seen = expectCredentials('/openai/v1/chat/completions', 'authorization', `Bearer ${KEYS.openai}`);
       expect(seen.body.toString()).toBe(body);
       expect(seen.headers['x-custom']).toBe('kept');
@@ -191,7 +297,10 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
     it('rewrites the model only when it is an alias', async () => {
       const res = await post('/v1/chat/completions', { model: 'fast', messages: [{ role: 'user', content: 'hi' }] });
       expect(res.status).toBe(200);
-      expect(JSON.parse(fake.last('/openai/v1/chat/completions').body.toString())).toEqual({ model: 'gpt-fake-1', messages: [{ role: 'user', content: 'hi' }] });
+      expect(JSON.parse(fake.last('/openai/v1/chat/completions').body.toString())).toEqual({
+        model: 'gpt-fake-1',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
     });
 
     it.each([
@@ -201,7 +310,9 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
       const res = await post(path, body);
       expect(res.status).toBe(200);
       expect(await res.json()).toMatchObject({ object });
-      expect(expectCredentials(`/openai${path}`, 'authorization', `Bearer ${KEYS.openai}`).body.toString()).toBe(JSON.stringify(body));
+      expect(expectCredentials(`/openai${path}`, 'authorization', `Bearer ${KEYS.openai}`).body.toString()).toBe(
+        JSON.stringify(body),
+      );
     });
 
     it('POST /v1/images/generations is forwarded', async () => {
@@ -222,7 +333,11 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
       const res = await fetch(request);
       expect(res.status).toBe(200);
       const seen = expectCredentials('/openai/v1/images/edits', 'authorization', `Bearer ${KEYS.openai}`);
-      expect(seen.body.equals(Buffer.from(sent.toString('latin1').replace(/(name="model"\r\n\r\n)fast/, '$1gpt-fake-1'), 'latin1'))).toBe(true);
+      expect(
+        seen.body.equals(
+          Buffer.from(sent.toString('latin1').replace(/(name="model"\r\n\r\n)fast/, '$1gpt-fake-1'), 'latin1'),
+        ),
+      ).toBe(true);
       expect(seen.body.indexOf(image)).toBeGreaterThan(0);
     });
 
@@ -241,16 +356,31 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
     it('passes an upstream error through as the upstream wrote it', async () => {
       const res = await post('/v1/chat/completions', { model: 'gpt-fail', messages: [] });
       expect(res.status).toBe(400);
-      expect(await res.json()).toEqual({ error: { message: 'fake: gpt-fail refused', type: 'invalid_request_error', param: 'model', code: 'fake_refusal' } });
+      expect(await res.json()).toEqual({
+        error: {
+          message: 'fake: gpt-fail refused',
+          type: 'invalid_request_error',
+          param: 'model',
+          code: 'fake_refusal',
+        },
+      });
     });
   });
 
   describe('Anthropic endpoints', () => {
     it('POST /v1/messages: x-api-key injected, anthropic-version and -beta passed through', async () => {
       const body = { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
-      const res = await post('/v1/messages', body, { 'content-type': 'application/json', 'x-api-key': PROXY_KEY, 'anthropic-version': '2023-06-01', 'anthropic-beta': 'tools-2024-04-04' });
+      const res = await post('/v1/messages', body, {
+        'content-type': 'application/json',
+        'x-api-key': PROXY_KEY,
+        'anthropic-version': '2023-06-01',
+        'anthropic-beta': 'tools-2024-04-04',
+      });
       expect(res.status).toBe(200);
-      expect(await res.json()).toMatchObject({ type: 'message', content: [{ type: 'text', text: 'Hello from the fake upstream' }] });
+      expect(await res.json()).toMatchObject({
+        type: 'message',
+        content: [{ type: 'text', text: 'Hello from the fake upstream' }],
+      });
       const seen = expectCredentials('/anthropic/v1/messages', 'x-api-key', KEYS.anthropic);
       expect(seen.headers['anthropic-version']).toBe('2023-06-01');
       expect(seen.headers['anthropic-beta']).toBe('tools-2024-04-04');
@@ -258,10 +388,19 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
     });
 
     it('POST /v1/messages/count_tokens is forwarded to an Anthropic upstream', async () => {
-      const res = await post('/v1/messages/count_tokens', { model: 'sonnet', messages: [{ role: 'user', content: 'hi' }] });
+      const res = await post('/v1/messages/count_tokens', {
+        model: 'sonnet',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ input_tokens: 42 });
-      expect((JSON.parse(expectCredentials('/anthropic/v1/messages/count_tokens', 'x-api-key', KEYS.anthropic).body.toString()) as { model: string }).model).toBe('claude-fake-1');
+      expect(
+        (
+          JSON.parse(
+            expectCredentials('/anthropic/v1/messages/count_tokens', 'x-api-key', KEYS.anthropic).body.toString(),
+          ) as { model: string }
+        ).model,
+      ).toBe('claude-fake-1');
     });
 
     it('POST /v1/messages/count_tokens estimates locally when no Anthropic upstream serves the model (never 404)', async () => {
@@ -281,29 +420,50 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
   describe('Gemini endpoints', () => {
     it('POST /v1beta/models/:model:generateContent: the `key` parameter stripped, x-goog-api-key injected', async () => {
       const body = { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] };
-      const res = await post(`/v1beta/models/flash:generateContent?key=${PROXY_KEY}`, body, { 'content-type': 'application/json' });
+      const res = await post(`/v1beta/models/flash:generateContent?key=${PROXY_KEY}`, body, {
+        'content-type': 'application/json',
+      });
       expect(res.status).toBe(200);
-      expect(await res.json()).toMatchObject({ candidates: [{ content: { parts: [{ text: 'Hello from the fake upstream' }] } }] });
-      const seen = expectCredentials('/gemini/v1beta/models/gemini-fake-1:generateContent', 'x-goog-api-key', KEYS.gemini);
+      expect(await res.json()).toMatchObject({
+        candidates: [{ content: { parts: [{ text: 'Hello from the fake upstream' }] } }],
+      });
+      const seen = expectCredentials(
+        '/gemini/v1beta/models/gemini-fake-1:generateContent',
+        'x-goog-api-key',
+        KEYS.gemini,
+      );
       expect(seen.headers['x-team']).toBe('blackbox');
       expect(JSON.parse(seen.body.toString())).toEqual(body);
     });
 
-    it.each(['/v1beta/models/gemini-2.5-pro:countTokens', '/v1beta/models/gemini-2.5-pro/countTokens'])('POST %s is forwarded as :countTokens', async (path) => {
-      const res = await post(path, { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }, { 'content-type': 'application/json', 'x-goog-api-key': PROXY_KEY });
-      expect(res.status).toBe(200);
-      expect(await res.json()).toEqual({ totalTokens: 42 });
-      expectCredentials('/gemini/v1beta/models/gemini-2.5-pro:countTokens', 'x-goog-api-key', KEYS.gemini);
-    });
+    it.each(['/v1beta/models/gemini-2.5-pro:countTokens', '/v1beta/models/gemini-2.5-pro/countTokens'])(
+      'POST %s is forwarded as :countTokens',
+      async (path) => {
+        const res = await post(
+          path,
+          { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] },
+          { 'content-type': 'application/json', 'x-goog-api-key': PROXY_KEY },
+        );
+        expect(res.status).toBe(200);
+        expect(await res.json()).toEqual({ totalTokens: 42 });
+        expectCredentials('/gemini/v1beta/models/gemini-2.5-pro:countTokens', 'x-goog-api-key', KEYS.gemini);
+      },
+    );
 
     it('countTokens for a model with no Gemini upstream is a local estimate', async () => {
-      const res = await post('/v1beta/models/claude-x:countTokens', { contents: [{ role: 'user', parts: [{ text: 'hello there, how are you today?' }] }] });
+      const res = await post('/v1beta/models/claude-x:countTokens', {
+        contents: [{ role: 'user', parts: [{ text: 'hello there, how are you today?' }] }],
+      });
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ totalTokens: expect.any(Number) });
     });
 
-    it('the same methods below /v1 (@google/genai\'s default API version) go to the upstream\'s v1beta', async () => {
-      const res = await post('/v1/models/gemini-2.5-pro:generateContent', { contents: [] }, { 'content-type': 'application/json', 'x-goog-api-key': PROXY_KEY });
+    it("the same methods below /v1 (@google/genai's default API version) go to the upstream's v1beta", async () => {
+      const res = await post(
+        '/v1/models/gemini-2.5-pro:generateContent',
+        { contents: [] },
+        { 'content-type': 'application/json', 'x-goog-api-key': PROXY_KEY },
+      );
       expect(res.status).toBe(200);
       expectCredentials('/gemini/v1beta/models/gemini-2.5-pro:generateContent', 'x-goog-api-key', KEYS.gemini);
       const unknown = await post('/v1/models/llama-unknown:generateContent', { contents: [] });
@@ -333,28 +493,53 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
     }
 
     it('OpenAI chat completion events arrive one by one ([DONE] last)', async () => {
-      const text = await gated('/v1/chat/completions', { model: 'gpt-gated', stream: true, messages: [] }, /"role":"assistant"/, /\[DONE\]/);
+      const text = await gated(
+        '/v1/chat/completions',
+        { model: 'gpt-gated', stream: true, messages: [] },
+        /"role":"assistant"/,
+        /\[DONE\]/,
+      );
       expect(text.match(/^data: /gm)?.length).toBe(8);
     });
 
     it('Responses API events arrive one by one', async () => {
-      await gated('/v1/responses', { model: 'gpt-gated', stream: true, input: 'hi' }, /response\.created/, /response\.completed/);
+      await gated(
+        '/v1/responses',
+        { model: 'gpt-gated', stream: true, input: 'hi' },
+        /response\.created/,
+        /response\.completed/,
+      );
     });
 
     it('Anthropic message events arrive one by one', async () => {
-      const text = await gated('/v1/messages', { model: 'claude-gated', stream: true, max_tokens: 5, messages: [] }, /message_start/, /message_stop/);
+      const text = await gated(
+        '/v1/messages',
+        { model: 'claude-gated', stream: true, max_tokens: 5, messages: [] },
+        /message_start/,
+        /message_stop/,
+      );
       expect(text).toContain('content_block_delta');
     });
 
     it('Gemini streamGenerateContent?alt=sse events arrive one by one', async () => {
-      const text = await gated('/v1beta/models/gemini-gated:streamGenerateContent?alt=sse', { contents: [] }, /"text":"Hello"/, /"finishReason":"STOP"/);
+      const text = await gated(
+        '/v1beta/models/gemini-gated:streamGenerateContent?alt=sse',
+        { contents: [] },
+        /"text":"Hello"/,
+        /"finishReason":"STOP"/,
+      );
       expect(text.match(/^data: /gm)?.length).toBe(5);
       expect(fake.last(':streamGenerateContent').query.get('alt')).toBe('sse');
     });
 
     it('a client that disconnects mid-stream aborts the upstream request', async () => {
       const controller = new AbortController();
-      const res = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ model: 'gpt-hang', stream: true, messages: [] }), signal: controller.signal });
+      const res = await fetch(`${base}/v1/chat/completions`, {
+        method: 'POST',
+        headers: JSON_AUTH,
+        body: JSON.stringify({ model: 'gpt-hang', stream: true, messages: [] }),
+        signal: controller.signal,
+      });
       await readUntil(bodyReader(res), (t) => t.includes('data: '));
       expect(fake.last('/openai/v1/chat/completions').aborted).toBe(false);
       controller.abort();
@@ -364,20 +549,31 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
 
     it('a client that disconnects while the upstream has not answered yet aborts it too', async () => {
       const controller = new AbortController();
-      const pending = fetch(`${base}/v1/messages`, { method: 'POST', headers: JSON_AUTH, body: JSON.stringify({ model: 'claude-slow-abort', max_tokens: 5, messages: [] }), signal: controller.signal }).catch(() => 'aborted');
-      await expect.poll(() => fake.requests.some((r) => r.body.includes('claude-slow-abort')), { timeout: 5_000 }).toBe(true);
+      const pending = fetch(`${base}/v1/messages`, {
+        method: 'POST',
+        headers: JSON_AUTH,
+        body: JSON.stringify({ model: 'claude-slow-abort', max_tokens: 5, messages: [] }),
+        signal: controller.signal,
+      }).catch(() => 'aborted');
+      await expect
+        .poll(() => fake.requests.some((r) => r.body.includes('claude-slow-abort')), { timeout: 5_000 })
+        .toBe(true);
       controller.abort();
       expect(await pending).toBe('aborted');
       await fake.waitForAbort('/anthropic/v1/messages', 1_000);
       // Logged as what it is (499, aborted), not as a server error.
-      const line = () => proxy.logs().split('\n').find((l) => l.includes('"model":"claude-slow-abort"'));
+      const line = () =>
+        proxy
+          .logs()
+          .split('\n')
+          .find((l) => l.includes('"model":"claude-slow-abort"'));
       await expect.poll(line, { timeout: 5_000 }).toBeDefined();
       expect(JSON.parse(line() ?? '{}')).toMatchObject({ status: 499, aborted: true, upstream: 'an' });
       expect(proxy.logs()).not.toMatch(/"level":50[^\n]*"path":"\/v1\/messages"/);
     });
   });
 
-  describe('errors, each in the family\'s shape', () => {
+  describe("errors, each in the family's shape", () => {
     it.each([
       ['/v1/chat/completions', SHAPES.openai('invalid_json')],
       ['/v1/messages', SHAPES.anthropic('invalid_request_error')],
@@ -422,7 +618,12 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
           controller.enqueue(chunk);
         },
       });
-      const res = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: JSON_AUTH, body, duplex: 'half' });
+      const res = await fetch(`${base}/v1/chat/completions`, {
+        method: 'POST',
+        headers: JSON_AUTH,
+        body,
+        duplex: 'half',
+      });
       // The rest of the body is read and dropped, so the client gets to read the answer.
       expect(res.status).toBe(413);
       expect(await res.json()).toEqual(SHAPES.openai('request_too_large'));
@@ -474,8 +675,19 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
     it('one line per request with family, model, upstream, status, ms and stream; no key anywhere', async () => {
       await post('/v1/chat/completions', { model: 'fast', messages: [] });
       await expect.poll(() => proxy.logs().includes('"model":"fast"'), { timeout: 5_000 }).toBe(true);
-      const lines = proxy.logs().split('\n').filter((l) => l.includes('"msg":"request"')).map((l) => JSON.parse(l) as Record<string, unknown>);
-      expect(lines.find((l) => l['model'] === 'fast')).toMatchObject({ family: 'openai', upstream: 'oa', status: 200, ms: expect.any(Number), stream: false, path: '/v1/chat/completions' });
+      const lines = proxy
+        .logs()
+        .split('\n')
+        .filter((l) => l.includes('"msg":"request"'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      expect(lines.find((l) => l['model'] === 'fast')).toMatchObject({
+        family: 'openai',
+        upstream: 'oa',
+        status: 200,
+        ms: expect.any(Number),
+        stream: false,
+        path: '/v1/chat/completions',
+      });
       expect(lines.find((l) => l['model'] === 'gpt-gated')).toMatchObject({ stream: true, status: 200 });
       for (const secret of [PROXY_KEY, ...Object.values(KEYS)]) expect(proxy.logs()).not.toContain(secret);
     });

@@ -27,12 +27,14 @@ function largePlan(): string {
 }
 
 async function readConcurrently(url: string, readers = READERS): Promise<Buffer[]> {
-  return Promise.all(Array.from({ length: readers }, async () => {
-    const res = await fetch(url);
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
-    return Buffer.from(await res.arrayBuffer());
-  }));
+  return Promise.all(
+    Array.from({ length: readers }, async () => {
+      const res = await fetch(url);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      return Buffer.from(await res.arrayBuffer());
+    }),
+  );
 }
 
 const parsed = (body: Buffer | undefined): unknown => JSON.parse((body as Buffer).toString('utf8'));

@@ -7,8 +7,9 @@ import { startReviewContainer, type ReviewContainer } from '../support/review-co
 
 const PLAN = '# Add Caching Layer\n\n1. Add Redis\n';
 const HOST_REFUSED = (host: string) => ({
-  error: `Host ${JSON.stringify(host)} is not served here: `
-    + 'add its name to SERVICE_ALLOWED_HOSTS (comma-separated) to use it',
+  error:
+    `Host ${JSON.stringify(host)} is not served here: ` +
+    'add its name to SERVICE_ALLOWED_HOSTS (comma-separated) to use it',
 });
 const NOT_JSON = 'Unsupported Content-Type: send application/json (multipart/form-data for /api/upload)';
 
@@ -27,8 +28,9 @@ async function review(): Promise<ReviewContainer> {
       GITHUB_CODESPACES_PORT_FORWARDING_DOMAIN: 'app.github.dev',
     },
     // Another local user's plant: /tmp/gatehouse as a symlink into a folder they read.
-    shell: 'mkdir /work/planted && ln -s /work/planted /tmp/gatehouse && ln -s loop /work/loop'
-      + ' && exec gatehouse plan /work/PLAN.md',
+    shell:
+      'mkdir /work/planted && ln -s /work/planted /tmp/gatehouse && ln -s loop /work/loop' +
+      ' && exec gatehouse plan /work/PLAN.md',
   });
   started.push(c);
   return c;

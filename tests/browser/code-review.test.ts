@@ -1,6 +1,13 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserSuite, type Attributed, decisionOf, openCodeReview, screenshot, unlabelledControls } from '../support/browser.ts';
+import {
+  browserSuite,
+  type Attributed,
+  decisionOf,
+  openCodeReview,
+  screenshot,
+  unlabelledControls,
+} from '../support/browser.ts';
 import { closedPort } from '../support/proxy-container.ts';
 import { TempRepo } from '../support/git-repo.ts';
 
@@ -45,8 +52,15 @@ let repo: TempRepo;
 
 beforeAll(() => {
   repo = TempRepo.init();
-  repo.write('src/lib/limiter.ts', BEFORE).write('app.py', 'def main():\n    print("hi")\n').write('README.md', '# Readme\n').commitAll('init');
-  repo.write('src/lib/limiter.ts', AFTER).write('app.py', 'import sys\n\ndef main():\n    print("hello", sys.argv)\n').write('docs/new.md', 'new file\n');
+  repo
+    .write('src/lib/limiter.ts', BEFORE)
+    .write('app.py', 'def main():\n    print("hi")\n')
+    .write('README.md', '# Readme\n')
+    .commitAll('init');
+  repo
+    .write('src/lib/limiter.ts', AFTER)
+    .write('app.py', 'import sys\n\ndef main():\n    print("hello", sys.argv)\n')
+    .write('docs/new.md', 'new file\n');
   repo.git('add', 'docs/new.md');
 });
 
@@ -62,7 +76,9 @@ describe('code review in the browser', () => {
   it('shows the diff with a file tree and counts, comments on the new side, suggests on the old side, and sends both', async () => {
     const { review, page, errors } = await codeReview();
     const tree = page.getByRole('tree', { name: 'Changed files' });
-    expect(await tree.getByRole('treeitem').allInnerTexts()).toEqual(expect.arrayContaining([expect.stringMatching(/limiter\.ts\s*\+13\s*−5/)]));
+    expect(await tree.getByRole('treeitem').allInnerTexts()).toEqual(
+      expect.arrayContaining([expect.stringMatching(/limiter\.ts\s*\+13\s*−5/)]),
+    );
     expect(await page.locator('.files .side-title').textContent()).toContain('3 files');
     expect(await page.locator('.dl .hljs-keyword').count()).toBeGreaterThan(0);
     await screenshot(page, 'code-review');
@@ -92,7 +108,9 @@ describe('code review in the browser', () => {
     const code = form.getByRole('textbox', { name: 'Suggested code' });
     // Prefilled with the selected old lines.
     expect(await code.inputValue()).toBe(BEFORE.split('\n').slice(6, 9).join('\n'));
-    await code.fill('    const left = this.buckets.get(key) ?? this.rate;\n    return left > 0 && this.buckets.set(key, left - 1) !== undefined;');
+    await code.fill(
+      '    const left = this.buckets.get(key) ?? this.rate;\n    return left > 0 && this.buckets.set(key, left - 1) !== undefined;',
+    );
     await form.getByRole('textbox', { name: 'Comment' }).fill('Smaller change instead:');
     await form.getByRole('button', { name: 'Add' }).click();
     await expect.poll(() => page.getByTestId('code-note').count()).toBe(2);
@@ -122,9 +140,18 @@ describe('code review in the browser', () => {
         lineEnd: 9,
         side: 'old',
         text: 'Smaller change instead:',
-        suggestedCode: '    const left = this.buckets.get(key) ?? this.rate;\n    return left > 0 && this.buckets.set(key, left - 1) !== undefined;',
+        suggestedCode:
+          '    const left = this.buckets.get(key) ?? this.rate;\n    return left > 0 && this.buckets.set(key, left - 1) !== undefined;',
       },
-      { id: expect.any(String), type: 'comment', filePath: 'src/lib/limiter.ts', lineStart: 8, lineEnd: 8, side: 'new', text: 'Refill before the lookup is stored?' },
+      {
+        id: expect.any(String),
+        type: 'comment',
+        filePath: 'src/lib/limiter.ts',
+        lineStart: 8,
+        lineEnd: 8,
+        side: 'new',
+        text: 'Refill before the lookup is stored?',
+      },
     ]);
     expect(new Set(annotations.map((a) => a['id'])).size).toBe(2);
     expect(errors).toEqual([]);
@@ -134,13 +161,19 @@ describe('code review in the browser', () => {
     const { review, page, errors } = await codeReview();
     const switcher = page.getByRole('combobox', { name: 'Diff type' });
     expect(await switcher.inputValue()).toBe('uncommitted');
-    const options = await switcher.locator('option').evaluateAll((os: Attributed[]) => os.map((o) => o.getAttribute('value')));
+    const options = await switcher
+      .locator('option')
+      .evaluateAll((os: Attributed[]) => os.map((o) => o.getAttribute('value')));
     expect(options).toEqual(['uncommitted', 'last-commit', 'branch']);
 
     await switcher.selectOption('last-commit');
     // The root commit, against the empty tree: the three files it added.
     await expect.poll(() => page.locator('.chip.mono').textContent()).toContain('HEAD~1..HEAD');
-    expect(await page.locator('.file-head .path').allTextContents()).toEqual(['README.md', 'app.py', 'src/lib/limiter.ts']);
+    expect(await page.locator('.file-head .path').allTextContents()).toEqual([
+      'README.md',
+      'app.py',
+      'src/lib/limiter.ts',
+    ]);
     expect(await page.locator('.file-head .status').allTextContents()).toEqual(['Added', 'Added', 'Added']);
     await screenshot(page, 'code-last-commit');
 
@@ -193,7 +226,15 @@ describe('code review in the browser', () => {
     await dialog.locator('textarea').press('Control+Enter');
     const { stdout } = await review.exited;
     expect(decisionOf(stdout)['annotations']).toEqual([
-      { id: expect.any(String), type: 'concern', filePath: 'app.py', lineStart: 2, lineEnd: 2, side: 'old', text: 'The greeting changed: is anything parsing it?' },
+      {
+        id: expect.any(String),
+        type: 'concern',
+        filePath: 'app.py',
+        lineStart: 2,
+        lineEnd: 2,
+        side: 'old',
+        text: 'The greeting changed: is anything parsing it?',
+      },
     ]);
     // The layout choice is a setting: it stays for the next review.
     const again = await codeReview(['--port', port]);

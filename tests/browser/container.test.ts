@@ -32,7 +32,10 @@ afterAll(async () => {
 
 describe('the review UI served by the container', () => {
   it('annotates and denies a plan; the decision on the container stdout carries the feedback', async () => {
-    container = await startReviewContainer({ command: ['plan', '/work/PLAN.md'], files: [{ content: PLAN, target: '/work/PLAN.md' }] });
+    container = await startReviewContainer({
+      command: ['plan', '/work/PLAN.md'],
+      files: [{ content: PLAN, target: '/work/PLAN.md' }],
+    });
     const { page, errors } = await newPage(browser);
     await page.goto(container.url);
     await page.locator('.plan-doc h1').waitFor();

@@ -39,8 +39,9 @@ describe('the review UI against a page on another origin', () => {
     const { page, errors } = await newPage(suite.browser);
     const console: string[] = [];
     page.on('console', (message) => console.push(message.text()));
-    attackerPage = '<!doctype html><p>Win a prize!</p>'
-      + `<iframe id="victim" src="${review.url}" style="opacity:0.05" width="1000" height="700"></iframe>`;
+    attackerPage =
+      '<!doctype html><p>Win a prize!</p>' +
+      `<iframe id="victim" src="${review.url}" style="opacity:0.05" width="1000" height="700"></iframe>`;
     await page.goto(attackerOrigin);
     const frame = page.frameLocator('#victim');
     await expect.poll(() => console.some((line) => line.includes("frame-ancestors 'none'"))).toBe(true);

@@ -4,7 +4,17 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { ROOT, browserSuite, type Scrollable, decisionOf, newPage, screenshot, selectText, startReview, tempDir } from '../support/browser.ts';
+import {
+  ROOT,
+  browserSuite,
+  type Scrollable,
+  decisionOf,
+  newPage,
+  screenshot,
+  selectText,
+  startReview,
+  tempDir,
+} from '../support/browser.ts';
 import { TempRepo } from '../support/git-repo.ts';
 
 const suite = browserSuite();
@@ -12,7 +22,19 @@ const suite = browserSuite();
 function largePlan(): string {
   const lines = ['# Large plan'];
   for (let s = 1; lines.length < 5_000; s++) {
-    lines.push('', `## Section ${s}`, '', `Paragraph of section ${s} with \`code ${s}\` and **bold ${s}**.`, '', `- item ${s}.1`, `- item ${s}.2`, '', '```ts', `const v${s} = ${s};`, '```');
+    lines.push(
+      '',
+      `## Section ${s}`,
+      '',
+      `Paragraph of section ${s} with \`code ${s}\` and **bold ${s}**.`,
+      '',
+      `- item ${s}.1`,
+      `- item ${s}.2`,
+      '',
+      '```ts',
+      `const v${s} = ${s};`,
+      '```',
+    );
   }
   lines.push('', '## The end', '', 'The very last sentence of the plan.');
   return lines.join('\n') + '\n';
@@ -24,7 +46,9 @@ describe('the built document', () => {
     expect(gzipSync(html).length).toBeLessThanOrEqual(400 * 1024);
     // Nothing loaded from elsewhere: scripts and styles are inline, the icon a data: URI.
     expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+rel="?stylesheet/i);
-    expect([...html.matchAll(/<link[^>]+href="([^"]+)"/gi)].map((m) => m[1]).filter((href) => !href?.startsWith('data:'))).toEqual([]);
+    expect(
+      [...html.matchAll(/<link[^>]+href="([^"]+)"/gi)].map((m) => m[1]).filter((href) => !href?.startsWith('data:')),
+    ).toEqual([]);
   });
 });
 
@@ -62,7 +86,8 @@ describe('large input', () => {
     const repo = TempRepo.init();
     const files = 50;
     const lines = 500;
-    const body = (f: number, v: string) => Array.from({ length: lines }, (_, l) => `export const c${f}_${l} = '${v}${l}';`).join('\n') + '\n';
+    const body = (f: number, v: string) =>
+      Array.from({ length: lines }, (_, l) => `export const c${f}_${l} = '${v}${l}';`).join('\n') + '\n';
     for (let f = 0; f < files; f++) repo.write(`src/m${String(f).padStart(2, '0')}.ts`, body(f, 'old'));
     repo.commitAll('base');
     for (let f = 0; f < files; f++) repo.write(`src/m${String(f).padStart(2, '0')}.ts`, body(f, 'new'));
@@ -80,7 +105,10 @@ describe('large input', () => {
       await vlist.evaluate((el: Scrollable) => el.scrollBy(0, 1e7));
       const last = page.getByRole('button', { name: `Comment on new line ${lines} of src/m49.ts`, exact: true });
       await last.click();
-      await page.getByRole('form', { name: 'Comment on lines' }).getByRole('textbox', { name: 'Comment' }).fill('Last line.');
+      await page
+        .getByRole('form', { name: 'Comment on lines' })
+        .getByRole('textbox', { name: 'Comment' })
+        .fill('Last line.');
       await page.getByRole('form', { name: 'Comment on lines' }).getByRole('button', { name: 'Add' }).click();
       await page.getByTestId('code-note').waitFor();
       expect(await page.locator('.dl').count()).toBeLessThan(400);
@@ -89,7 +117,15 @@ describe('large input', () => {
       await page.getByTestId('send-feedback').click();
       const { stdout } = await review.exited;
       expect(decisionOf(stdout)['annotations']).toEqual([
-        { id: expect.any(String), type: 'comment', filePath: 'src/m49.ts', lineStart: lines, lineEnd: lines, side: 'new', text: 'Last line.' },
+        {
+          id: expect.any(String),
+          type: 'comment',
+          filePath: 'src/m49.ts',
+          lineStart: lines,
+          lineEnd: lines,
+          side: 'new',
+          text: 'Last line.',
+        },
       ]);
       expect(errors).toEqual([]);
     } finally {

@@ -3,7 +3,20 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserSuite, type Attributed, decisionOf, inPage, naturalWidth, newPage, giveFile, screenshot, selectText, startReview, tempDir, unlabelledControls } from '../support/browser.ts';
+import {
+  browserSuite,
+  type Attributed,
+  decisionOf,
+  inPage,
+  naturalWidth,
+  newPage,
+  giveFile,
+  screenshot,
+  selectText,
+  startReview,
+  tempDir,
+  unlabelledControls,
+} from '../support/browser.ts';
 import { closedPort } from '../support/proxy-container.ts';
 
 const PLAN = `# Add rate limiting to the gateway
@@ -64,9 +77,17 @@ async function planReview(args: string[] = [], env: Record<string, string> = {})
   return { review, page, errors };
 }
 
-async function annotate(page: import('playwright-core').Page, text: string, action: 'Comment' | 'Delete' | 'Replace', body: string): Promise<void> {
+async function annotate(
+  page: import('playwright-core').Page,
+  text: string,
+  action: 'Comment' | 'Delete' | 'Replace',
+  body: string,
+): Promise<void> {
   await selectText(page, '.plan-doc', text);
-  await page.getByRole('toolbar', { name: 'Annotate selection' }).getByRole('button', { name: action, exact: true }).click();
+  await page
+    .getByRole('toolbar', { name: 'Annotate selection' })
+    .getByRole('button', { name: action, exact: true })
+    .click();
   const editor = page.locator('.popover textarea');
   await editor.fill(body);
   await editor.press('Control+Enter');
@@ -76,7 +97,9 @@ async function annotate(page: import('playwright-core').Page, text: string, acti
 describe('plan review in the browser', () => {
   it('renders the plan as Markdown with a table of contents, highlighting and local images', async () => {
     const { review, page, errors } = await planReview();
-    await expect.poll(() => page.locator('nav.toc a').allTextContents()).toEqual(['Add rate limiting to the gateway', 'Context', 'Steps', 'Rollout']);
+    await expect
+      .poll(() => page.locator('nav.toc a').allTextContents())
+      .toEqual(['Add rate limiting to the gateway', 'Context', 'Steps', 'Rollout']);
     expect(await page.locator('.plan-doc table td code').first().textContent()).toBe('rate.limit');
     expect(await page.locator('.plan-doc pre code .hljs-keyword').count()).toBeGreaterThan(0);
     expect(await page.locator('.plan-doc input[type=checkbox][disabled]').count()).toBe(2);
@@ -132,7 +155,13 @@ describe('plan review in the browser', () => {
     const cards = page.getByTestId('annotation');
     await expect.poll(() => cards.count()).toBe(5);
     // Document order: the general comment first, then the passages as they appear.
-    expect(await cards.locator('.badge').allTextContents()).toEqual(['General', 'Comment', 'Comment', 'Replace', 'Delete']);
+    expect(await cards.locator('.badge').allTextContents()).toEqual([
+      'General',
+      'Comment',
+      'Comment',
+      'Replace',
+      'Delete',
+    ]);
     const typo = cards.filter({ hasText: 'typo comment' });
     await typo.getByRole('button', { name: 'Remove' }).click();
     // While edited, the card holds a form instead of its text: address it by id.
@@ -144,16 +173,24 @@ describe('plan review in the browser', () => {
     await first.getByRole('button', { name: /^Show in plan/ }).click();
     await expect.poll(() => first.getAttribute('class')).toContain('active');
     // Clicking a highlighted passage selects its card.
-    await page.locator('.plan-doc li', { hasText: 'Store buckets in Redis for now' }).click({ position: { x: 20, y: 8 } });
-    await expect.poll(() => cards.filter({ hasText: 'Keep buckets in process memory' }).getAttribute('class')).toContain('active');
+    await page
+      .locator('.plan-doc li', { hasText: 'Store buckets in Redis for now' })
+      .click({ position: { x: 20, y: 8 } });
+    await expect
+      .poll(() => cards.filter({ hasText: 'Keep buckets in process memory' }).getAttribute('class'))
+      .toContain('active');
     await screenshot(page, 'plan-annotations');
 
     await page.getByRole('button', { name: 'Send feedback (4)' }).click();
     const dialog = page.getByRole('dialog', { name: 'Send feedback to the agent' });
     const text = await dialog.locator('textarea').inputValue();
     expect(text).toContain('> token bucket per API key\n\nWhy per key and not per client IP? Both?');
-    expect(text).toContain('> Store buckets in Redis for now\n\nReplace the quoted passage with:\n\n```\nKeep buckets in process memory\n```');
-    expect(text).toContain('> delete the old limiter next week\n\nRemove the quoted passage from the plan. Keep it until the new one has run a month.');
+    expect(text).toContain(
+      '> Store buckets in Redis for now\n\nReplace the quoted passage with:\n\n```\nKeep buckets in process memory\n```',
+    );
+    expect(text).toContain(
+      '> delete the old limiter next week\n\nRemove the quoted passage from the plan. Keep it until the new one has run a month.',
+    );
     expect(text).not.toContain('typo comment');
     await dialog.getByRole('tab', { name: 'Preview' }).click();
     expect(await dialog.locator('.preview blockquote').count()).toBe(3);
@@ -194,8 +231,18 @@ describe('plan review in the browser', () => {
 
   it('as the Claude Code hook, starts an approval outside plan mode and hands the chosen mode back', async () => {
     await suite.browser.context.clearCookies();
-    const event = { hook_event_name: 'PermissionRequest', tool_name: 'ExitPlanMode', tool_input: { plan: PLAN }, permission_mode: 'plan', cwd: project };
-    const review = await startReview(['hook', 'claude-code'], { home: suite.home, cwd: project, stdin: JSON.stringify(event) });
+    const event = {
+      hook_event_name: 'PermissionRequest',
+      tool_name: 'ExitPlanMode',
+      tool_input: { plan: PLAN },
+      permission_mode: 'plan',
+      cwd: project,
+    };
+    const review = await startReview(['hook', 'claude-code'], {
+      home: suite.home,
+      cwd: project,
+      stdin: JSON.stringify(event),
+    });
     const { page, errors } = await newPage(suite.browser);
     await page.goto(review.url);
     const mode = page.getByRole('combobox', { name: 'Permission mode after approval' });
@@ -207,12 +254,17 @@ describe('plan review in the browser', () => {
     expect(decisionOf(stdout)).toEqual({
       hookSpecificOutput: {
         hookEventName: 'PermissionRequest',
-        decision: { behavior: 'allow', updatedPermissions: [{ type: 'setMode', mode: 'bypassPermissions', destination: 'session' }] },
+        decision: {
+          behavior: 'allow',
+          updatedPermissions: [{ type: 'setMode', mode: 'bypassPermissions', destination: 'session' }],
+        },
       },
     });
     // The choice is remembered, but never preselected above the agent's own mode: the reviewer picks it again.
     const next = await planReview();
-    expect(await next.page.getByRole('combobox', { name: 'Permission mode after approval' }).inputValue()).toBe('default');
+    expect(await next.page.getByRole('combobox', { name: 'Permission mode after approval' }).inputValue()).toBe(
+      'default',
+    );
     next.review.stop();
     await next.review.exited;
     await suite.browser.context.clearCookies();
@@ -235,7 +287,9 @@ describe('plan review in the browser', () => {
     const second = await planReview(['--port', port]);
     expect(new URL(second.review.url).port).toBe(new URL(first.review.url).port);
     await second.page.getByRole('button', { name: 'Settings' }).click();
-    expect(await second.page.getByRole('checkbox', { name: /Save each approved or denied plan/ }).isChecked()).toBe(false);
+    expect(await second.page.getByRole('checkbox', { name: /Save each approved or denied plan/ }).isChecked()).toBe(
+      false,
+    );
     await second.page.getByRole('checkbox', { name: /Save each approved or denied plan/ }).check();
     await second.page.getByRole('button', { name: 'Done' }).click();
     await second.page.getByRole('button', { name: 'Send feedback' }).click();
@@ -254,7 +308,9 @@ describe('plan review in the browser', () => {
     await page.getByRole('button', { name: 'Comment', exact: true }).click();
     await page.locator('.popover textarea').fill('See the screenshot:');
     await page.locator('.popover input[type=file]').setInputFiles(imageFile);
-    await expect.poll(() => page.locator('.popover textarea').inputValue()).toMatch(/!\[screenshot\.png\]\(\/tmp\/gatehouse-\w{6}\/[\w-]+\.png\)/);
+    await expect
+      .poll(() => page.locator('.popover textarea').inputValue())
+      .toMatch(/!\[screenshot\.png\]\(\/tmp\/gatehouse-\w{6}\/[\w-]+\.png\)/);
     // Pasted and dropped images take the same path.
     await giveFile(page, 'paste', '.popover textarea', 'pasted.png', 'image/png', PNG);
     await expect.poll(() => page.locator('.popover textarea').inputValue()).toMatch(/!\[pasted\.png\]/);
@@ -332,7 +388,9 @@ describe('plan review in the browser', () => {
   });
 
   it('for OpenCode, offers no permission mode and says plainly when the agent list failed', async () => {
-    const { review, page, errors } = await planReview(['--origin', 'opencode'], { OPENCODE_SERVER_URL: 'http://127.0.0.1:9' });
+    const { review, page, errors } = await planReview(['--origin', 'opencode'], {
+      OPENCODE_SERVER_URL: 'http://127.0.0.1:9',
+    });
     await page.getByTestId('agents-error').waitFor();
     expect(await page.getByTestId('agents-error').textContent()).toContain('Failed to fetch agents');
     expect(await page.getByRole('combobox', { name: 'Permission mode after approval' }).count()).toBe(0);
@@ -351,13 +409,19 @@ describe('plan review in the browser', () => {
       { name: 'secret', mode: 'primary', hidden: true, description: '' },
       { name: 'helper', mode: 'subagent', description: '' },
     ];
-    const opencode = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(agents)));
+    const opencode = createServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(agents)),
+    );
     await new Promise<void>((resolve) => opencode.listen(0, '127.0.0.1', resolve));
     try {
       const port = (opencode.address() as AddressInfo).port;
-      const { review, page, errors } = await planReview(['--origin', 'opencode'], { OPENCODE_SERVER_URL: `http://127.0.0.1:${port}` });
+      const { review, page, errors } = await planReview(['--origin', 'opencode'], {
+        OPENCODE_SERVER_URL: `http://127.0.0.1:${port}`,
+      });
       const picker = page.getByRole('combobox', { name: 'Agent to switch to' });
-      await expect.poll(() => picker.locator('option').allTextContents()).toEqual(['Keep current agent', 'build', 'plan']);
+      await expect
+        .poll(() => picker.locator('option').allTextContents())
+        .toEqual(['Keep current agent', 'build', 'plan']);
       await picker.selectOption('build');
       await annotate(page, 'Return', 'Comment', 'Mind the header name.');
       await screenshot(page, 'plan-opencode-agents');
@@ -376,7 +440,10 @@ describe('plan review in the browser', () => {
     const vault = path.join(suite.home, 'vaults', 'work');
     mkdirSync(vault, { recursive: true });
     mkdirSync(path.join(suite.home, '.config', 'notevault'), { recursive: true });
-    writeFileSync(path.join(suite.home, '.config', 'notevault', 'notevault.json'), JSON.stringify({ vaults: { w: { path: vault } } }));
+    writeFileSync(
+      path.join(suite.home, '.config', 'notevault', 'notevault.json'),
+      JSON.stringify({ vaults: { w: { path: vault } } }),
+    );
     const { review, page, errors } = await planReview();
     await page.getByRole('button', { name: 'Settings' }).click();
     const settings = page.getByRole('dialog', { name: 'Settings' });
@@ -392,7 +459,9 @@ describe('plan review in the browser', () => {
     const note = await page.locator('.done-detail p', { hasText: 'Note saved to' }).locator('code').textContent();
     expect(note?.startsWith(path.join(vault, 'plans'))).toBe(true);
     expect(readFileSync(String(note), 'utf8')).toMatch(/tags:[\s\S]*gateway[\s\S]*limits[\s\S]*# Add rate limiting/);
-    expect(await page.getByRole('link', { name: 'Open the note in notememo' }).getAttribute('href')).toMatch(/^notememo:\/\/x-callback-url\/create\?/);
+    expect(await page.getByRole('link', { name: 'Open the note in notememo' }).getAttribute('href')).toMatch(
+      /^notememo:\/\/x-callback-url\/create\?/,
+    );
     await screenshot(page, 'plan-done-notes');
     await review.exited;
     // Leave the next tests' cookies as they were.
@@ -426,7 +495,8 @@ describe('plan review in the browser', () => {
     await page.goto(review.url);
     await page.locator('.plan-doc h1').waitFor();
     await page.waitForTimeout(500);
-    for (const link of await page.locator('.plan-doc a').all()) await link.click({ force: true }).catch(() => undefined);
+    for (const link of await page.locator('.plan-doc a').all())
+      await link.click({ force: true }).catch(() => undefined);
     await page.locator('.plan-doc').getByText('overlay').click({ force: true });
     expect(await inPage(page, 'window.__pwned')).toBeUndefined();
     expect(dialogs).toEqual([]);
@@ -435,7 +505,9 @@ describe('plan review in the browser', () => {
     expect(await article.locator('[onerror], [onload], [onclick], [ontoggle], [style]').count()).toBe(0);
     const hrefs = await article.locator('a').evaluateAll((as: Attributed[]) => as.map((a) => a.getAttribute('href')));
     expect(hrefs.filter((h) => h !== null && /^(javascript|data):/i.test(h))).toEqual([]);
-    const srcs = await article.locator('img').evaluateAll((imgs: Attributed[]) => imgs.map((i) => i.getAttribute('src')));
+    const srcs = await article
+      .locator('img')
+      .evaluateAll((imgs: Attributed[]) => imgs.map((i) => i.getAttribute('src')));
     expect(srcs.filter((src) => src !== null && /^(javascript|data):/i.test(src))).toEqual([]);
     await screenshot(page, 'plan-hostile');
     // The page still works: the real Approve button decides.

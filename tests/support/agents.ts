@@ -39,7 +39,10 @@ function lockHash(): string {
 export async function installAgents(): Promise<void> {
   const hash = lockHash();
   if (existsSync(STAMP) && readFileSync(STAMP, 'utf8') === hash) return;
-  await run('npm', ['install', '--no-save', '--no-audit', '--no-fund', '--prefix', AGENTS_DIR], { timeout: 540_000, maxBuffer: 16 * 1024 * 1024 });
+  await run('npm', ['install', '--no-save', '--no-audit', '--no-fund', '--prefix', AGENTS_DIR], {
+    timeout: 540_000,
+    maxBuffer: 16 * 1024 * 1024,
+  });
   writeFileSync(STAMP, hash);
 }
 
@@ -67,10 +70,11 @@ export async function startNetworkTrap(): Promise<NetworkTrap> {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     attempts,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -105,7 +109,10 @@ interface Invocation {
 const PROMPT = 'Write the marker file, then report.';
 
 function jsonLines(stdout: string): Record<string, unknown>[] {
-  return stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+  return stdout
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 /** Claude Code: `claude -p` with ANTHROPIC_BASE_URL, its Bash tool allowed, no non-essential traffic. */
@@ -118,37 +125,46 @@ function claudeCode(s: AgentSession): Invocation {
   };
 }
 
-/** Codex CLI: `codex exec` with a custom Responses provider; analytics and plugins off (they call chatgpt.com and github.com). */
+/**
+ * Codex CLI: `codex exec` with a custom Responses provider; analytics and
+ * plugins off (they call chatgpt.com and github.com).
+ */
 function codex(s: AgentSession, home: string): Invocation {
   const codexHome = path.join(home, '.codex');
   mkdirSync(codexHome);
-  writeFileSync(path.join(codexHome, 'config.toml'), [
-    `model = "${s.model}"`,
-    'model_provider = "gatehouse"',
-    'approval_policy = "never"',
-    'sandbox_mode = "workspace-write"',
-    '',
-    '[analytics]',
-    'enabled = false',
-    '',
-    '[features]',
-    'plugins = false',
-    '',
-    '[model_providers.gatehouse]',
-    'name = "gatehouse"',
-    `base_url = "${s.baseUrl}/v1"`,
-    'env_key = "GATEHOUSE_API_KEY"',
-    'wire_api = "responses"',
-    '',
-  ].join('\n'));
+  writeFileSync(
+    path.join(codexHome, 'config.toml'),
+    [
+      `model = "${s.model}"`,
+      'model_provider = "gatehouse"',
+      'approval_policy = "never"',
+      'sandbox_mode = "workspace-write"',
+      '',
+      '[analytics]',
+      'enabled = false',
+      '',
+      '[features]',
+      'plugins = false',
+      '',
+      '[model_providers.gatehouse]',
+      'name = "gatehouse"',
+      `base_url = "${s.baseUrl}/v1"`,
+      'env_key = "GATEHOUSE_API_KEY"',
+      'wire_api = "responses"',
+      '',
+    ].join('\n'),
+  );
   return {
     bin: 'codex',
     args: ['exec', '--skip-git-repo-check', '--json', PROMPT],
     env: { CODEX_HOME: codexHome, GATEHOUSE_API_KEY: s.key },
-    answer: (stdout) => jsonLines(stdout).flatMap((e) => {
-      const item = e.item as { type?: string; text?: string } | undefined;
-      return item?.type === 'agent_message' ? [item.text] : [];
-    }).at(-1),
+    answer: (stdout) =>
+      jsonLines(stdout)
+        .flatMap((e) => {
+          const item = e.item as { type?: string; text?: string } | undefined;
+          return item?.type === 'agent_message' ? [item.text] : [];
+        })
+        .at(-1),
   };
 }
 
@@ -161,30 +177,41 @@ function codex(s: AgentSession, home: string): Invocation {
 function opencode(s: AgentSession, home: string): Invocation {
   const config = path.join(home, '.config', 'opencode');
   mkdirSync(path.join(config, 'node_modules'), { recursive: true });
-  writeFileSync(path.join(config, 'package-lock.json'), JSON.stringify({ packages: { '': { dependencies: { '@opencode-ai/plugin': '*' } } } }));
-  writeFileSync(path.join(config, 'opencode.json'), JSON.stringify({
-    $schema: 'https://opencode.ai/config.json',
-    provider: {
-      gatehouse: {
-        npm: '@ai-sdk/openai-compatible',
-        name: 'gatehouse',
-        options: { baseURL: `${s.baseUrl}/v1`, apiKey: '{env:GATEHOUSE_KEY}' },
-        models: { [s.model]: { name: s.model } },
+  writeFileSync(
+    path.join(config, 'package-lock.json'),
+    JSON.stringify({ packages: { '': { dependencies: { '@opencode-ai/plugin': '*' } } } }),
+  );
+  writeFileSync(
+    path.join(config, 'opencode.json'),
+    JSON.stringify({
+      $schema: 'https://opencode.ai/config.json',
+      provider: {
+        gatehouse: {
+          npm: '@ai-sdk/openai-compatible',
+          name: 'gatehouse',
+          options: { baseURL: `${s.baseUrl}/v1`, apiKey: '{env:GATEHOUSE_KEY}' },
+          models: { [s.model]: { name: s.model } },
+        },
       },
-    },
-  }));
+    }),
+  );
   return {
     bin: 'opencode',
     args: ['run', '--format', 'json', '-m', `gatehouse/${s.model}`, PROMPT],
     env: { GATEHOUSE_KEY: s.key, OPENCODE_DISABLE_MODELS_FETCH: '1', OPENCODE_DISABLE_AUTOUPDATE: '1' },
-    answer: (stdout) => jsonLines(stdout)
-      .filter((e) => e.type === 'text')
-      .map((e) => (e.part as { text?: string }).text)
-      .at(-1),
+    answer: (stdout) =>
+      jsonLines(stdout)
+        .filter((e) => e.type === 'text')
+        .map((e) => (e.part as { text?: string }).text)
+        .at(-1),
   };
 }
 
-const INVOCATIONS: Record<Agent, (s: AgentSession, home: string) => Invocation> = { 'claude-code': claudeCode, codex, opencode };
+const INVOCATIONS: Record<Agent, (s: AgentSession, home: string) => Invocation> = {
+  'claude-code': claudeCode,
+  codex,
+  opencode,
+};
 
 /** One headless session of `agent` in a fresh HOME and working directory. */
 export async function runAgent(agent: Agent, session: AgentSession): Promise<AgentRun> {
@@ -199,12 +226,22 @@ export async function runAgent(agent: Agent, session: AgentSession): Promise<Age
     HOME: home,
     XDG_CONFIG_HOME: path.join(home, '.config'),
     NO_COLOR: '1',
-    HTTP_PROXY: proxy, HTTPS_PROXY: proxy, http_proxy: proxy, https_proxy: proxy, ALL_PROXY: proxy,
-    NO_PROXY: direct, no_proxy: direct,
+    HTTP_PROXY: proxy,
+    HTTPS_PROXY: proxy,
+    http_proxy: proxy,
+    https_proxy: proxy,
+    ALL_PROXY: proxy,
+    NO_PROXY: direct,
+    no_proxy: direct,
     ...inv.env,
     ...session.env,
   };
-  const child = run(path.join(BIN, inv.bin), inv.args, { cwd: work, env, timeout: 180_000, maxBuffer: 16 * 1024 * 1024 });
+  const child = run(path.join(BIN, inv.bin), inv.args, {
+    cwd: work,
+    env,
+    timeout: 180_000,
+    maxBuffer: 16 * 1024 * 1024,
+  });
   // Codex reads a prompt addition from a piped stdin until it closes.
   child.child.stdin?.end();
   const { stdout, stderr } = await child;

@@ -76,7 +76,10 @@ export function stopAllReviews(): void {
  * Runs `node src/cli.ts <args>` in local mode (random port, BROWSER a no-op so
  * nothing opens) and waits for the URL it prints on stderr.
  */
-export async function startReview(args: string[], options: { env?: Record<string, string>; cwd?: string; home: string; stdin?: string }): Promise<Review> {
+export async function startReview(
+  args: string[],
+  options: { env?: Record<string, string>; cwd?: string; home: string; stdin?: string },
+): Promise<Review> {
   const child: ChildProcess = spawn(process.execPath, [path.join(ROOT, 'src', 'cli.ts'), ...args], {
     cwd: options.cwd ?? ROOT,
     env: { PATH: process.env['PATH'] ?? '', HOME: options.home, BROWSER: 'true', ...options.env },
@@ -164,7 +167,14 @@ export async function selectText(page: Page, selector: string, text: string): Pr
 }
 
 /** Pastes or drops a file onto an element, as the clipboard or a drag from the desktop would. */
-export async function giveFile(page: Page, how: 'paste' | 'drop', selector: string, name: string, type: string, bytes: Buffer): Promise<void> {
+export async function giveFile(
+  page: Page,
+  how: 'paste' | 'drop',
+  selector: string,
+  name: string,
+  type: string,
+  bytes: Buffer,
+): Promise<void> {
   await callInPage(
     page,
     `({ how, selector, name, type, b64 }) => {
@@ -193,7 +203,9 @@ export function callInPage<T>(page: Page, source: string, arg: unknown): Promise
  * aria-label(ledby), no <label>, no title. Returned as short descriptions.
  */
 export function unlabelledControls(page: Page): Promise<string[]> {
-  return page.evaluate<string[]>(`[...document.querySelectorAll('button, input, select, textarea, [role=radio], [role=tab], a[href]')]
+  return page.evaluate<
+    string[]
+  >(`[...document.querySelectorAll('button, input, select, textarea, [role=radio], [role=tab], a[href]')]
     .filter((el) => el.getClientRects().length > 0 || el.type === 'file')
     .filter((el) => !(el.getAttribute('aria-label') || el.getAttribute('aria-labelledby') || el.title || (el.labels && el.labels.length > 0) || (el.tagName !== 'INPUT' && el.tagName !== 'SELECT' && el.tagName !== 'TEXTAREA' && el.textContent.trim())))
     .map((el) => el.outerHTML.slice(0, 120))`);

@@ -13,7 +13,13 @@
  * A request with `tools` gets a tool call back (`get_weather`-style: the first tool's name).
  */
 import { once } from 'node:events';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface RecordedRequest {
@@ -44,7 +50,11 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function json(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'x-fake-upstream': '1' });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    'x-fake-upstream': '1',
+  });
   res.end(text);
 }
 
@@ -130,7 +140,14 @@ export class FakeUpstream {
     const url = new URL(req.url ?? '/', 'http://fake');
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    const record: RecordedRequest = { method: req.method ?? '', path: url.pathname, query: url.searchParams, headers: req.headers, body: Buffer.concat(chunks), aborted: false };
+    const record: RecordedRequest = {
+      method: req.method ?? '',
+      path: url.pathname,
+      query: url.searchParams,
+      headers: req.headers,
+      body: Buffer.concat(chunks),
+      aborted: false,
+    };
     this.requests.push(record);
     res.once('close', () => {
       if (!res.writableFinished) record.aborted = true;
@@ -140,7 +157,12 @@ export class FakeUpstream {
     let body: Json = {};
     if (record.body[0] === 0x7b) body = JSON.parse(record.body.toString('utf8')) as Json;
     const named = body['model'];
-    const model = typeof named === 'string' ? named : (/\/models\/([^:/]+)/.exec(path)?.[1] ?? /name="model"\r\n\r\n([^\r]*)/.exec(record.body.toString('latin1'))?.[1] ?? '');
+    const model =
+      typeof named === 'string'
+        ? named
+        : (/\/models\/([^:/]+)/.exec(path)?.[1] ??
+          /name="model"\r\n\r\n([^\r]*)/.exec(record.body.toString('latin1'))?.[1] ??
+          '');
     if (model.includes('slow')) await sleep(this.#slowMs);
     if (res.destroyed) return;
     try {
@@ -170,48 +192,126 @@ export class FakeUpstream {
     res.end();
   }
 
-  async #openai(req: IncomingMessage, res: ServerResponse, path: string, model: string, body: Json, record: RecordedRequest): Promise<void> {
+  async #openai(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    model: string,
+    body: Json,
+    record: RecordedRequest,
+  ): Promise<void> {
     if (model.includes('fail')) {
-      json(res, 400, { error: { message: `fake: ${model} refused`, type: 'invalid_request_error', param: 'model', code: 'fake_refusal' } });
+      json(res, 400, {
+        error: {
+          message: `fake: ${model} refused`,
+          type: 'invalid_request_error',
+          param: 'model',
+          code: 'fake_refusal',
+        },
+      });
       return;
     }
     const tool = firstToolName(body);
     const created = 1_700_000_000;
     switch (`${req.method} ${path}`) {
       case 'GET /v1/models':
-        json(res, 200, { object: 'list', data: [{ id: 'gpt-fake-1', object: 'model', created, owned_by: 'fake' }, { id: 'unrouted-model', object: 'model', created, owned_by: 'fake' }] });
+        json(res, 200, {
+          object: 'list',
+          data: [
+            { id: 'gpt-fake-1', object: 'model', created, owned_by: 'fake' },
+            { id: 'unrouted-model', object: 'model', created, owned_by: 'fake' },
+          ],
+        });
         return;
       case 'POST /v1/chat/completions': {
         const id = 'chatcmpl-fake';
         const base = { id, object: 'chat.completion.chunk', created, model };
         if (body['stream'] === true) {
           const deltas = tool
-            ? [{ role: 'assistant', tool_calls: [{ index: 0, id: 'call_fake', type: 'function', function: { name: tool, arguments: '' } }] }, { tool_calls: [{ index: 0, function: { arguments: JSON.stringify(TOOL_ARGS) } }] }]
-            : [{ role: 'assistant', content: '' }, ...['Hello', ' from', ' the', ' fake', ' upstream'].map((content) => ({ content }))];
-          const events = deltas.map((delta) => `data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`);
-          events.push(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: {}, finish_reason: tool ? 'tool_calls' : 'stop' }] })}\n\n`, 'data: [DONE]\n\n');
+            ? [
+                {
+                  role: 'assistant',
+                  tool_calls: [
+                    { index: 0, id: 'call_fake', type: 'function', function: { name: tool, arguments: '' } },
+                  ],
+                },
+                { tool_calls: [{ index: 0, function: { arguments: JSON.stringify(TOOL_ARGS) } }] },
+              ]
+            : [
+                { role: 'assistant', content: '' },
+                ...['Hello', ' from', ' the', ' fake', ' upstream'].map((content) => ({ content })),
+              ];
+          const events = deltas.map(
+            (delta) => `data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`,
+          );
+          events.push(
+            `data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: {}, finish_reason: tool ? 'tool_calls' : 'stop' }] })}\n\n`,
+            'data: [DONE]\n\n',
+          );
           return this.#sse(res, model, events);
         }
         const message = tool
-          ? { role: 'assistant', content: null, tool_calls: [{ id: 'call_fake', type: 'function', function: { name: tool, arguments: JSON.stringify(TOOL_ARGS) } }] }
+          ? {
+              role: 'assistant',
+              content: null,
+              tool_calls: [
+                { id: 'call_fake', type: 'function', function: { name: tool, arguments: JSON.stringify(TOOL_ARGS) } },
+              ],
+            }
           : { role: 'assistant', content: 'Hello from the fake upstream' };
         json(res, 200, {
-          id, object: 'chat.completion', created, model,
+          id,
+          object: 'chat.completion',
+          created,
+          model,
           choices: [{ index: 0, message, finish_reason: tool ? 'tool_calls' : 'stop', logprobs: null }],
           usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 },
         });
         return;
       }
       case 'POST /v1/completions':
-        json(res, 200, { id: 'cmpl-fake', object: 'text_completion', created, model, choices: [{ index: 0, text: 'Hello from the fake upstream', finish_reason: 'stop', logprobs: null }] });
+        json(res, 200, {
+          id: 'cmpl-fake',
+          object: 'text_completion',
+          created,
+          model,
+          choices: [{ index: 0, text: 'Hello from the fake upstream', finish_reason: 'stop', logprobs: null }],
+        });
         return;
       case 'POST /v1/responses': {
-        const output = [{ type: 'message', id: 'msg_fake', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Hello from the fake upstream', annotations: [] }] }];
-        const response = { id: 'resp_fake', object: 'response', created_at: created, status: 'completed', model, output, usage: { input_tokens: 5, output_tokens: 5, total_tokens: 10 } };
+        const output = [
+          {
+            type: 'message',
+            id: 'msg_fake',
+            status: 'completed',
+            role: 'assistant',
+            content: [{ type: 'output_text', text: 'Hello from the fake upstream', annotations: [] }],
+          },
+        ];
+        const response = {
+          id: 'resp_fake',
+          object: 'response',
+          created_at: created,
+          status: 'completed',
+          model,
+          output,
+          usage: { input_tokens: 5, output_tokens: 5, total_tokens: 10 },
+        };
         if (body['stream'] === true) {
           const events = [
-            { type: 'response.created', sequence_number: 0, response: { ...response, status: 'in_progress', output: [] } },
-            { type: 'response.output_text.delta', sequence_number: 1, item_id: 'msg_fake', output_index: 0, content_index: 0, delta: 'Hello from the fake upstream' },
+            {
+              type: 'response.created',
+              sequence_number: 0,
+              response: { ...response, status: 'in_progress', output: [] },
+            },
+            {
+              type: 'response.output_text.delta',
+              sequence_number: 1,
+              item_id: 'msg_fake',
+              output_index: 0,
+              content_index: 0,
+              delta: 'Hello from the fake upstream',
+            },
             { type: 'response.completed', sequence_number: 2, response },
           ].map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
           return this.#sse(res, model, events);
@@ -221,13 +321,18 @@ export class FakeUpstream {
       }
       case 'POST /v1/images/generations':
       case 'POST /v1/images/edits':
-        json(res, 200, { created, data: [{ b64_json: Buffer.from(`image for ${model}, ${record.body.length} bytes in`).toString('base64') }] });
+        json(res, 200, {
+          created,
+          data: [{ b64_json: Buffer.from(`image for ${model}, ${record.body.length} bytes in`).toString('base64') }],
+        });
         return;
       case 'POST /v1/audio/transcriptions':
         json(res, 200, { text: `transcribed by ${model}, ${record.body.length} bytes in` });
         return;
       default:
-        json(res, 404, { error: { message: `fake: no ${req.method} ${path}`, type: 'invalid_request_error', param: null, code: null } });
+        json(res, 404, {
+          error: { message: `fake: no ${req.method} ${path}`, type: 'invalid_request_error', param: null, code: null },
+        });
         return;
     }
   }
@@ -238,7 +343,14 @@ export class FakeUpstream {
       return;
     }
     if (path === '/v1/models') {
-      json(res, 200, { data: [{ type: 'model', id: 'claude-fake-1', display_name: 'Claude Fake 1', created_at: '2025-01-01T00:00:00Z' }], has_more: false, first_id: 'claude-fake-1', last_id: 'claude-fake-1' });
+      json(res, 200, {
+        data: [
+          { type: 'model', id: 'claude-fake-1', display_name: 'Claude Fake 1', created_at: '2025-01-01T00:00:00Z' },
+        ],
+        has_more: false,
+        first_id: 'claude-fake-1',
+        last_id: 'claude-fake-1',
+      });
       return;
     }
     if (path === '/v1/messages/count_tokens') {
@@ -251,8 +363,19 @@ export class FakeUpstream {
     }
     const tool = firstToolName(body);
     const usage = { input_tokens: 5, output_tokens: 5 };
-    const content = tool ? [{ type: 'tool_use', id: 'toolu_fake', name: tool, input: TOOL_ARGS }] : [{ type: 'text', text: 'Hello from the fake upstream' }];
-    const message = { id: 'msg_fake', type: 'message', role: 'assistant', model, content, stop_reason: tool ? 'tool_use' : 'end_turn', stop_sequence: null, usage };
+    const content = tool
+      ? [{ type: 'tool_use', id: 'toolu_fake', name: tool, input: TOOL_ARGS }]
+      : [{ type: 'text', text: 'Hello from the fake upstream' }];
+    const message = {
+      id: 'msg_fake',
+      type: 'message',
+      role: 'assistant',
+      model,
+      content,
+      stop_reason: tool ? 'tool_use' : 'end_turn',
+      stop_sequence: null,
+      usage,
+    };
     if (body['stream'] !== true) {
       json(res, 200, message);
       return;
@@ -262,14 +385,25 @@ export class FakeUpstream {
       ? [{ type: 'input_json_delta', partial_json: JSON.stringify(TOOL_ARGS) }]
       : ['Hello', ' from', ' the', ' fake', ' upstream'].map((text) => ({ type: 'text_delta', text }));
     const events: Json[] = [
-      { type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { input_tokens: 5, output_tokens: 0 } } },
+      {
+        type: 'message_start',
+        message: { ...message, content: [], stop_reason: null, usage: { input_tokens: 5, output_tokens: 0 } },
+      },
       { type: 'content_block_start', index: 0, content_block: block },
       ...deltas.map((delta) => ({ type: 'content_block_delta', index: 0, delta })),
       { type: 'content_block_stop', index: 0 },
-      { type: 'message_delta', delta: { stop_reason: message.stop_reason, stop_sequence: null }, usage: { output_tokens: 5 } },
+      {
+        type: 'message_delta',
+        delta: { stop_reason: message.stop_reason, stop_sequence: null },
+        usage: { output_tokens: 5 },
+      },
       { type: 'message_stop' },
     ];
-    return this.#sse(res, model, events.map((e) => `event: ${String(e['type'])}\ndata: ${JSON.stringify(e)}\n\n`));
+    return this.#sse(
+      res,
+      model,
+      events.map((e) => `event: ${String(e['type'])}\ndata: ${JSON.stringify(e)}\n\n`),
+    );
   }
 
   async #gemini(res: ServerResponse, path: string, model: string, body: Json, query: URLSearchParams): Promise<void> {
@@ -278,7 +412,15 @@ export class FakeUpstream {
       return;
     }
     if (path === '/v1beta/models') {
-      json(res, 200, { models: [{ name: 'models/gemini-fake-1', displayName: 'Gemini Fake 1', supportedGenerationMethods: ['generateContent', 'countTokens'] }] });
+      json(res, 200, {
+        models: [
+          {
+            name: 'models/gemini-fake-1',
+            displayName: 'Gemini Fake 1',
+            supportedGenerationMethods: ['generateContent', 'countTokens'],
+          },
+        ],
+      });
       return;
     }
     const method = /:(\w+)$/.exec(path)?.[1];
@@ -287,10 +429,15 @@ export class FakeUpstream {
       return;
     }
     const tool = firstToolName(body);
-    const candidate = (parts: Json[], finish?: string) => ({ candidates: [{ content: { role: 'model', parts }, index: 0, ...(finish ? { finishReason: finish } : {}) }], modelVersion: model });
+    const candidate = (parts: Json[], finish?: string) => ({
+      candidates: [{ content: { role: 'model', parts }, index: 0, ...(finish ? { finishReason: finish } : {}) }],
+      modelVersion: model,
+    });
     const usageMetadata = { promptTokenCount: 5, candidatesTokenCount: 5, totalTokenCount: 10 };
     if (method === 'generateContent') {
-      const parts = tool ? [{ functionCall: { name: tool, args: TOOL_ARGS } }] : [{ text: 'Hello from the fake upstream' }];
+      const parts = tool
+        ? [{ functionCall: { name: tool, args: TOOL_ARGS } }]
+        : [{ text: 'Hello from the fake upstream' }];
       json(res, 200, { ...candidate(parts, 'STOP'), usageMetadata });
       return;
     }
@@ -301,8 +448,15 @@ export class FakeUpstream {
       }
       const chunks = tool
         ? [{ ...candidate([{ functionCall: { name: tool, args: TOOL_ARGS } }], 'STOP'), usageMetadata }]
-        : ['Hello', ' from', ' the', ' fake', ' upstream'].map((text, i, all) => ({ ...candidate([{ text }], i === all.length - 1 ? 'STOP' : undefined), ...(i === all.length - 1 ? { usageMetadata } : {}) }));
-      return this.#sse(res, model, chunks.map((c) => `data: ${JSON.stringify(c)}\r\n\r\n`));
+        : ['Hello', ' from', ' the', ' fake', ' upstream'].map((text, i, all) => ({
+            ...candidate([{ text }], i === all.length - 1 ? 'STOP' : undefined),
+            ...(i === all.length - 1 ? { usageMetadata } : {}),
+          }));
+      return this.#sse(
+        res,
+        model,
+        chunks.map((c) => `data: ${JSON.stringify(c)}\r\n\r\n`),
+      );
     }
     json(res, 404, { error: { code: 404, message: `fake: no ${path}`, status: 'NOT_FOUND' } });
     return;

@@ -29,7 +29,11 @@ function tools(fixture: RemoteMcpFixture, gate: { wait: Promise<void> }): McpSer
   // buffered the stream would never deliver the event and the call would hang.
   server.registerTool('gate', {}, async (extra) => {
     const token = extra._meta?.progressToken;
-    if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: 1, total: 2 } });
+    if (token !== undefined)
+      await extra.sendNotification({
+        method: 'notifications/progress',
+        params: { progressToken: token, progress: 1, total: 2 },
+      });
     await gate.wait;
     return text(`gate passed after ${fixture.requests.length} requests`);
   });
@@ -42,14 +46,19 @@ function tools(fixture: RemoteMcpFixture, gate: { wait: Promise<void> }): McpSer
  * received. `requiredAuthorization`, when given, must be the request's
  * Authorization header, else 401.
  */
-export async function startRemoteMcpServer({ host = '127.0.0.1', requiredAuthorization }: { host?: string; requiredAuthorization?: string } = {}): Promise<RemoteMcpFixture> {
+export async function startRemoteMcpServer({
+  host = '127.0.0.1',
+  requiredAuthorization,
+}: { host?: string; requiredAuthorization?: string } = {}): Promise<RemoteMcpFixture> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
   let release = () => {};
   const gate = { wait: new Promise<void>((resolve) => (release = resolve)) };
   const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     fixture.requests.push({ method: req.method ?? '', headers: req.headers });
     if (requiredAuthorization !== undefined && req.headers.authorization !== requiredAuthorization) {
-      res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end('{"error":"unauthorized"}');
+      res
+        .writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' })
+        .end('{"error":"unauthorized"}');
       return;
     }
     res.once('close', () => {
@@ -72,7 +81,9 @@ export async function startRemoteMcpServer({ host = '127.0.0.1', requiredAuthori
       transport = created;
     }
     if (!transport) {
-      res.writeHead(404, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}');
+      res
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end('{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}');
       return;
     }
     await transport.handleRequest(req, res, body);

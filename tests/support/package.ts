@@ -25,7 +25,9 @@ export async function packRepository(dest: string): Promise<string> {
 }
 
 export async function readDevcontainer(): Promise<DevcontainerJson> {
-  return JSON.parse(await readFile(path.join(EXAMPLE, '.devcontainer', 'devcontainer.json'), 'utf8')) as DevcontainerJson;
+  return JSON.parse(
+    await readFile(path.join(EXAMPLE, '.devcontainer', 'devcontainer.json'), 'utf8'),
+  ) as DevcontainerJson;
 }
 
 /** The project folder a devcontainer opens; the example's files and the tarball are all the image gets. */
@@ -36,7 +38,12 @@ export const WORKSPACE = '/workspaces/project';
  * .devcontainer/, where the example installs from) at WORKSPACE and the example's containerEnv.
  * With `install`, the example's postCreateCommand runs at build time, as a devcontainer runs it.
  */
-export async function buildProjectImage(tag: string, tarball: string, context: string, install: boolean): Promise<DevcontainerJson> {
+export async function buildProjectImage(
+  tag: string,
+  tarball: string,
+  context: string,
+  install: boolean,
+): Promise<DevcontainerJson> {
   const devcontainer = await readDevcontainer();
   const project = path.join(context, 'project');
   await cp(EXAMPLE, project, { recursive: true });

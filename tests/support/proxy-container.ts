@@ -51,7 +51,11 @@ export async function closedPort(): Promise<number> {
 }
 
 /** Reads a response body stream until `predicate` holds for the text so far. */
-export async function readUntil(reader: ReadableStreamDefaultReader<Uint8Array>, predicate: (text: string) => boolean, start = ''): Promise<string> {
+export async function readUntil(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  predicate: (text: string) => boolean,
+  start = '',
+): Promise<string> {
   const decoder = new TextDecoder();
   let text = start;
   while (!predicate(text)) {

@@ -44,13 +44,24 @@ export interface ReviewContainer {
 /** Starts a gatehouse review container with 19432 mapped; the caller stops it. */
 export async function startReviewContainer(options: ReviewContainerOptions): Promise<ReviewContainer> {
   // /work is the project, as docker-compose.yml's working_dir has it.
-  let builder = new GenericContainer(options.image ?? IMAGE).withWorkingDir(options.workdir ?? '/work').withExposedPorts(19432).withEnvironment(options.env ?? {});
-  builder = options.shell ? builder.withEntrypoint(['sh', '-c']).withCommand([options.shell]) : builder.withCommand(options.command);
-  if (options.files?.length) builder = builder.withCopyContentToContainer(options.files.map((f) => ({ content: f.content, target: f.target, mode: f.mode ?? 0o644 })));
+  let builder = new GenericContainer(options.image ?? IMAGE)
+    .withWorkingDir(options.workdir ?? '/work')
+    .withExposedPorts(19432)
+    .withEnvironment(options.env ?? {});
+  builder = options.shell
+    ? builder.withEntrypoint(['sh', '-c']).withCommand([options.shell])
+    : builder.withCommand(options.command);
+  if (options.files?.length)
+    builder = builder.withCopyContentToContainer(
+      options.files.map((f) => ({ content: f.content, target: f.target, mode: f.mode ?? 0o644 })),
+    );
   if (options.extraHosts) builder = builder.withExtraHosts(options.extraHosts);
   if (options.binds) builder = builder.withBindMounts(options.binds);
   const ready = options.readyLine === undefined ? /review: http:\/\/localhost:19432\// : options.readyLine;
-  builder = ready === null ? builder.withWaitStrategy(Wait.forOneShotStartup()) : builder.withWaitStrategy(Wait.forLogMessage(ready)).withStartupTimeout(30_000);
+  builder =
+    ready === null
+      ? builder.withWaitStrategy(Wait.forOneShotStartup())
+      : builder.withWaitStrategy(Wait.forLogMessage(ready)).withStartupTimeout(30_000);
   const container = await builder.start();
   const id = container.getId();
   const url = ready === null ? '' : `http://${container.getHost()}:${container.getMappedPort(19432)}/`;
@@ -64,7 +75,10 @@ export async function startReviewContainer(options: ReviewContainerOptions): Pro
       return { exitCode: Number(code.trim()), stdout, stderr };
     },
     async readFile(path: string) {
-      const { stdout } = await run('docker', ['cp', `${id}:${path}`, '-'], { encoding: 'buffer', maxBuffer: 32 * 1024 * 1024 });
+      const { stdout } = await run('docker', ['cp', `${id}:${path}`, '-'], {
+        encoding: 'buffer',
+        maxBuffer: 32 * 1024 * 1024,
+      });
       return tarFirstFile(stdout);
     },
     async stop() {

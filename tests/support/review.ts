@@ -9,7 +9,9 @@ import { loadReviewConfig, type ReviewConfig } from '../../src/config/review.ts'
 export const silentLog = pino({ level: 'silent' });
 
 /** A remote-mode config on a random port, rooted in a fresh temporary folder. */
-export async function testReviewConfig(overrides: Partial<ReviewConfig> = {}): Promise<{ config: ReviewConfig; root: string; cleanup: () => Promise<void> }> {
+export async function testReviewConfig(
+  overrides: Partial<ReviewConfig> = {},
+): Promise<{ config: ReviewConfig; root: string; cleanup: () => Promise<void> }> {
   const root = await mkdtemp(path.join(os.tmpdir(), 'gatehouse-review-'));
   const projectDir = path.join(root, 'project');
   const env = {

@@ -101,7 +101,7 @@ const MIDSTREAM_ERROR: Record<UpstreamProtocol, string> = {
   openai: 'data: {"error":{"message":"upstream broke mid-stream","type":"server_error","code":null}}\n\n',
   anthropic:
     'event: error\ndata: ' +
-      '{"type":"error","error":{"type":"overloaded_error","message":"upstream broke mid-stream"}}\n\n',
+    '{"type":"error","error":{"type":"overloaded_error","message":"upstream broke mid-stream"}}\n\n',
   gemini: 'data: {"error":{"code":503,"message":"upstream broke mid-stream","status":"UNAVAILABLE"}}\r\n\r\n',
 };
 

@@ -15,20 +15,30 @@ type UpstreamProtocol = keyof typeof MODELS;
 export const CHAT_ONLY_MODEL = 'chat-only-test';
 
 const CLIENT_PROTOCOL: Record<ClientFamily, UpstreamProtocol> = {
-  'openai-chat': 'openai', 'openai-responses': 'openai', anthropic: 'anthropic', gemini: 'gemini',
+  'openai-chat': 'openai',
+  'openai-responses': 'openai',
+  anthropic: 'anthropic',
+  gemini: 'gemini',
 };
 const ANSWER = 'It is sunny in Paris.';
 
 /** [client family, upstream protocol, model]: each pair of different protocols, and Responses → chat completions. */
 export const TRANSLATED_CASES: (readonly [ClientFamily, UpstreamProtocol, string])[] = [
   ...(Object.keys(CLIENT_PROTOCOL) as ClientFamily[]).flatMap((family) =>
-    (Object.keys(MODELS) as UpstreamProtocol[]).filter((up) => up !== CLIENT_PROTOCOL[family]).map((up) => [family, up, MODELS[up]] as const)),
+    (Object.keys(MODELS) as UpstreamProtocol[])
+      .filter((up) => up !== CLIENT_PROTOCOL[family])
+      .map((up) => [family, up, MODELS[up]] as const),
+  ),
   ['openai-responses', 'openai', CHAT_ONLY_MODEL],
 ];
 
-/** The path an upstream of `protocol` must get for `model` (the Responses API never reaches an OpenAI upstream here). */
+/**
+ * The path an upstream of `protocol` must get for `model` (the Responses API
+ * never reaches an OpenAI upstream here).
+ */
 function expectedPath(protocol: UpstreamProtocol, model: string): RegExp {
-  if (protocol === 'openai') return new RegExp(`^${model === CHAT_ONLY_MODEL ? CHAT_ONLY_PREFIX : ''}/v1/chat/completions$`);
+  if (protocol === 'openai')
+    return new RegExp(`^${model === CHAT_ONLY_MODEL ? CHAT_ONLY_PREFIX : ''}/v1/chat/completions$`);
   return protocol === 'anthropic' ? /^\/v1\/messages$/ : /^\/v1beta\/models\//;
 }
 

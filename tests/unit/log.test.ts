@@ -57,7 +57,10 @@ describe('LineBatcher', () => {
     const log = pino({ base: null }, batcher);
     for (let i = 0; i < 25; i++) log.info({ i }, 'request');
     await new Promise((resolve) => log.flush(resolve));
-    const lines = written().trimEnd().split('\n').map((line) => JSON.parse(line) as { i: number; msg: string });
+    const lines = written()
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { i: number; msg: string });
     expect(lines.map((line) => line.i)).toEqual(Array.from({ length: 25 }, (_, i) => i));
   });
 

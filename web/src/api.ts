@@ -40,9 +40,11 @@ export class ApiError extends Error {
 
 async function readJson<T>(response: Response): Promise<T> {
   const type = response.headers.get('content-type') ?? '';
-  if (!type.includes('json')) throw new ApiError(response.status, `Unexpected ${type || 'untyped'} answer from ${response.url}`);
+  if (!type.includes('json'))
+    throw new ApiError(response.status, `Unexpected ${type || 'untyped'} answer from ${response.url}`);
   const body = (await response.json()) as T & { error?: unknown };
-  if (!response.ok) throw new ApiError(response.status, typeof body.error === 'string' ? body.error : `HTTP ${response.status}`);
+  if (!response.ok)
+    throw new ApiError(response.status, typeof body.error === 'string' ? body.error : `HTTP ${response.status}`);
   return body;
 }
 
@@ -54,7 +56,10 @@ async function request(path: string, init: RequestInit): Promise<Response> {
   try {
     return await fetch(path, init);
   } catch {
-    throw new ApiError(0, 'The review server did not answer: it may have timed out, been stopped, or had the review decided in another tab.');
+    throw new ApiError(
+      0,
+      'The review server did not answer: it may have timed out, been stopped, or had the review decided in another tab.',
+    );
   }
 }
 
@@ -63,7 +68,13 @@ async function get<T>(path: string): Promise<T> {
 }
 
 async function post<T>(path: string, body: unknown): Promise<T> {
-  return readJson<T>(await request(path, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(body) }));
+  return readJson<T>(
+    await request(path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify(body),
+    }),
+  );
 }
 
 export type Review = { kind: 'plan'; data: PlanResponse } | { kind: 'code'; data: DiffResponse };

@@ -78,7 +78,8 @@ export function parseDiff(rawPatch: string): DiffFile[] {
         }
         // "\ No newline at end of file" carries no line of its own.
       }
-      const header = headers[nextHeader++] ?? `@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`;
+      const header =
+        headers[nextHeader++] ?? `@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`;
       const { oldStart, oldLines, newStart, newLines } = hunk;
       return { header, lines, oldStart, oldLines, newStart, newLines };
     });

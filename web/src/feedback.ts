@@ -31,7 +31,9 @@ function planItem(a: PlanAnnotation, n: number): string {
   if (a.kind === 'replace') {
     parts.push('Replace the quoted passage with:', fenced(text));
   } else if (a.kind === 'delete') {
-    parts.push(text === '' ? 'Remove the quoted passage from the plan.' : `Remove the quoted passage from the plan. ${text}`);
+    parts.push(
+      text === '' ? 'Remove the quoted passage from the plan.' : `Remove the quoted passage from the plan. ${text}`,
+    );
   } else if (text !== '') {
     parts.push(text);
   }
@@ -43,11 +45,13 @@ export function planFeedback(annotations: readonly PlanAnnotation[]): string {
   if (annotations.length === 0) return '';
   const items = inDocumentOrder(annotations).map((a, i) => planItem(a, i + 1));
   const count = annotations.length === 1 ? '1 item' : `${annotations.length} items`;
-  return [
-    '# Plan review feedback',
-    `The reviewer did not approve this plan yet. Address each of the ${count} below, then present the revised plan.`,
-    ...items,
-  ].join('\n\n') + '\n';
+  return (
+    [
+      '# Plan review feedback',
+      `The reviewer did not approve this plan yet. Address each of the ${count} below, then present the revised plan.`,
+      ...items,
+    ].join('\n\n') + '\n'
+  );
 }
 
 /** Looks up the text of lines on one side of a file, for quoting. */
@@ -60,9 +64,33 @@ const codeHeadings: Record<CodeAnnotation['type'], string> = {
 };
 
 const LANGS: Record<string, string> = {
-  ts: 'ts', tsx: 'tsx', js: 'js', jsx: 'jsx', mjs: 'js', cjs: 'js', py: 'python', go: 'go', rs: 'rust',
-  java: 'java', rb: 'ruby', sh: 'sh', bash: 'bash', json: 'json', yml: 'yaml', yaml: 'yaml', md: 'markdown',
-  css: 'css', html: 'html', sql: 'sql', c: 'c', h: 'c', cpp: 'cpp', cs: 'csharp', kt: 'kotlin', swift: 'swift', php: 'php',
+  ts: 'ts',
+  tsx: 'tsx',
+  js: 'js',
+  jsx: 'jsx',
+  mjs: 'js',
+  cjs: 'js',
+  py: 'python',
+  go: 'go',
+  rs: 'rust',
+  java: 'java',
+  rb: 'ruby',
+  sh: 'sh',
+  bash: 'bash',
+  json: 'json',
+  yml: 'yaml',
+  yaml: 'yaml',
+  md: 'markdown',
+  css: 'css',
+  html: 'html',
+  sql: 'sql',
+  c: 'c',
+  h: 'c',
+  cpp: 'cpp',
+  cs: 'csharp',
+  kt: 'kotlin',
+  swift: 'swift',
+  php: 'php',
 };
 
 /** The fence language for a path, from its extension. */
@@ -90,7 +118,12 @@ function codeItem(a: CodeAnnotation, n: number, lookup: LineLookup): string {
 }
 
 /** The feedback text of a code review: the general comment, then every annotation with the code it points at. */
-export function codeFeedback(annotations: readonly CodeAnnotation[], general: string, fileOrder: readonly string[], lookup: LineLookup): string {
+export function codeFeedback(
+  annotations: readonly CodeAnnotation[],
+  general: string,
+  fileOrder: readonly string[],
+  lookup: LineLookup,
+): string {
   const parts = ['# Code review feedback'];
   if (general.trim() !== '') parts.push(general.trim());
   codeInOrder(annotations, fileOrder).forEach((a, i) => parts.push(codeItem(a, i + 1, lookup)));

@@ -21,7 +21,11 @@ type Screen =
 async function load(): Promise<Screen> {
   if (isShareFragment(location.hash)) {
     const shared = await decodeShare(location.hash);
-    return { kind: 'plan', data: { plan: shared.plan, sharingEnabled: false }, shared: { annotations: shared.annotations } };
+    return {
+      kind: 'plan',
+      data: { plan: shared.plan, sharingEnabled: false },
+      shared: { annotations: shared.annotations },
+    };
   }
   const review = await loadReview();
   return review.kind === 'plan' ? { kind: 'plan', data: review.data } : { kind: 'code', data: review.data };
@@ -34,8 +38,10 @@ function App(): JSX.Element {
   useLayoutEffect(() => applyTheme(settings.theme), [settings.theme]);
   useEffect(() => {
     // The tab's title says what waits there: handy with several reviews open.
-    if (screen.kind === 'plan') document.title = `${screen.shared ? 'Shared plan' : 'Plan review'}: ${/^#\s+(.+)$/m.exec(screen.data.plan)?.[1]?.trim() ?? 'plan'}`;
-    if (screen.kind === 'code') document.title = `Code review: ${screen.data.gitContext.currentBranch || screen.data.gitRef}`;
+    if (screen.kind === 'plan')
+      document.title = `${screen.shared ? 'Shared plan' : 'Plan review'}: ${/^#\s+(.+)$/m.exec(screen.data.plan)?.[1]?.trim() ?? 'plan'}`;
+    if (screen.kind === 'code')
+      document.title = `Code review: ${screen.data.gitContext.currentBranch || screen.data.gitRef}`;
   }, [screen]);
   useEffect(() => {
     const start = (): void => {
@@ -70,7 +76,15 @@ function App(): JSX.Element {
         </main>
       );
     case 'plan':
-      return <PlanReview key={location.hash} data={screen.data} shared={screen.shared} settings={settings} updateSettings={updateSettings} />;
+      return (
+        <PlanReview
+          key={location.hash}
+          data={screen.data}
+          shared={screen.shared}
+          settings={settings}
+          updateSettings={updateSettings}
+        />
+      );
     case 'code':
       return <CodeReview data={screen.data} settings={settings} updateSettings={updateSettings} />;
   }

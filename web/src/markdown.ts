@@ -73,7 +73,10 @@ function slug(text: string): string {
     .slice(0, 60);
 }
 
-/** Sanitized DOM for rendered HTML, with heading ids (unique across calls sharing `seen`) collected for the contents. */
+/**
+ * Sanitized DOM for rendered HTML, with heading ids (unique across calls
+ * sharing `seen`) collected for the contents.
+ */
 function sanitizeChunk(html: string, seen: Map<string, number>): RenderedPlan {
   const fragment = purifier.sanitize(html, SANITIZE);
   // Only highlighter classes survive: a plan's own classes could borrow the page's styles.
@@ -83,7 +86,8 @@ function sanitizeChunk(html: string, seen: Map<string, number>): RenderedPlan {
     else el.className = keep.join(' ');
   }
   // A task box is read-only; it is named by its item so a screen reader says what is (not) done.
-  for (const box of fragment.querySelectorAll('input[type=checkbox]')) box.setAttribute('aria-label', box.parentElement?.textContent.trim() || 'task');
+  for (const box of fragment.querySelectorAll('input[type=checkbox]'))
+    box.setAttribute('aria-label', box.parentElement?.textContent.trim() || 'task');
   const toc: TocEntry[] = [];
   for (const heading of fragment.querySelectorAll('h1, h2, h3, h4, h5, h6')) {
     const text = heading.textContent.trim();
@@ -124,5 +128,8 @@ export function renderComment(markdown: string): DocumentFragment {
 
 /** The plan's top-level Markdown blocks (paragraphs, lists, headings…) as written, for a block diff. */
 export function markdownBlocks(markdown: string): string[] {
-  return marked.lexer(markdown).filter((t) => t.type !== 'space').map((t) => t.raw);
+  return marked
+    .lexer(markdown)
+    .filter((t) => t.type !== 'space')
+    .map((t) => t.raw);
 }

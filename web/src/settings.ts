@@ -43,10 +43,12 @@ export interface SettingsStore {
 
 function coerce<K extends keyof Settings>(key: K, raw: string): Settings[K] | undefined {
   const fallback = defaultSettings[key];
-  if (typeof fallback === 'boolean') return raw === '1' ? (true as Settings[K]) : raw === '0' ? (false as Settings[K]) : undefined;
+  if (typeof fallback === 'boolean')
+    return raw === '1' ? (true as Settings[K]) : raw === '0' ? (false as Settings[K]) : undefined;
   if (key === 'theme') return raw === 'auto' || raw === 'light' || raw === 'dark' ? (raw as Settings[K]) : undefined;
   if (key === 'diffLayout') return raw === 'unified' || raw === 'split' ? (raw as Settings[K]) : undefined;
-  if (key === 'permissionMode') return (PERMISSION_MODES as readonly string[]).includes(raw) ? (raw as Settings[K]) : undefined;
+  if (key === 'permissionMode')
+    return (PERMISSION_MODES as readonly string[]).includes(raw) ? (raw as Settings[K]) : undefined;
   return raw as Settings[K];
 }
 

@@ -53,7 +53,13 @@ export async function decodeShare(hash: string): Promise<SharedPlan> {
     throw new Error('The share link is damaged or incomplete: ask for the link again.');
   }
   const v = value as Record<string, unknown> | null;
-  if (v === null || typeof v !== 'object' || v['v'] !== VERSION || typeof v['plan'] !== 'string' || !Array.isArray(v['annotations'])) {
+  if (
+    v === null ||
+    typeof v !== 'object' ||
+    v['v'] !== VERSION ||
+    typeof v['plan'] !== 'string' ||
+    !Array.isArray(v['annotations'])
+  ) {
     throw new Error('The share link was made by an incompatible version of gatehouse.');
   }
   return { plan: v['plan'], annotations: v['annotations'].filter(isPlanAnnotation) };

@@ -8,4 +8,8 @@ export function applyTheme(theme: Settings['theme']): void {
 }
 
 export const nextTheme: Record<Settings['theme'], Settings['theme']> = { auto: 'light', light: 'dark', dark: 'auto' };
-export const themeLabel: Record<Settings['theme'], string> = { auto: 'Theme: system', light: 'Theme: light', dark: 'Theme: dark' };
+export const themeLabel: Record<Settings['theme'], string> = {
+  auto: 'Theme: system',
+  light: 'Theme: light',
+  dark: 'Theme: dark',
+};

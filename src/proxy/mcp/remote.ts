@@ -12,7 +12,12 @@ import { mcpErrors } from './errors.ts';
  * x-goog-api-key, ?key=), cookies and hop-by-hop headers never leave.
  */
 const REQUEST_HEADERS = [
-  'accept', 'content-type', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id', 'user-agent',
+  'accept',
+  'content-type',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'last-event-id',
+  'user-agent',
 ] as const;
 
 /**
@@ -20,7 +25,12 @@ const REQUEST_HEADERS = [
  * the client authenticated with the proxy, an upstream challenge is ours to handle.
  */
 const RESPONSE_HEADERS = [
-  'content-type', 'cache-control', 'mcp-session-id', 'mcp-protocol-version', 'retry-after', 'allow',
+  'content-type',
+  'cache-control',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'retry-after',
+  'allow',
 ] as const;
 
 export interface RemoteOptions {

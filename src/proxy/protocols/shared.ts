@@ -23,8 +23,15 @@ export function listedModels(items: unknown, id: string, displayName: string): L
 
 /** The telemetry and retry headers of the Stainless-generated SDKs (OpenAI's and Anthropic's). */
 export const STAINLESS_HEADERS = [
-  'idempotency-key', 'x-stainless-arch', 'x-stainless-lang', 'x-stainless-os', 'x-stainless-package-version',
-  'x-stainless-retry-count', 'x-stainless-runtime', 'x-stainless-runtime-version', 'x-stainless-timeout',
+  'idempotency-key',
+  'x-stainless-arch',
+  'x-stainless-lang',
+  'x-stainless-os',
+  'x-stainless-package-version',
+  'x-stainless-retry-count',
+  'x-stainless-runtime',
+  'x-stainless-runtime-version',
+  'x-stainless-timeout',
   'x-stainless-helper-method',
 ];
 

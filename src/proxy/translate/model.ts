@@ -11,7 +11,10 @@ export type { JsonObject };
 /** Who produced a reasoning block: its signature is only valid for that provider. */
 export type Provider = Protocol;
 
-export interface TextPart { type: 'text'; text: string }
+export interface TextPart {
+  type: 'text';
+  text: string;
+}
 export interface ImagePart {
   type: 'image';
   /** base64 data (no `data:` prefix) or a URL; `mime` is required for base64. */
@@ -152,7 +155,6 @@ export class TranslateError extends Error {
     this.status = status;
   }
 }
-
 
 /** Where a client request came from, beyond its body (Gemini carries model and mode in the path). */
 export interface RequestContext {

@@ -34,7 +34,8 @@ const DIFF_TYPE_ALIASES: Readonly<Record<string, DiffType>> = { branch: 'vs main
 function readDiffType(body: FieldReader): DiffType {
   const value = body.fields['diffType'];
   if (value === undefined || value === null) throw reviewErrors.missingDiffType();
-  if (typeof value !== 'string') throw reviewErrors.invalidField('diffType', `a string (one of ${DIFF_TYPES.join(', ')})`);
+  if (typeof value !== 'string')
+    throw reviewErrors.invalidField('diffType', `a string (one of ${DIFF_TYPES.join(', ')})`);
   const type = DIFF_TYPE_ALIASES[value] ?? DIFF_TYPES.find((t) => t === value);
   if (!type) throw reviewErrors.unknownDiffType(value);
   return type;
@@ -80,7 +81,9 @@ export function codeReviewRoutes({ repo, diffType: initial, config, log }: CodeR
     const router = new Router();
     let diffType = initial;
     const answers = new DiffAnswers(async (type) => {
-      const [diff, gitContext]: [DiffResult, GitContext] = await fromGit(() => Promise.all([repo.diff(type), repo.context()]));
+      const [diff, gitContext]: [DiffResult, GitContext] = await fromGit(() =>
+        Promise.all([repo.diff(type), repo.context()]),
+      );
       return {
         state: [JSON.stringify(gitContext), diff.gitRef, diff.latin1Patch],
         answer: {
@@ -104,7 +107,10 @@ export function codeReviewRoutes({ repo, diffType: initial, config, log }: CodeR
       ctx.body = { rawPatch: diff.rawPatch, gitRef: diff.gitRef, diffType: type } satisfies DiffSwitchResponse;
     });
 
-    router.get('/api/diff/lines', diffLines(repo, () => diffType));
+    router.get(
+      '/api/diff/lines',
+      diffLines(repo, () => diffType),
+    );
 
     router.post('/api/feedback', async (ctx: Context) => {
       const decision = readFeedback(readBody(ctx.request.body));

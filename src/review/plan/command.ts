@@ -16,7 +16,8 @@ Prints the decision as one JSON line on stdout; exit 0 approved, 2 denied, 3 tim
 async function readPlan(source: string, ctx: CommandContext): Promise<string> {
   let plan: string;
   if (source === '-') {
-    if ((ctx.stdin as { isTTY?: boolean }).isTTY) throw new Error('no plan given: pass FILE, or pipe the plan on stdin');
+    if ((ctx.stdin as { isTTY?: boolean }).isTTY)
+      throw new Error('no plan given: pass FILE, or pipe the plan on stdin');
     plan = await readAll(ctx.stdin);
   } else {
     const file = path.resolve(ctx.cwd, source);
@@ -24,7 +25,14 @@ async function readPlan(source: string, ctx: CommandContext): Promise<string> {
       plan = await readFile(file, 'utf8');
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : code === 'EACCES' ? 'permission denied' : String(code ?? error);
+      const why =
+        code === 'ENOENT'
+          ? 'no such file'
+          : code === 'EISDIR'
+            ? 'it is a directory'
+            : code === 'EACCES'
+              ? 'permission denied'
+              : String(code ?? error);
       throw new Error(`cannot read the plan ${file}: ${why}`, { cause: error });
     }
   }

@@ -36,23 +36,34 @@ export function parseHookEvent(text: string): HookEvent {
   try {
     event = JSON.parse(text);
   } catch {
-    throw new HookEventError(text.trim() === '' ? 'no hook event on stdin (expected Claude Code PermissionRequest JSON)' : 'the hook event on stdin is not valid JSON');
+    throw new HookEventError(
+      text.trim() === ''
+        ? 'no hook event on stdin (expected Claude Code PermissionRequest JSON)'
+        : 'the hook event on stdin is not valid JSON',
+    );
   }
-  if (typeof event !== 'object' || event === null || Array.isArray(event)) throw new HookEventError('the hook event on stdin must be a JSON object');
+  if (typeof event !== 'object' || event === null || Array.isArray(event))
+    throw new HookEventError('the hook event on stdin must be a JSON object');
   const e = event as Record<string, unknown>;
   if (e['hook_event_name'] !== undefined && e['hook_event_name'] !== 'PermissionRequest') {
-    throw new HookEventError(`expected a PermissionRequest event, got hook_event_name ${JSON.stringify(e['hook_event_name'])}`);
+    throw new HookEventError(
+      `expected a PermissionRequest event, got hook_event_name ${JSON.stringify(e['hook_event_name'])}`,
+    );
   }
   if (e['tool_name'] !== undefined && e['tool_name'] !== 'ExitPlanMode') {
-    throw new HookEventError(`this hook reviews ExitPlanMode plans only, got tool_name ${JSON.stringify(e['tool_name'])} (set the hook's matcher to "ExitPlanMode")`);
+    throw new HookEventError(
+      `this hook reviews ExitPlanMode plans only, got tool_name ${JSON.stringify(e['tool_name'])} (set the hook's matcher to "ExitPlanMode")`,
+    );
   }
   const input = e['tool_input'];
   const plan = typeof input === 'object' && input !== null ? (input as Record<string, unknown>)['plan'] : undefined;
-  if (typeof plan !== 'string' || plan.trim() === '') throw new HookEventError('the hook event has no plan (tool_input.plan must be a non-empty string)');
+  if (typeof plan !== 'string' || plan.trim() === '')
+    throw new HookEventError('the hook event has no plan (tool_input.plan must be a non-empty string)');
   const mode = e['permission_mode'];
   if (mode !== undefined && typeof mode !== 'string') throw new HookEventError('permission_mode must be a string');
   const cwd = e['cwd'];
-  if (cwd !== undefined && (typeof cwd !== 'string' || !path.isAbsolute(cwd))) throw new HookEventError('cwd must be an absolute path');
+  if (cwd !== undefined && (typeof cwd !== 'string' || !path.isAbsolute(cwd)))
+    throw new HookEventError('cwd must be an absolute path');
   return { plan, permissionMode: mode ?? 'default', cwd };
 }
 
@@ -65,7 +76,8 @@ export function hookSessionId(text: string): string {
   return typeof id === 'string' ? id : '';
 }
 
-export const HOOK_TIMEOUT_MESSAGE = 'The plan review timed out without a decision. Do not proceed with this plan; ask the user to review it.';
+export const HOOK_TIMEOUT_MESSAGE =
+  'The plan review timed out without a decision. Do not proceed with this plan; ask the user to review it.';
 
 function answer(decision: Record<string, unknown>) {
   return { hookSpecificOutput: { hookEventName: 'PermissionRequest', decision } };
@@ -82,7 +94,9 @@ export function hookAnswer(decision: PlanDecision): unknown {
     case 'approved':
       return answer({
         behavior: 'allow',
-        ...(decision.permissionMode !== null && { updatedPermissions: [{ type: 'setMode', mode: decision.permissionMode, destination: 'session' }] }),
+        ...(decision.permissionMode !== null && {
+          updatedPermissions: [{ type: 'setMode', mode: decision.permissionMode, destination: 'session' }],
+        }),
       });
     case 'denied':
       return answer({ behavior: 'deny', message: decision.feedback });
@@ -92,7 +106,11 @@ export function hookAnswer(decision: PlanDecision): unknown {
 }
 
 /** Claude Code reads the answer from stdout with exit 0, whatever the decision. */
-export const hookCodec: DecisionCodec<PlanDecision> = { timeout: () => TIMEOUT_DECISION, encode: hookAnswer, exitCode: () => 0 };
+export const hookCodec: DecisionCodec<PlanDecision> = {
+  timeout: () => TIMEOUT_DECISION,
+  encode: hookAnswer,
+  exitCode: () => 0,
+};
 
 /**
  * `gatehouse hook claude-code`. A malformed event is exit 1 with the reason
@@ -106,7 +124,9 @@ export async function runHook(ctx: CommandContext): Promise<number> {
     return 0;
   }
   if (agent !== 'claude-code') {
-    ctx.stderr.write(`gatehouse hook: unknown agent ${JSON.stringify(agent ?? '')}; only "claude-code" has a hook\n${USAGE}`);
+    ctx.stderr.write(
+      `gatehouse hook: unknown agent ${JSON.stringify(agent ?? '')}; only "claude-code" has a hook\n${USAGE}`,
+    );
     return 1;
   }
   const args = parseReviewArgs(rest, ['port', 'timeout', 'decision-file', 'hub'], 0);

@@ -81,10 +81,17 @@ export async function noteFolder(request: NotevaultRequest, options: NoteOptions
 
 /** Writes the note as `<folder>/<Title> - <YYYY-MM-DD HH-mm>.md` (never overwriting) and returns its path. */
 export function writeNote(folder: string, request: NotevaultRequest, now: Date): Promise<string> {
-  return writeNewFile(folder, `${noteTitle(request.plan)} - ${localDateTime(now)}`, '.md', noteContent(request.plan, request.tags ?? [], now));
+  return writeNewFile(
+    folder,
+    `${noteTitle(request.plan)} - ${localDateTime(now)}`,
+    '.md',
+    noteContent(request.plan, request.tags ?? [], now),
+  );
 }
 
 /** The notememo app's create-note URL: `{title}` and `{text}` of the template, URL-encoded. */
 export function notememoUrl(template: string, plan: string): string {
-  return template.replaceAll('{title}', encodeURIComponent(noteTitle(plan))).replaceAll('{text}', encodeURIComponent(plan));
+  return template
+    .replaceAll('{title}', encodeURIComponent(noteTitle(plan)))
+    .replaceAll('{text}', encodeURIComponent(plan));
 }

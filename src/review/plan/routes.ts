@@ -83,12 +83,25 @@ async function planSaveFolder(request: PlanSaveRequest, config: ReviewConfig): P
 /** The saved plan's content: a denied plan carries the reviewer's feedback at the end. */
 export function savedPlanContent(plan: string, outcome: 'approved' | 'denied', feedback: string | null): string {
   const body = plan.endsWith('\n') ? plan : `${plan}\n`;
-  return outcome === 'denied' ? `${body}\n---\n\n## Review feedback (denied)\n\n${feedback ?? DEFAULT_DENY_FEEDBACK}\n` : body;
+  return outcome === 'denied'
+    ? `${body}\n---\n\n## Review feedback (denied)\n\n${feedback ?? DEFAULT_DENY_FEEDBACK}\n`
+    : body;
 }
 
 /** `<slug>-<YYYY-MM-DD>-approved.md` or `-denied.md` in `folder`, never overwriting; the absolute path. */
-export function savePlan(folder: string, plan: string, outcome: 'approved' | 'denied', feedback: string | null, now: Date): Promise<string> {
-  return writeNewFile(folder, `${planSlug(plan)}-${localDate(now)}-${outcome}`, '.md', savedPlanContent(plan, outcome, feedback));
+export function savePlan(
+  folder: string,
+  plan: string,
+  outcome: 'approved' | 'denied',
+  feedback: string | null,
+  now: Date,
+): Promise<string> {
+  return writeNewFile(
+    folder,
+    `${planSlug(plan)}-${localDate(now)}-${outcome}`,
+    '.md',
+    savedPlanContent(plan, outcome, feedback),
+  );
 }
 
 /**
@@ -108,7 +121,12 @@ async function saving<T>(what: string, write: () => Promise<T>): Promise<T> {
 export function planRoutes({ plan, permissionMode, config, log, now = () => new Date() }: PlanReviewOptions) {
   return (gate: DecisionGate<PlanDecision>): Router => {
     const router = new Router();
-    const noteOptions = { configPath: config.notevaultConfigPath, allowedRoots: config.allowedRoots, home: config.home, projectDir: config.projectDir };
+    const noteOptions = {
+      configPath: config.notevaultConfigPath,
+      allowedRoots: config.allowedRoots,
+      home: config.home,
+      projectDir: config.projectDir,
+    };
 
     // The plan never changes during a review: one serialisation serves every read.
     const answer: PlanResponse = { plan, origin: config.origin, permissionMode, sharingEnabled: config.sharingEnabled };
@@ -127,8 +145,12 @@ export function planRoutes({ plan, permissionMode, config, log, now = () => new 
       const memoUrl = request.notememo && notememoUrl(config.notememoUrlTemplate, request.notememo.plan);
       await gate.decide(ctx, async () => {
         const at = now();
-        const savedPath = folder === null ? null : await saving('plan', () => savePlan(folder, plan, 'approved', null, at));
-        const notePath = vaultFolder && request.notevault ? await saving('note', () => writeNote(vaultFolder, request.notevault as NotevaultRequest, at)) : undefined;
+        const savedPath =
+          folder === null ? null : await saving('plan', () => savePlan(folder, plan, 'approved', null, at));
+        const notePath =
+          vaultFolder && request.notevault
+            ? await saving('note', () => writeNote(vaultFolder, request.notevault as NotevaultRequest, at))
+            : undefined;
         log.info({ savedPath, notePath }, 'plan approved');
         return {
           body: {
@@ -153,7 +175,8 @@ export function planRoutes({ plan, permissionMode, config, log, now = () => new 
       const feedback = request.feedback?.trim() ? request.feedback : DEFAULT_DENY_FEEDBACK;
       const folder = await planSaveFolder(request.planSave, config);
       await gate.decide(ctx, async () => {
-        const savedPath = folder === null ? null : await saving('plan', () => savePlan(folder, plan, 'denied', feedback, now()));
+        const savedPath =
+          folder === null ? null : await saving('plan', () => savePlan(folder, plan, 'denied', feedback, now()));
         log.info({ savedPath }, 'plan denied');
         return {
           body: { ok: true, ...(savedPath !== null && { savedPath }) } satisfies DecisionResponse,

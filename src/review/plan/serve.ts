@@ -24,7 +24,13 @@ export async function readAll(stream: Readable, limit = MAX_STDIN_BYTES): Promis
 }
 
 /** The decision with nothing chosen: what a timeout records. */
-export const TIMEOUT_DECISION: PlanDecision = { decision: 'timeout', feedback: null, savedPath: null, permissionMode: null, agentSwitch: null };
+export const TIMEOUT_DECISION: PlanDecision = {
+  decision: 'timeout',
+  feedback: null,
+  savedPath: null,
+  permissionMode: null,
+  agentSwitch: null,
+};
 
 /** `gatehouse plan`'s output: the decision itself; exit 0 approved, 2 denied, 3 timeout. */
 export const planDecisionCodec: DecisionCodec<PlanDecision> = {

@@ -5,21 +5,33 @@ import { loadReviewConfig, servedHosts } from '../../../src/config/review.ts';
 import { parseReviewArgs } from '../../../src/review/args.ts';
 
 const projectDir = '/work/project';
-const load = (env: Record<string, string> = {}, args: string[] = []) => loadReviewConfig({ args, env: { HOME: '/home/reviewer', ...env }, projectDir });
+const load = (env: Record<string, string> = {}, args: string[] = []) =>
+  loadReviewConfig({ args, env: { HOME: '/home/reviewer', ...env }, projectDir });
 
 describe('loadReviewConfig', () => {
   it('defaults to local mode: 127.0.0.1, a random port, claude-code, sharing on, no timeout', () => {
     const c = load();
-    expect(c).toMatchObject({ remote: false, host: '127.0.0.1', port: 0, origin: 'claude-code', sharingEnabled: true, timeoutMs: null, decisionFile: null });
+    expect(c).toMatchObject({
+      remote: false,
+      host: '127.0.0.1',
+      port: 0,
+      origin: 'claude-code',
+      sharingEnabled: true,
+      timeoutMs: null,
+      decisionFile: null,
+    });
     expect(c.planDir).toBe('/home/reviewer/.gatehouse/plans');
     expect(c.allowedRoots).toEqual(['/home/reviewer', projectDir]);
     expect(c.uploadDir).toBe('/tmp/gatehouse');
     expect(c.notememoUrlTemplate).toBe('notememo://x-callback-url/create?title={title}&text={text}');
   });
 
-  it.each(['1', 'true', 'TRUE', 'yes', 'Yes', 'on', 'ON'])('SERVICE_REMOTE=%s is remote mode: 0.0.0.0:19432', (value) => {
-    expect(load({ SERVICE_REMOTE: value })).toMatchObject({ remote: true, host: '0.0.0.0', port: 19432 });
-  });
+  it.each(['1', 'true', 'TRUE', 'yes', 'Yes', 'on', 'ON'])(
+    'SERVICE_REMOTE=%s is remote mode: 0.0.0.0:19432',
+    (value) => {
+      expect(load({ SERVICE_REMOTE: value })).toMatchObject({ remote: true, host: '0.0.0.0', port: 19432 });
+    },
+  );
 
   it.each(['0', 'false', 'no', 'off', '', 'maybe'])('SERVICE_REMOTE=%s stays local', (value) => {
     expect(load({ SERVICE_REMOTE: value })).toMatchObject({ remote: false, port: 0 });
@@ -44,9 +56,12 @@ describe('loadReviewConfig', () => {
     expect(() => load({}, ['--origin=Claude'])).toThrow(/review\.origin/);
   });
 
-  it.each(['0', 'false', 'FALSE', 'no', 'off', 'Off', 'disabled', 'DISABLED'])('SERVICE_SHARE=%s turns sharing off', (value) => {
-    expect(load({ SERVICE_SHARE: value }).sharingEnabled).toBe(false);
-  });
+  it.each(['0', 'false', 'FALSE', 'no', 'off', 'Off', 'disabled', 'DISABLED'])(
+    'SERVICE_SHARE=%s turns sharing off',
+    (value) => {
+      expect(load({ SERVICE_SHARE: value }).sharingEnabled).toBe(false);
+    },
+  );
 
   it.each(['1', 'true', 'yes', 'on', 'anything'])('SERVICE_SHARE=%s keeps sharing on', (value) => {
     expect(load({ SERVICE_SHARE: value }).sharingEnabled).toBe(true);
@@ -62,9 +77,24 @@ describe('loadReviewConfig', () => {
   });
 
   it('resolves --decision-file against the project and honours the path env vars', () => {
-    const c = load({ GATEHOUSE_PLAN_DIR: '/data/plans', GATEHOUSE_SAVE_ALLOWED_ROOTS: '/a, /b', GATEHOUSE_UPLOAD_DIR: '/var/up', OPENCODE_SERVER_URL: 'http://oc:4096/', BROWSER: 'firefox' }, ['--decision-file=out/d.json']);
+    const c = load(
+      {
+        GATEHOUSE_PLAN_DIR: '/data/plans',
+        GATEHOUSE_SAVE_ALLOWED_ROOTS: '/a, /b',
+        GATEHOUSE_UPLOAD_DIR: '/var/up',
+        OPENCODE_SERVER_URL: 'http://oc:4096/',
+        BROWSER: 'firefox',
+      },
+      ['--decision-file=out/d.json'],
+    );
     expect(c.decisionFile).toBe(path.join(projectDir, 'out/d.json'));
-    expect(c).toMatchObject({ planDir: '/data/plans', allowedRoots: ['/a', '/b'], uploadDir: '/var/up', opencodeServerUrl: 'http://oc:4096', browser: 'firefox' });
+    expect(c).toMatchObject({
+      planDir: '/data/plans',
+      allowedRoots: ['/a', '/b'],
+      uploadDir: '/var/up',
+      opencodeServerUrl: 'http://oc:4096',
+      browser: 'firefox',
+    });
     expect(() => load({ GATEHOUSE_UPLOAD_DIR: 'relative' })).toThrow(/upload_dir/);
   });
 });
@@ -97,7 +127,9 @@ describe('parseReviewArgs', () => {
   });
 
   it('refuses unknown options, missing values and extra arguments clearly', () => {
-    expect(() => parseReviewArgs(['--repo', 'x'], flags, 1)).toThrow('unknown option --repo (accepted: --port, --origin, --timeout, --decision-file)');
+    expect(() => parseReviewArgs(['--repo', 'x'], flags, 1)).toThrow(
+      'unknown option --repo (accepted: --port, --origin, --timeout, --decision-file)',
+    );
     expect(() => parseReviewArgs(['--timeout'], flags, 1)).toThrow('option --timeout needs a value');
     expect(() => parseReviewArgs(['a.md', 'b.md'], flags, 1)).toThrow('unexpected argument "b.md"');
   });

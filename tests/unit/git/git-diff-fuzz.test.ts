@@ -11,7 +11,20 @@ import { TempRepo } from '../../support/git-repo.ts';
  * from the old one.
  */
 
-const VOCAB = ['', '}', '{', '  return x;', 'function f() {', '  a();', '  b();', '\tif (x) {', '\t}', '// note', 'x', 'y'];
+const VOCAB = [
+  '',
+  '}',
+  '{',
+  '  return x;',
+  'function f() {',
+  '  a();',
+  '  b();',
+  '\tif (x) {',
+  '\t}',
+  '// note',
+  'x',
+  'y',
+];
 /** Indented blocks and blank lines, where the indent heuristic decides where a change group sits. */
 const BLOCKS = ['', '', 'function g() {', '  if (a) {', '    x();', '    y();', '  }', '  return;', '}', '\t\tz();'];
 const FILES = 40;
@@ -42,12 +55,18 @@ const fileCase = (vocab: string[]) =>
 
 /** Long files with many long edits over a few hundred distinct lines: past the search's cost limits. */
 const longCase = fc.record({
-  old: fc.array(fc.nat({ max: 300 }).map((n) => `line ${n}`), { minLength: 1500, maxLength: 3000 }),
+  old: fc.array(
+    fc.nat({ max: 300 }).map((n) => `line ${n}`),
+    { minLength: 1500, maxLength: 3000 },
+  ),
   edits: fc.array(
     fc.record({
       at: fc.nat(),
       kind: fc.constantFrom('insert', 'delete', 'replace'),
-      lines: fc.array(fc.nat({ max: 300 }).map((n) => `line ${n}`), { minLength: 1, maxLength: 300, size: 'max' }),
+      lines: fc.array(
+        fc.nat({ max: 300 }).map((n) => `line ${n}`),
+        { minLength: 1, maxLength: 300, size: 'max' },
+      ),
     }),
     { minLength: 20, maxLength: 60, size: 'max' },
   ),

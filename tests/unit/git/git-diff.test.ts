@@ -20,7 +20,12 @@ function init(branch = 'main'): TempRepo {
 }
 
 /** Our patch for `type` must be git's, byte for byte. */
-async function expectGitDiff(r: TempRepo, engine: GitRepository, type: DiffType, gitArgs: readonly string[]): Promise<string> {
+async function expectGitDiff(
+  r: TempRepo,
+  engine: GitRepository,
+  type: DiffType,
+  gitArgs: readonly string[],
+): Promise<string> {
   const ours = await engine.diff(type);
   const theirs = r.diff(...gitArgs);
   expect(ours.latin1Patch).toBe(theirs);
@@ -40,7 +45,10 @@ const lines = (n: number, tag = 'line') => Array.from({ length: n }, (_, i) => `
 describe('diff engine vs git diff', () => {
   it('adds, deletes and modifies files in nested folders', async () => {
     const r = init();
-    r.write('README.md', lines(30)).write('src/a/deep/one.ts', lines(12, 'one')).write('src/b/two.ts', lines(5, 'two')).write('gone.txt', 'bye\n');
+    r.write('README.md', lines(30))
+      .write('src/a/deep/one.ts', lines(12, 'one'))
+      .write('src/b/two.ts', lines(5, 'two'))
+      .write('gone.txt', 'bye\n');
     r.commitAll('base');
     const engine = GitRepository.open(r.dir);
     r.write('README.md', lines(30).replace('line 3\n', 'line three\n').replace('line 25\n', 'line 25\nline 25b\n'));
@@ -96,7 +104,9 @@ describe('diff engine vs git diff', () => {
 
   it('detects exact and near-exact renames, with git’s similarity index', async () => {
     const r = init();
-    r.write('docs/guide.md', lines(40, 'guide')).write('lib/util.js', lines(20, 'util')).write('same.txt', lines(10, 'same'));
+    r.write('docs/guide.md', lines(40, 'guide'))
+      .write('lib/util.js', lines(20, 'util'))
+      .write('same.txt', lines(10, 'same'));
     r.write('x/config.json', lines(8, 'cfg')).write('y/config.json', lines(8, 'other'));
     r.commitAll('base');
     const engine = GitRepository.open(r.dir);
@@ -118,7 +128,10 @@ describe('diff engine vs git diff', () => {
 
   it('pairs renamed files by similarity when several candidates exist', async () => {
     const r = init();
-    r.write('a.txt', lines(30, 'alpha')).write('b.txt', lines(30, 'beta')).write('c.txt', lines(30, 'gamma')).commitAll();
+    r.write('a.txt', lines(30, 'alpha'))
+      .write('b.txt', lines(30, 'beta'))
+      .write('c.txt', lines(30, 'gamma'))
+      .commitAll();
     r.remove('a.txt').remove('b.txt').remove('c.txt');
     r.write('one.txt', lines(30, 'beta').replace('beta 4\n', 'BETA\n'));
     r.write('two.txt', lines(30, 'alpha').replace(/alpha 1\d\n/g, 'changed\n'));
@@ -130,7 +143,10 @@ describe('diff engine vs git diff', () => {
   it('reports binary files as git does', async () => {
     const r = init();
     const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 1, 2, 3]);
-    r.write('img/logo.png', png).write('data.bin', Buffer.from([1, 2, 0, 4])).write('was-text.txt', 'text\n').commitAll();
+    r.write('img/logo.png', png)
+      .write('data.bin', Buffer.from([1, 2, 0, 4]))
+      .write('was-text.txt', 'text\n')
+      .commitAll();
     r.write('img/logo.png', Buffer.concat([png, Buffer.from([9])]));
     r.write('was-text.txt', Buffer.from([0x41, 0, 0x42]));
     r.write('new.bin', Buffer.alloc(100)).remove('data.bin');
@@ -259,8 +275,15 @@ describe('diff engine vs git diff', () => {
   it('quotes unusual paths and keeps non-UTF-8 bytes', async () => {
     const r = init();
     const latin1 = Buffer.from('caf\xe9 cr\xe8me\n', 'latin1');
-    r.write('with space.txt', 'a\n').write('ünï cödé.txt', 'u\n').write('quote"d.txt', 'q\n').write('latin1.txt', latin1).commitAll();
-    r.write('with space.txt', 'b\n').write('ünï cödé.txt', 'v\n').write('quote"d.txt', 'r\n').write('latin1.txt', Buffer.from('caf\xe9 cr\xe8me br\xfbl\xe9e\n', 'latin1'));
+    r.write('with space.txt', 'a\n')
+      .write('ünï cödé.txt', 'u\n')
+      .write('quote"d.txt', 'q\n')
+      .write('latin1.txt', latin1)
+      .commitAll();
+    r.write('with space.txt', 'b\n')
+      .write('ünï cödé.txt', 'v\n')
+      .write('quote"d.txt', 'r\n')
+      .write('latin1.txt', Buffer.from('caf\xe9 cr\xe8me br\xfbl\xe9e\n', 'latin1'));
     r.write('tab\there.txt', 't\n');
     r.commitAll();
     const engine = GitRepository.open(r.dir);
@@ -273,9 +296,18 @@ describe('diff engine vs git diff', () => {
   it('shows git’s function context after @@', async () => {
     const r = init();
     const longName = `function ${'x'.repeat(100)}() {\n`;
-    const body = (name: string) => `${name}${Array.from({ length: 12 }, (_, i) => `  statement(${i});\n`).join('')}}\n\n`;
-    r.write('code.js', body('function first() {\n') + body(longName) + body('class Third {\n')).write('notes.txt', `  indented\n\tTabbed\n${lines(10)}`).commitAll();
-    r.write('code.js', (body('function first() {\n') + body(longName) + body('class Third {\n')).replace(/statement\(9\)/g, 'changed(9)'));
+    const body = (name: string) =>
+      `${name}${Array.from({ length: 12 }, (_, i) => `  statement(${i});\n`).join('')}}\n\n`;
+    r.write('code.js', body('function first() {\n') + body(longName) + body('class Third {\n'))
+      .write('notes.txt', `  indented\n\tTabbed\n${lines(10)}`)
+      .commitAll();
+    r.write(
+      'code.js',
+      (body('function first() {\n') + body(longName) + body('class Third {\n')).replace(
+        /statement\(9\)/g,
+        'changed(9)',
+      ),
+    );
     r.write('notes.txt', `  indented\n\tTabbed\n${lines(10).replace('line 6', 'line six')}`);
     const patch = await expectGitDiff(r, GitRepository.open(r.dir), 'uncommitted', ['HEAD']);
     expect(patch).toContain('@@ function first() {');
@@ -285,7 +317,9 @@ describe('diff engine vs git diff', () => {
   it('slides ambiguous blank-line and block insertions where git does', async () => {
     const r = init();
     const fn = (name: string) => `function ${name}() {\n  return 1;\n}\n\n`;
-    r.write('a.js', fn('a') + fn('c')).write('b.py', 'def a():\n    pass\n\n\ndef c():\n    pass\n').commitAll();
+    r.write('a.js', fn('a') + fn('c'))
+      .write('b.py', 'def a():\n    pass\n\n\ndef c():\n    pass\n')
+      .commitAll();
     r.write('a.js', fn('a') + fn('b') + fn('c'));
     r.write('b.py', 'def a():\n    pass\n\n\ndef b():\n    pass\n\n\ndef c():\n    pass\n');
     await expectGitDiff(r, GitRepository.open(r.dir), 'uncommitted', ['HEAD']);
@@ -337,8 +371,12 @@ describe('diff engine vs git diff', () => {
   ] as const) {
     it(`reads packed objects stored as ${name}`, async () => {
       const r = init();
-      const big = (v: number) => Array.from({ length: 400 }, (_, i) => `row ${i} ${i % 37 === v % 37 ? `v${v}` : 'same'}\n`).join('');
-      for (let v = 0; v < 12; v++) r.write('big.txt', big(v)).write(`copies/c${v % 4}.txt`, big(v + 100)).commitAll(`v${v}`);
+      const big = (v: number) =>
+        Array.from({ length: 400 }, (_, i) => `row ${i} ${i % 37 === v % 37 ? `v${v}` : 'same'}\n`).join('');
+      for (let v = 0; v < 12; v++)
+        r.write('big.txt', big(v))
+          .write(`copies/c${v % 4}.txt`, big(v + 100))
+          .commitAll(`v${v}`);
       r.git(...config, 'gc', '-q', '--aggressive');
       const packDir = `${r.dir}/.git/objects/pack`;
       const idx = readdirSync(packDir).filter((n) => n.endsWith('.idx'));
@@ -357,37 +395,64 @@ describe('diff engine vs git diff', () => {
     ['an intent-to-add file (git add -N)', (r) => r.write('n.txt', 'intent\n').git('add', '-N', 'n.txt')],
     ['a file replaced by a folder', (r) => r.remove('a.txt').write('a.txt/inside', 'x\n')],
     ['a case-only rename', (r) => r.git('mv', 'a.txt', 'A.txt')],
-    ['one blob deleted twice and added three times', (r) => r.write('b.txt', 'a\n').commitAll().remove('a.txt').remove('b.txt').write('c/a.txt', 'a\n').write('c/b.txt', 'a\n').write('d.txt', 'a\n').git('add', '-A')],
+    [
+      'one blob deleted twice and added three times',
+      (r) =>
+        r
+          .write('b.txt', 'a\n')
+          .commitAll()
+          .remove('a.txt')
+          .remove('b.txt')
+          .write('c/a.txt', 'a\n')
+          .write('c/b.txt', 'a\n')
+          .write('d.txt', 'a\n')
+          .git('add', '-A'),
+    ],
     ['empty files moved', (r) => r.write('e1', '').write('e2', '').commitAll().git('mv', 'e1', 'moved-e1')],
     ['a file emptied', (r) => r.write('a.txt', '')],
-    ['core.quotePath=false', (r) => {
-      r.git('config', 'core.quotePath', 'false');
-      r.write('ünï cödé.txt', 'x\n').git('add', '-A');
-    }],
-    ['diff.renames=false', (r) => {
-      r.git('config', 'diff.renames', 'false');
-      r.git('mv', 'a.txt', 'b.txt');
-    }],
-    ['an index in version 4 (prefix-compressed paths)', (r) => {
-      r.write('dir/one/x.txt', 'x\n').write('dir/one/y.txt', 'y\n').write('dir/two.txt', '2\n').commitAll();
-      r.git('update-index', '--index-version', '4');
-      r.write('dir/one/y.txt', 'Y\n').remove('dir/two.txt').write('dir/one/z.txt', 'z\n');
-      r.git('add', 'dir/one/z.txt');
-    }],
-    ['core.filemode=false', (r) => {
-      r.git('config', 'core.filemode', 'false');
-      r.write('a.txt', 'b\n', 0o755);
-    }],
-    ['a submodule moved to a new commit', (r) => {
-      r.write('sub/s', 's\n');
-      r.git('-C', 'sub', 'init', '-q');
-      r.git('-C', 'sub', 'add', 's');
-      r.git('-C', 'sub', 'commit', '-qm', 'one');
-      r.git('add', 'sub');
-      r.git('commit', '-qm', 'with submodule');
-      r.git('-C', 'sub', 'commit', '-q', '--allow-empty', '-m', 'two');
-      r.git('add', 'sub');
-    }],
+    [
+      'core.quotePath=false',
+      (r) => {
+        r.git('config', 'core.quotePath', 'false');
+        r.write('ünï cödé.txt', 'x\n').git('add', '-A');
+      },
+    ],
+    [
+      'diff.renames=false',
+      (r) => {
+        r.git('config', 'diff.renames', 'false');
+        r.git('mv', 'a.txt', 'b.txt');
+      },
+    ],
+    [
+      'an index in version 4 (prefix-compressed paths)',
+      (r) => {
+        r.write('dir/one/x.txt', 'x\n').write('dir/one/y.txt', 'y\n').write('dir/two.txt', '2\n').commitAll();
+        r.git('update-index', '--index-version', '4');
+        r.write('dir/one/y.txt', 'Y\n').remove('dir/two.txt').write('dir/one/z.txt', 'z\n');
+        r.git('add', 'dir/one/z.txt');
+      },
+    ],
+    [
+      'core.filemode=false',
+      (r) => {
+        r.git('config', 'core.filemode', 'false');
+        r.write('a.txt', 'b\n', 0o755);
+      },
+    ],
+    [
+      'a submodule moved to a new commit',
+      (r) => {
+        r.write('sub/s', 's\n');
+        r.git('-C', 'sub', 'init', '-q');
+        r.git('-C', 'sub', 'add', 's');
+        r.git('-C', 'sub', 'commit', '-qm', 'one');
+        r.git('add', 'sub');
+        r.git('commit', '-qm', 'with submodule');
+        r.git('-C', 'sub', 'commit', '-q', '--allow-empty', '-m', 'two');
+        r.git('add', 'sub');
+      },
+    ],
   ];
   for (const [name, change] of edgeCases) {
     it(`matches git for ${name}`, async () => {
@@ -404,7 +469,17 @@ describe('diff engine vs git diff', () => {
     const r = init();
     r.write('.gitattributes', '# generated files\n*.lock -diff\ndata/**/*.raw diff\n/top.txt binary\ndocs/ -diff\n');
     r.write('sub/.gitattributes', '*.txt binary\nkeep.txt !diff\n');
-    const files = ['deps.lock', 'data/x/y.raw', 'top.txt', 'nested/top.txt', 'sub/a.txt', 'sub/keep.txt', 'sub/deeper/b.txt', 'docs/readme.md', 'other.txt'];
+    const files = [
+      'deps.lock',
+      'data/x/y.raw',
+      'top.txt',
+      'nested/top.txt',
+      'sub/a.txt',
+      'sub/keep.txt',
+      'sub/deeper/b.txt',
+      'docs/readme.md',
+      'other.txt',
+    ];
     for (const f of files) r.write(f, f.endsWith('.raw') ? Buffer.from('a\0b\nc\n', 'latin1') : `${f} one\n`);
     r.commitAll();
     for (const f of files) r.write(f, f.endsWith('.raw') ? Buffer.from('a\0b\nC\n', 'latin1') : `${f} two\n`);
@@ -421,7 +496,9 @@ describe('diff engine vs git diff', () => {
   it('diffs a large, mostly rewritten file as git does', async () => {
     const r = init();
     const n = 20_000;
-    r.write('big.txt', Array.from({ length: n }, (_, i) => `old line ${i}\n`).join('')).write('gone.txt', lines(3000, 'gone')).commitAll();
+    r.write('big.txt', Array.from({ length: n }, (_, i) => `old line ${i}\n`).join(''))
+      .write('gone.txt', lines(3000, 'gone'))
+      .commitAll();
     r.write('big.txt', Array.from({ length: n }, (_, i) => (i % 2 ? `old line ${i}\n` : `changed ${i}\n`)).join(''));
     r.write('gone.txt', lines(3000, 'replaced'));
     await expectGitDiff(r, GitRepository.open(r.dir), 'uncommitted', GIT_ARGS.uncommitted);
@@ -445,7 +522,9 @@ describe('diff engine vs git diff', () => {
     const r = init();
     r.write('a.txt', 'a\n').commitAll();
     r.git('update-index', '--split-index');
-    await expect(GitRepository.open(r.dir).diff('staged')).rejects.toThrow('Unsupported repository layout: a split index (core.splitIndex)');
+    await expect(GitRepository.open(r.dir).diff('staged')).rejects.toThrow(
+      'Unsupported repository layout: a split index (core.splitIndex)',
+    );
   });
 
   it('reads the global git configuration from the home folder', async () => {
@@ -456,7 +535,11 @@ describe('diff engine vs git diff', () => {
     r.write('a.txt', lines(5)).commitAll();
     r.git('mv', 'a.txt', 'é.txt');
     const ours = await GitRepository.open(r.dir, { home: home.dir }).diff('staged');
-    const theirs = execFileSync('git', ['diff', '--staged'], { cwd: r.dir, env: { ...GIT_ENV, GIT_CONFIG_GLOBAL: `${home.dir}/.gitconfig` }, encoding: 'latin1' });
+    const theirs = execFileSync('git', ['diff', '--staged'], {
+      cwd: r.dir,
+      env: { ...GIT_ENV, GIT_CONFIG_GLOBAL: `${home.dir}/.gitconfig` },
+      encoding: 'latin1',
+    });
     expect(ours.latin1Patch).toBe(theirs);
     expect(theirs).toContain('deleted file mode');
   });
@@ -499,7 +582,9 @@ describe('diff engine vs git diff', () => {
   });
 
   it('fails clearly outside a repository', () => {
-    expect(() => GitRepository.open('/nonexistent/dir')).toThrow('Repository directory does not exist: /nonexistent/dir');
+    expect(() => GitRepository.open('/nonexistent/dir')).toThrow(
+      'Repository directory does not exist: /nonexistent/dir',
+    );
     const r = new TempRepo();
     repos.push(r);
     expect(() => GitRepository.open(r.dir)).toThrow(`Not a git repository: ${r.dir}`);

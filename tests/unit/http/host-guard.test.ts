@@ -36,8 +36,9 @@ describe('Host header checks', () => {
 
 describe('documentPolicy', () => {
   it("lets only the document's own inline scripts run, talks to its origin only, and may not be framed", () => {
-    const html = '<html><head><script type="module" crossorigin>run()</script><script src="/x.js"></script>'
-      + '<style>b{}</style></head></html>';
+    const html =
+      '<html><head><script type="module" crossorigin>run()</script><script src="/x.js"></script>' +
+      '<style>b{}</style></head></html>';
     const hash = createHash('sha256').update('run()').digest('base64');
     const policy = documentPolicy(html);
     expect(policy).toContain(`script-src 'sha256-${hash}'`);

@@ -34,7 +34,12 @@ describe('MCP gateway mounted in the proxy', () => {
         proxy: {
           auth_mode: 'strict',
           api_key: KEY,
-          mcp: { servers: { web_reader: { url: remote.url, api_key_env: 'REMOTE_KEY' }, local: { command: process.execPath, args: [FIXTURE] } } },
+          mcp: {
+            servers: {
+              web_reader: { url: remote.url, api_key_env: 'REMOTE_KEY' },
+              local: { command: process.execPath, args: [FIXTURE] },
+            },
+          },
         },
       }),
     );
@@ -43,7 +48,8 @@ describe('MCP gateway mounted in the proxy', () => {
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
         logged += chunk.toString('utf8');
-        for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
+        for (const line of chunk.toString('utf8').split('\n').filter(Boolean))
+          lines.push(JSON.parse(line) as Record<string, unknown>);
         done();
       },
     });
@@ -63,14 +69,21 @@ describe('MCP gateway mounted in the proxy', () => {
 
   it('needs the proxy key: 401 {"error"} without it, and the MCP server is never reached', async () => {
     const before = remote.requests.length;
-    const res = await fetch(`${base}/mcp/web_reader/mcp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const res = await fetch(`${base}/mcp/web_reader/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(res.status).toBe(401);
     expect(await res.json()).toEqual({ error: expect.any(String) });
     expect(remote.requests.length).toBe(before);
   });
 
   it('serves both kinds of server to a client holding the key, logging one line per request without secrets', async () => {
-    for (const [name, expected] of [['web_reader', 'remote ok'], ['local', 'local ok']] as const) {
+    for (const [name, expected] of [
+      ['web_reader', 'remote ok'],
+      ['local', 'local ok'],
+    ] as const) {
       const { client, transport } = await connectMcp(`${base}/mcp/${name}/mcp`, { authorization: `Bearer ${KEY}` });
       expect(firstText(await client.callTool({ name: 'echo', arguments: { text: expected } }))).toBe(expected);
       await transport.terminateSession();

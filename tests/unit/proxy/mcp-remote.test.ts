@@ -7,7 +7,12 @@ import { connectMcp, firstText } from '../../support/mcp-client.ts';
 import { startGateway, type GatewayApp } from '../../support/mcp-gateway.ts';
 import { startRemoteMcpServer, type RemoteMcpFixture } from '../../support/mcp-remote-server.ts';
 
-const CLIENT_KEYS = { authorization: 'Bearer client-proxy-key', 'x-api-key': 'client-proxy-key', 'x-goog-api-key': 'client-proxy-key', cookie: 'session=1' };
+const CLIENT_KEYS = {
+  authorization: 'Bearer client-proxy-key',
+  'x-api-key': 'client-proxy-key',
+  'x-goog-api-key': 'client-proxy-key',
+  cookie: 'session=1',
+};
 
 describe('MCP gateway, remote Streamable HTTP servers', () => {
   let remote: RemoteMcpFixture;
@@ -92,7 +97,12 @@ describe('MCP gateway, remote Streamable HTTP servers', () => {
     const res = await fetch(app.url('wrong_key'), {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      }),
     });
     expect(res.status).toBe(502);
     expect(res.headers.get('www-authenticate')).toBeNull();
@@ -118,7 +128,9 @@ describe('MCP gateway, remote Streamable HTTP servers', () => {
     const { client } = await connectMcp(app.url('web_reader'));
     const abandonedBefore = remote.abandoned;
     const controller = new AbortController();
-    const call = client.callTool({ name: 'hang', arguments: {} }, undefined, { signal: controller.signal }).catch(() => 'aborted');
+    const call = client
+      .callTool({ name: 'hang', arguments: {} }, undefined, { signal: controller.signal })
+      .catch(() => 'aborted');
     await sleep(200);
     await client.close();
     controller.abort();
@@ -146,7 +158,12 @@ describe('MCP gateway, remote Streamable HTTP servers', () => {
   });
 
   it('refuses browser requests from other origins (DNS rebinding) with 403, and lets local pages through', async () => {
-    const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
+    const init = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    });
     const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
     const before = remote.requests.length;
     for (const origin of ['http://evil.example', 'http://127.0.0.1.evil.example:8045', 'null']) {
@@ -164,20 +181,32 @@ describe('MCP gateway, remote Streamable HTTP servers', () => {
 
   it('answers 502 when the remote server is down', async () => {
     await expect(connectMcp(app.url('down'))).rejects.toThrow(/502|unreachable/);
-    const res = await fetch(app.url('down'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const res = await fetch(app.url('down'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(res.status).toBe(502);
     expect(await res.json()).toEqual({ error: 'MCP server "down" is unreachable' });
   });
 
   it('answers 504 when the remote server does not answer within timeout_ms', async () => {
-    const res = await fetch(app.url('slow'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const res = await fetch(app.url('slow'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(res.status).toBe(504);
     expect(await res.json()).toEqual({ error: 'MCP server "slow" did not answer within 300 ms' });
   });
 
   it('answers 413 for a body over the limit', async () => {
     const small = await startGateway(resolveMcpServers({ web_reader: { url: remote.url } }, {}), { maxBodyBytes: 64 });
-    const res = await fetch(small.url('web_reader'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ padding: 'x'.repeat(200) }) });
+    const res = await fetch(small.url('web_reader'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ padding: 'x'.repeat(200) }),
+    });
     expect(res.status).toBe(413);
     expect(await res.json()).toEqual({ error: expect.stringContaining('larger than 64 bytes') });
     await small.close();

@@ -59,7 +59,10 @@ describe('MCP gateway, stdio servers', () => {
 
   it('gives the process only its configured env (resolved from the env passed in) plus PATH and HOME', async () => {
     const { client } = await connect('local');
-    const seen = JSON.parse(firstText(await client.callTool({ name: 'env', arguments: {} }))) as { greeting: string; names: string[] };
+    const seen = JSON.parse(firstText(await client.callTool({ name: 'env', arguments: {} }))) as {
+      greeting: string;
+      names: string[];
+    };
     expect(seen.greeting).toBe('hello from env');
     expect(seen.names).toEqual(['FIXTURE_GREETING', 'HOME', 'PATH']);
   });
@@ -105,15 +108,23 @@ describe('MCP gateway, stdio servers', () => {
 
   it('answers a request the process sits on past timeout_ms with a JSON-RPC timeout error', async () => {
     const { client } = await connect('quick');
-    await expect(client.callTool({ name: 'slow', arguments: { ms: 30_000 } })).rejects.toThrow(/did not answer within 3000 ms/);
+    await expect(client.callTool({ name: 'slow', arguments: { ms: 30_000 } })).rejects.toThrow(
+      /did not answer within 3000 ms/,
+    );
     // The session survives: the next call is answered.
     expect(firstText(await client.callTool({ name: 'add', arguments: { a: 1, b: 1 } }))).toBe('2');
   });
 
   it('answers 502 when the command cannot be started', async () => {
-    const res = await fetch(app.url('missing'), { method: 'POST', headers: MCP_HEADERS, body: JSON.stringify(INITIALIZE) });
+    const res = await fetch(app.url('missing'), {
+      method: 'POST',
+      headers: MCP_HEADERS,
+      body: JSON.stringify(INITIALIZE),
+    });
     expect(res.status).toBe(502);
-    expect(await res.json()).toEqual({ error: expect.stringMatching(/^MCP server "missing" could not be started: .*ENOENT/) });
+    expect(await res.json()).toEqual({
+      error: expect.stringMatching(/^MCP server "missing" could not be started: .*ENOENT/),
+    });
   });
 
   it('refuses a session over max_sessions with 503 and accepts one again after a DELETE', async () => {
@@ -125,7 +136,11 @@ describe('MCP gateway, stdio servers', () => {
   });
 
   it('closes a session left idle (no open request) after idle_timeout_ms', async () => {
-    const res = await fetch(app.url('idle'), { method: 'POST', headers: MCP_HEADERS, body: JSON.stringify(INITIALIZE) });
+    const res = await fetch(app.url('idle'), {
+      method: 'POST',
+      headers: MCP_HEADERS,
+      body: JSON.stringify(INITIALIZE),
+    });
     expect(res.status).toBe(200);
     await res.text();
     const sessionId = res.headers.get('mcp-session-id') as string;
@@ -140,7 +155,11 @@ describe('MCP gateway, stdio servers', () => {
   });
 
   it('needs an initialize request or a session id: 400 otherwise', async () => {
-    const post = await fetch(app.url('local'), { method: 'POST', headers: MCP_HEADERS, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
+    const post = await fetch(app.url('local'), {
+      method: 'POST',
+      headers: MCP_HEADERS,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
     expect(post.status).toBe(400);
     expect(await post.json()).toEqual({ error: expect.stringContaining('initialize') });
     const get = await fetch(app.url('local'), { headers: { accept: 'text/event-stream' } });
@@ -168,7 +187,11 @@ describe('MCP gateway shutdown', () => {
     await app.gateway.close();
     expect(await outcome).toMatch(/shutting down/);
     expect(() => process.kill(pid, 0)).toThrow(/ESRCH/);
-    const res = await fetch(app.url('local'), { method: 'POST', headers: MCP_HEADERS, body: JSON.stringify(INITIALIZE) });
+    const res = await fetch(app.url('local'), {
+      method: 'POST',
+      headers: MCP_HEADERS,
+      body: JSON.stringify(INITIALIZE),
+    });
     expect(res.status).toBe(503);
     await client.close();
     await app.close();

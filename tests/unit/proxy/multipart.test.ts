@@ -11,7 +11,13 @@ function form(parts: [string, string | Buffer, string?][]): Buffer {
   const chunks: Buffer[] = [];
   for (const [name, value, filename] of parts) {
     const disposition = `form-data; name="${name}"${filename ? `; filename="${filename}"` : ''}`;
-    chunks.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: ${disposition}\r\n${filename ? 'Content-Type: application/octet-stream\r\n' : ''}\r\n`), Buffer.from(value), Buffer.from('\r\n'));
+    chunks.push(
+      Buffer.from(
+        `--${BOUNDARY}\r\nContent-Disposition: ${disposition}\r\n${filename ? 'Content-Type: application/octet-stream\r\n' : ''}\r\n`,
+      ),
+      Buffer.from(value),
+      Buffer.from('\r\n'),
+    );
   }
   chunks.push(Buffer.from(`--${BOUNDARY}--\r\n`));
   return Buffer.concat(chunks);
@@ -50,7 +56,12 @@ describe('boundaryOf', () => {
 
 describe('readMultipartHead', () => {
   const file = Buffer.alloc(20_000, 0x61);
-  const body = form([['image', file, 'in.png'], ['prompt', 'a hat'], ['model', 'gpt-image-1'], ['n', '1']]);
+  const body = form([
+    ['image', file, 'in.png'],
+    ['prompt', 'a hat'],
+    ['model', 'gpt-image-1'],
+    ['n', '1'],
+  ]);
 
   it('finds the model wherever the chunks are cut, and the forwarded bytes are the body', async () => {
     await fc.assert(
@@ -67,11 +78,16 @@ describe('readMultipartHead', () => {
   it('replaces the model in place for an alias', async () => {
     const head = await readMultipartHead(request(body, [100, 20_100]), BOUNDARY, 1_000_000);
     const forwarded = await collect(multipartStream(withModel(head, 'gpt-image-1.5'), head, 1_000_000));
-    expect(forwarded.toString('latin1')).toBe(body.toString('latin1').replace('\r\n\r\ngpt-image-1\r\n', '\r\n\r\ngpt-image-1.5\r\n'));
+    expect(forwarded.toString('latin1')).toBe(
+      body.toString('latin1').replace('\r\n\r\ngpt-image-1\r\n', '\r\n\r\ngpt-image-1.5\r\n'),
+    );
   });
 
   it('is not fooled by a file named "model" or by the text name="model" inside a file', async () => {
-    const tricky = form([['file', Buffer.from('Content-Disposition: form-data; name="model"\r\n\r\nfake'), 'model'], ['model', 'whisper-1']]);
+    const tricky = form([
+      ['file', Buffer.from('Content-Disposition: form-data; name="model"\r\n\r\nfake'), 'model'],
+      ['model', 'whisper-1'],
+    ]);
     expect((await readMultipartHead(request(tricky, [7]), BOUNDARY, 1_000_000)).model).toBe('whisper-1');
   });
 
@@ -82,8 +98,13 @@ describe('readMultipartHead', () => {
 
   it('over the limit before or after the model → 413', async () => {
     await expect(readMultipartHead(request(body, [50]), BOUNDARY, 10_000)).rejects.toMatchObject({ status: 413 });
-    await expect(readMultipartHead(request(body, [], { 'content-length': String(body.length) }), BOUNDARY, 10_000)).rejects.toBeInstanceOf(HttpError);
-    const late = form([['model', 'whisper-1'], ['file', Buffer.alloc(50_000), 'a.wav']]);
+    await expect(
+      readMultipartHead(request(body, [], { 'content-length': String(body.length) }), BOUNDARY, 10_000),
+    ).rejects.toBeInstanceOf(HttpError);
+    const late = form([
+      ['model', 'whisper-1'],
+      ['file', Buffer.alloc(50_000), 'a.wav'],
+    ]);
     const head = await readMultipartHead(request(late, [200]), BOUNDARY, 20_000);
     await expect(collect(multipartStream(head.head, head, 20_000))).rejects.toMatchObject({ status: 413 });
   });

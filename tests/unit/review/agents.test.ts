@@ -23,7 +23,8 @@ beforeAll(async () => {
   opencode = createServer((req, res) => {
     if (req.url !== '/agent') return res.writeHead(404).end();
     if (behaviour === 'error') return res.writeHead(500).end('boom');
-    if (behaviour === 'garbage') return res.writeHead(200, { 'content-type': 'application/json' }).end('{"not":"a list"}');
+    if (behaviour === 'garbage')
+      return res.writeHead(200, { 'content-type': 'application/json' }).end('{"not":"a list"}');
     if (behaviour === 'slow') return setTimeout(() => res.end('[]'), 1_000);
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(OPENCODE_AGENTS));
   });
@@ -71,7 +72,10 @@ describe('GET /api/agents', () => {
   });
 
   it('answers the failure body when OpenCode is unreachable', async () => {
-    expect(await agents('opencode', 'http://127.0.0.1:1')).toEqual({ status: 200, body: { agents: [], error: 'Failed to fetch agents' } });
+    expect(await agents('opencode', 'http://127.0.0.1:1')).toEqual({
+      status: 200,
+      body: { agents: [], error: 'Failed to fetch agents' },
+    });
   });
 
   it('switchableAgents refuses a non-list', () => {

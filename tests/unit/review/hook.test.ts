@@ -16,8 +16,16 @@ const EVENT = {
 
 describe('parseHookEvent', () => {
   it('reads the plan, permission mode and cwd', () => {
-    expect(parseHookEvent(JSON.stringify(EVENT))).toEqual({ plan: '# Plan\n\n1. Do it', permissionMode: 'plan', cwd: '/home/u/project' });
-    expect(parseHookEvent(JSON.stringify({ tool_input: { plan: 'p' } }))).toEqual({ plan: 'p', permissionMode: 'default', cwd: undefined });
+    expect(parseHookEvent(JSON.stringify(EVENT))).toEqual({
+      plan: '# Plan\n\n1. Do it',
+      permissionMode: 'plan',
+      cwd: '/home/u/project',
+    });
+    expect(parseHookEvent(JSON.stringify({ tool_input: { plan: 'p' } }))).toEqual({
+      plan: 'p',
+      permissionMode: 'default',
+      cwd: undefined,
+    });
   });
 
   it.each([
@@ -39,20 +47,33 @@ describe('hookAnswer', () => {
   const base = { feedback: null, savedPath: null, permissionMode: null, agentSwitch: null };
 
   it('allows, switching the mode only when one was chosen', () => {
-    expect(hookAnswer({ ...base, decision: 'approved' })).toEqual({ hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'allow' } } });
+    expect(hookAnswer({ ...base, decision: 'approved' })).toEqual({
+      hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'allow' } },
+    });
     expect(hookAnswer({ ...base, decision: 'approved', permissionMode: 'acceptEdits' })).toEqual({
       hookSpecificOutput: {
         hookEventName: 'PermissionRequest',
-        decision: { behavior: 'allow', updatedPermissions: [{ type: 'setMode', mode: 'acceptEdits', destination: 'session' }] },
+        decision: {
+          behavior: 'allow',
+          updatedPermissions: [{ type: 'setMode', mode: 'acceptEdits', destination: 'session' }],
+        },
       },
     });
   });
 
   it('denies with the feedback as the message, and denies on timeout', () => {
     expect(hookAnswer({ ...base, decision: 'denied', feedback: 'Split step 2' })).toEqual({
-      hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'deny', message: 'Split step 2' } },
+      hookSpecificOutput: {
+        hookEventName: 'PermissionRequest',
+        decision: { behavior: 'deny', message: 'Split step 2' },
+      },
     });
-    expect(hookAnswer(TIMEOUT_DECISION)).toEqual({ hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'deny', message: HOOK_TIMEOUT_MESSAGE } } });
+    expect(hookAnswer(TIMEOUT_DECISION)).toEqual({
+      hookSpecificOutput: {
+        hookEventName: 'PermissionRequest',
+        decision: { behavior: 'deny', message: HOOK_TIMEOUT_MESSAGE },
+      },
+    });
     expect(hookCodec.exitCode(TIMEOUT_DECISION)).toBe(0);
   });
 });

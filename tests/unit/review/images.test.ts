@@ -28,7 +28,12 @@ beforeAll(async () => {
   await writeFile(path.join(root, 'outside.png'), PNG);
   await symlink(path.join(root, 'outside.png'), path.join(project, 'escape.png'));
   await symlink(path.join(project, 'docs', 'diagram.png'), path.join(project, 'inside-link.png'));
-  const handle = createReviewApp({ config, log: silentLog, routes: new Router(), document: () => '<html></html>' }).callback();
+  const handle = createReviewApp({
+    config,
+    log: silentLog,
+    routes: new Router(),
+    document: () => '<html></html>',
+  }).callback();
   server = createServer((req, res) => void handle(req, res));
   const { port } = await listen(server, { port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${port}`;
@@ -42,13 +47,22 @@ afterAll(async () => {
 async function image(p: string | null) {
   const r = await fetch(`${base}/api/image${p === null ? '' : `?path=${encodeURIComponent(p)}`}`);
   const isJson = r.headers.get('content-type')?.startsWith('application/json');
-  return { status: r.status, type: r.headers.get('content-type'), nosniff: r.headers.get('x-content-type-options'), body: isJson ? await r.json() : Buffer.from(await r.arrayBuffer()) };
+  return {
+    status: r.status,
+    type: r.headers.get('content-type'),
+    nosniff: r.headers.get('x-content-type-options'),
+    body: isJson ? await r.json() : Buffer.from(await r.arrayBuffer()),
+  };
 }
 
 describe('GET /api/image', () => {
   it('serves PNG, JPEG and WebP inside the project, by relative or absolute path, typed by content', async () => {
     expect(await image('docs/diagram.png')).toEqual({ status: 200, type: 'image/png', nosniff: 'nosniff', body: PNG });
-    expect(await image(path.join(config.projectDir, 'photo.jpg'))).toMatchObject({ status: 200, type: 'image/jpeg', body: JPEG });
+    expect(await image(path.join(config.projectDir, 'photo.jpg'))).toMatchObject({
+      status: 200,
+      type: 'image/jpeg',
+      body: JPEG,
+    });
     expect(await image('pic.webp')).toMatchObject({ status: 200, type: 'image/webp', body: WEBP });
     expect(await image('inside-link.png')).toMatchObject({ status: 200, body: PNG });
   });
@@ -59,7 +73,18 @@ describe('GET /api/image', () => {
   });
 
   it('is 404 File not found for missing, outside, escaping, non-image and non-file paths', async () => {
-    for (const p of ['nope.png', '../outside.png', path.join(root, 'outside.png'), 'escape.png', 'anim.gif', 'fake.png', 'docs', '/etc/passwd', 'docs/../../outside.png', 'a\0b']) {
+    for (const p of [
+      'nope.png',
+      '../outside.png',
+      path.join(root, 'outside.png'),
+      'escape.png',
+      'anim.gif',
+      'fake.png',
+      'docs',
+      '/etc/passwd',
+      'docs/../../outside.png',
+      'a\0b',
+    ]) {
       expect(await image(p), p).toMatchObject({ status: 404, body: { error: 'File not found' } });
     }
   });
@@ -72,7 +97,11 @@ describe('POST /api/upload', () => {
   }
 
   it('stores PNG, JPEG and WebP as <uuid>.<ext> in the upload dir, readable through /api/image', async () => {
-    for (const [data, ext] of [[PNG, 'png'], [JPEG, 'jpg'], [WEBP, 'webp']] as const) {
+    for (const [data, ext] of [
+      [PNG, 'png'],
+      [JPEG, 'jpg'],
+      [WEBP, 'webp'],
+    ] as const) {
       const r = await upload(imageForm(data, { filename: 'whatever.bin', type: 'application/octet-stream' }));
       expect(r.status).toBe(200);
       expect(r.body.path).toMatch(new RegExp(`^${config.uploadDir}/[0-9a-f-]{36}\\.${ext}$`));
@@ -85,23 +114,35 @@ describe('POST /api/upload', () => {
     const before = await readdir(config.uploadDir);
     for (const data of [GIF, Buffer.from('hello'), Buffer.alloc(0)]) {
       const r = await upload(imageForm(data, { filename: 'x.png', type: 'image/png' }));
-      expect(r).toEqual({ status: 400, body: { error: 'Unsupported file type: only PNG, JPEG and WebP images are accepted' } });
+      expect(r).toEqual({
+        status: 400,
+        body: { error: 'Unsupported file type: only PNG, JPEG and WebP images are accepted' },
+      });
     }
     expect(await readdir(config.uploadDir)).toEqual(before);
   });
 
   it('is 400 No file provided without a file field', async () => {
-    expect(await upload(imageForm(PNG, { field: 'other' }))).toEqual({ status: 400, body: { error: 'No file provided' } });
+    expect(await upload(imageForm(PNG, { field: 'other' }))).toEqual({
+      status: 400,
+      body: { error: 'No file provided' },
+    });
     const form = new FormData();
     form.append('file', 'just text');
     expect(await upload(form)).toEqual({ status: 400, body: { error: 'No file provided' } });
-    expect(await upload('{}', { 'content-type': 'application/json' })).toEqual({ status: 400, body: { error: 'No file provided' } });
+    expect(await upload('{}', { 'content-type': 'application/json' })).toEqual({
+      status: 400,
+      body: { error: 'No file provided' },
+    });
   });
 
   it('is 413 over the limit, declared or streamed, and keeps nothing', async () => {
     const before = await readdir(config.uploadDir);
     const big = Buffer.concat([PNG, Buffer.alloc(70 * 1024)]);
-    expect(await upload(imageForm(big))).toEqual({ status: 413, body: { error: 'Upload too large: the limit is 65536 bytes' } });
+    expect(await upload(imageForm(big))).toEqual({
+      status: 413,
+      body: { error: 'Upload too large: the limit is 65536 bytes' },
+    });
     const huge = Buffer.concat([PNG, Buffer.alloc(200 * 1024)]);
     expect(await upload(imageForm(huge))).toMatchObject({ status: 413 });
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -132,7 +173,9 @@ describe('POST /api/upload', () => {
   });
 
   it('is 400 for a broken multipart body', async () => {
-    const r = await upload('--x\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\n\r\nabc', { 'content-type': 'multipart/form-data; boundary=x' });
+    const r = await upload('--x\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\n\r\nabc', {
+      'content-type': 'multipart/form-data; boundary=x',
+    });
     expect(r.status).toBe(400);
   });
 });

@@ -58,12 +58,19 @@ async function start(overrides: Partial<ReviewConfig> = {}) {
     onListening: resolveUrl,
   });
   // Surface a startup failure instead of waiting for a URL forever.
-  const url = await Promise.race([urlReady, exit.then((code) => Promise.reject(new Error(`exited ${code}: ${stderr.text()}`)))]);
+  const url = await Promise.race([
+    urlReady,
+    exit.then((code) => Promise.reject(new Error(`exited ${code}: ${stderr.text()}`))),
+  ]);
   return { url, exit, stdout, stderr, controller, config, root };
 }
 
 function post(url: string, body: unknown, headers: Record<string, string> = {}) {
-  return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
 }
 
 describe('runReview', () => {
@@ -90,7 +97,10 @@ describe('runReview', () => {
 
   it('accepts exactly one of two concurrent decisions; the other gets 409 and is not recorded', async () => {
     const { url, exit, stdout } = await start();
-    const [a, b] = await Promise.all([post(`${url}api/decide`, { value: 'first', delayMs: 200 }), post(`${url}api/decide`, { value: 'second' })]);
+    const [a, b] = await Promise.all([
+      post(`${url}api/decide`, { value: 'first', delayMs: 200 }),
+      post(`${url}api/decide`, { value: 'second' }),
+    ]);
     expect([a.status, b.status].sort()).toEqual([200, 409]);
     const loser = a.status === 409 ? a : b;
     expect(await loser.json()).toEqual({ error: 'This review has already been decided' });
@@ -111,9 +121,15 @@ describe('runReview', () => {
     expect(await r.json()).toEqual({ error: 'Invalid JSON body' });
     r = await post(`${url}api/decide`, '[1,2]');
     expect(await r.json()).toEqual({ error: 'Request body must be a JSON object' });
-    r = await fetch(`${url}api/decide`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'value=yes' });
+    r = await fetch(`${url}api/decide`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'value=yes',
+    });
     expect(r.status).toBe(415);
-    expect(await r.json()).toEqual({ error: 'Unsupported Content-Type: send application/json (multipart/form-data for /api/upload)' });
+    expect(await r.json()).toEqual({
+      error: 'Unsupported Content-Type: send application/json (multipart/form-data for /api/upload)',
+    });
     r = await post(`${url}api/decide`, { value: 'fail' });
     expect(r.status).toBe(500);
     expect(stdout.text()).toBe('');

@@ -18,7 +18,15 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 function context(argv: string[], stdin = '') {
   const stderr = capture();
   const stdout = capture();
-  const ctx: CommandContext = { argv, env: { HOME: dir }, cwd: dir, stdin: Readable.from([Buffer.from(stdin)]), stdout, stderr, shutdown: new AbortController().signal };
+  const ctx: CommandContext = {
+    argv,
+    env: { HOME: dir },
+    cwd: dir,
+    stdin: Readable.from([Buffer.from(stdin)]),
+    stdout,
+    stderr,
+    shutdown: new AbortController().signal,
+  };
   return { ctx, stdout, stderr };
 }
 
@@ -49,7 +57,9 @@ describe('gatehouse hook claude-code: errors before serving', () => {
   it('exits 1 with the reason on stderr for a malformed event, writing nothing on stdout', async () => {
     const { ctx, stdout, stderr } = context(['claude-code'], '{"tool_name":"ExitPlanMode","tool_input":{}}');
     expect(await runHook(ctx)).toBe(1);
-    expect(stderr.text()).toBe('gatehouse hook claude-code: the hook event has no plan (tool_input.plan must be a non-empty string)\n');
+    expect(stderr.text()).toBe(
+      'gatehouse hook claude-code: the hook event has no plan (tool_input.plan must be a non-empty string)\n',
+    );
     expect(stdout.text()).toBe('');
   });
 

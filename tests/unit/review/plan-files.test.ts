@@ -43,15 +43,25 @@ describe('writeNewFile', () => {
     const first = await writeNewFile(dir, 'p-2026-01-01-approved', '.md', 'one');
     const second = await writeNewFile(dir, 'p-2026-01-01-approved', '.md', 'two');
     const third = await writeNewFile(dir, 'p-2026-01-01-approved', '.md', 'three');
-    expect([first, second, third].map((p) => path.basename(p))).toEqual(['p-2026-01-01-approved.md', 'p-2026-01-01-approved-2.md', 'p-2026-01-01-approved-3.md']);
+    expect([first, second, third].map((p) => path.basename(p))).toEqual([
+      'p-2026-01-01-approved.md',
+      'p-2026-01-01-approved-2.md',
+      'p-2026-01-01-approved-3.md',
+    ]);
     expect(await readFile(first, 'utf8')).toBe('one');
     expect(await readFile(third, 'utf8')).toBe('three');
-    expect((await readdir(dir)).sort()).toEqual(['p-2026-01-01-approved-2.md', 'p-2026-01-01-approved-3.md', 'p-2026-01-01-approved.md']);
+    expect((await readdir(dir)).sort()).toEqual([
+      'p-2026-01-01-approved-2.md',
+      'p-2026-01-01-approved-3.md',
+      'p-2026-01-01-approved.md',
+    ]);
   });
 
   it('gives concurrent writers distinct files', async () => {
     const dir = path.join(root, 'race');
-    const paths = await Promise.all(Array.from({ length: 12 }, (_, i) => writeNewFile(dir, 'same', '.md', `content ${i}`)));
+    const paths = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => writeNewFile(dir, 'same', '.md', `content ${i}`)),
+    );
     expect(new Set(paths).size).toBe(12);
     const contents = await Promise.all(paths.map((p) => readFile(p, 'utf8')));
     expect(new Set(contents).size).toBe(12);
@@ -70,7 +80,9 @@ describe('savePlan', () => {
     expect(path.basename(denied)).toBe('ship-it-2026-11-23-denied.md');
     expect(await readFile(denied, 'utf8')).toContain('Too risky');
     expect(savedPlanContent('# P', 'denied', 'why')).toMatch(/^# P\n[\s\S]*why\n$/);
-    expect(path.basename(await savePlan(dir, '# Ship It\nsteps', 'approved', null, now))).toBe('ship-it-2026-11-23-approved-2.md');
+    expect(path.basename(await savePlan(dir, '# Ship It\nsteps', 'approved', null, now))).toBe(
+      'ship-it-2026-11-23-approved-2.md',
+    );
   });
 });
 
@@ -124,7 +136,12 @@ describe('notes', () => {
     const vault = path.join(root, 'vault-a');
     await mkdir(vault, { recursive: true });
     const config = path.join(root, 'notevault.json');
-    await writeFile(config, JSON.stringify({ vaults: { a: { path: vault, ts: 1 }, b: { path: path.join(root, 'gone') }, c: { path: 'relative' }, d: null } }));
+    await writeFile(
+      config,
+      JSON.stringify({
+        vaults: { a: { path: vault, ts: 1 }, b: { path: path.join(root, 'gone') }, c: { path: 'relative' }, d: null },
+      }),
+    );
     expect(await listVaults(config)).toEqual([vault]);
     expect(await listVaults(path.join(root, 'missing.json'))).toEqual([]);
     await writeFile(path.join(root, 'broken.json'), '{not json');
@@ -134,7 +151,11 @@ describe('notes', () => {
   it('writes YAML front matter (created, source, tags) before the plan', () => {
     const text = noteContent('# T\nbody', ['plan', 'a: b'], new Date('2026-11-23T10:00:00Z'));
     const [, front, rest] = text.split('---\n');
-    expect(YAML.parse(front as string)).toEqual({ created: '2026-11-23T10:00:00.000Z', source: 'gatehouse', tags: ['plan', 'a: b'] });
+    expect(YAML.parse(front as string)).toEqual({
+      created: '2026-11-23T10:00:00.000Z',
+      source: 'gatehouse',
+      tags: ['plan', 'a: b'],
+    });
     expect(rest).toBe('\n# T\nbody\n');
   });
 
@@ -147,15 +168,25 @@ describe('notes', () => {
     const configPath = path.join(root, 'vaults.json');
     await writeFile(configPath, JSON.stringify({ vaults: { x: { path: listed } } }));
     const options = { configPath, allowedRoots: [path.join(root, 'nowhere')], home: root, projectDir: root };
-    expect(await noteFolder({ vaultPath: listed, folder: 'Plans/2026', plan: 'p' }, options)).toBe(path.join(listed, 'Plans', '2026'));
+    expect(await noteFolder({ vaultPath: listed, folder: 'Plans/2026', plan: 'p' }, options)).toBe(
+      path.join(listed, 'Plans', '2026'),
+    );
     expect(await noteFolder({ vaultPath: listed, plan: 'p' }, options)).toBe(listed);
-    await expect(noteFolder({ vaultPath: unlisted, plan: 'p' }, options)).rejects.toThrow('Invalid field notevault.vaultPath: must be a folder inside an allowed root');
+    await expect(noteFolder({ vaultPath: unlisted, plan: 'p' }, options)).rejects.toThrow(
+      'Invalid field notevault.vaultPath: must be a folder inside an allowed root',
+    );
     expect(await noteFolder({ vaultPath: unlisted, plan: 'p' }, { ...options, allowedRoots: [root] })).toBe(unlisted);
-    await expect(noteFolder({ vaultPath: path.join(root, 'no-vault'), plan: 'p' }, options)).rejects.toThrow('no such vault folder');
+    await expect(noteFolder({ vaultPath: path.join(root, 'no-vault'), plan: 'p' }, options)).rejects.toThrow(
+      'no such vault folder',
+    );
     for (const folder of ['../x', 'a/../../x', '/abs']) {
-      await expect(noteFolder({ vaultPath: listed, folder, plan: 'p' }, options), folder).rejects.toThrow('Invalid field notevault.folder');
+      await expect(noteFolder({ vaultPath: listed, folder, plan: 'p' }, options), folder).rejects.toThrow(
+        'Invalid field notevault.folder',
+      );
     }
-    await expect(noteFolder({ vaultPath: listed, folder: 'escape/sub', plan: 'p' }, options)).rejects.toThrow('Invalid field notevault.folder');
+    await expect(noteFolder({ vaultPath: listed, folder: 'escape/sub', plan: 'p' }, options)).rejects.toThrow(
+      'Invalid field notevault.folder',
+    );
   });
 
   it('builds the notememo URL from the template', () => {

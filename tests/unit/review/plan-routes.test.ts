@@ -39,17 +39,35 @@ async function startPlan(overrides: Partial<ReviewConfig> = {}, permissionMode =
   });
   const url = await urlReady;
   const post = async (p: string, body: unknown) => {
-    const r = await fetch(`${url}api/${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const r = await fetch(`${url}api/${p}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     return { status: r.status, body: (await r.json()) as Record<string, unknown> };
   };
   const get = async (p: string) => (await fetch(`${url}api/${p}`)).json();
-  return { url, exit, stdout, config, root, post, get, decision: async () => ({ code: await exit, json: JSON.parse(stdout.text()) as Record<string, unknown> }) };
+  return {
+    url,
+    exit,
+    stdout,
+    config,
+    root,
+    post,
+    get,
+    decision: async () => ({ code: await exit, json: JSON.parse(stdout.text()) as Record<string, unknown> }),
+  };
 }
 
 describe('plan review routes', () => {
   it('GET /api/plan reports the plan, origin, permission mode and sharing', async () => {
     const s = await startPlan({ origin: 'opencode', sharingEnabled: false });
-    expect(await s.get('plan')).toEqual({ plan: PLAN, origin: 'opencode', permissionMode: 'plan', sharingEnabled: false });
+    expect(await s.get('plan')).toEqual({
+      plan: PLAN,
+      origin: 'opencode',
+      permissionMode: 'plan',
+      sharingEnabled: false,
+    });
     expect(await s.get('agents')).toEqual({ agents: [], error: 'Failed to fetch agents' });
   });
 
@@ -59,24 +77,43 @@ describe('plan review routes', () => {
     const savedPath = path.join(s.config.planDir, 'add-caching-layer-2026-11-23-approved.md');
     expect(r).toEqual({ status: 200, body: { ok: true, savedPath } });
     expect(await readFile(savedPath, 'utf8')).toBe(PLAN);
-    expect(await s.decision()).toEqual({ code: 0, json: { decision: 'approved', feedback: 'nice', savedPath, permissionMode: 'acceptEdits', agentSwitch: 'build' } });
+    expect(await s.decision()).toEqual({
+      code: 0,
+      json: { decision: 'approved', feedback: 'nice', savedPath, permissionMode: 'acceptEdits', agentSwitch: 'build' },
+    });
   });
 
   it('deny with saving off writes nothing and has no savedPath; feedback defaults', async () => {
     const s = await startPlan();
     const r = await s.post('deny', { planSave: { enabled: false } });
     expect(r).toEqual({ status: 200, body: { ok: true } });
-    expect(await s.decision()).toEqual({ code: 2, json: { decision: 'denied', feedback: 'Plan rejected by user', savedPath: null, permissionMode: null, agentSwitch: null } });
+    expect(await s.decision()).toEqual({
+      code: 2,
+      json: {
+        decision: 'denied',
+        feedback: 'Plan rejected by user',
+        savedPath: null,
+        permissionMode: null,
+        agentSwitch: null,
+      },
+    });
     await expect(readdir(s.config.planDir)).rejects.toThrow();
   });
 
   it('deny saves to a customPath inside an allowed root, with the feedback appended', async () => {
     const s = await startPlan();
-    const r = await s.post('deny', { feedback: 'Use Memcached instead', planSave: { enabled: true, customPath: 'docs/plans' } });
+    const r = await s.post('deny', {
+      feedback: 'Use Memcached instead',
+      planSave: { enabled: true, customPath: 'docs/plans' },
+    });
     const savedPath = path.join(s.config.projectDir, 'docs', 'plans', 'add-caching-layer-2026-11-23-denied.md');
     expect(r.body).toEqual({ ok: true, savedPath });
     expect(await readFile(savedPath, 'utf8')).toMatch(/^# Add Caching Layer[\s\S]*Use Memcached instead\n$/);
-    expect((await s.decision()).json).toMatchObject({ decision: 'denied', feedback: 'Use Memcached instead', savedPath });
+    expect((await s.decision()).json).toMatchObject({
+      decision: 'denied',
+      feedback: 'Use Memcached instead',
+      savedPath,
+    });
   });
 
   it('refuses a customPath outside the allowed roots, through .. or a symlink, and keeps waiting', async () => {
@@ -84,7 +121,10 @@ describe('plan review routes', () => {
     await symlink(s.root, path.join(s.config.projectDir, 'up'));
     for (const customPath of ['/etc', '../outside', 'up/escaped', `${s.root}/elsewhere`]) {
       const r = await s.post('approve', { planSave: { customPath } });
-      expect(r, customPath).toEqual({ status: 400, body: { error: 'Invalid field planSave.customPath: must be a folder inside an allowed root' } });
+      expect(r, customPath).toEqual({
+        status: 400,
+        body: { error: 'Invalid field planSave.customPath: must be a folder inside an allowed root' },
+      });
     }
     expect(s.stdout.text()).toBe('');
     expect((await s.post('approve', {})).status).toBe(200);
@@ -96,16 +136,32 @@ describe('plan review routes', () => {
     const cases: [string, unknown, string][] = [
       ['approve', { feedback: 1 }, 'Invalid field feedback: must be a string'],
       ['approve', { agentSwitch: ['a'] }, 'Invalid field agentSwitch: must be a string'],
-      ['approve', { permissionMode: 'yolo' }, 'Invalid field permissionMode: must be one of default, acceptEdits, plan, bypassPermissions'],
+      [
+        'approve',
+        { permissionMode: 'yolo' },
+        'Invalid field permissionMode: must be one of default, acceptEdits, plan, bypassPermissions',
+      ],
       ['approve', { planSave: true }, 'Invalid field planSave: must be an object'],
       ['approve', { planSave: { enabled: 'yes' } }, 'Invalid field planSave.enabled: must be true or false'],
       ['approve', { planSave: { customPath: 5 } }, 'Invalid field planSave.customPath: must be a string'],
       ['approve', { notevault: 'x' }, 'Invalid field notevault: must be an object'],
       ['approve', { notevault: { plan: 'p' } }, 'Missing field notevault.vaultPath'],
       ['approve', { notevault: { vaultPath: '/v' } }, 'Missing field notevault.plan'],
-      ['approve', { notevault: { vaultPath: '/v', plan: 'p', tags: 'a' } }, 'Invalid field notevault.tags: must be an array of strings'],
-      ['approve', { notevault: { vaultPath: '/v', plan: 'p', tags: ['a', 2] } }, 'Invalid field notevault.tags: must be an array of strings'],
-      ['approve', { notevault: { vaultPath: '/v', plan: 'p', folder: 3 } }, 'Invalid field notevault.folder: must be a string'],
+      [
+        'approve',
+        { notevault: { vaultPath: '/v', plan: 'p', tags: 'a' } },
+        'Invalid field notevault.tags: must be an array of strings',
+      ],
+      [
+        'approve',
+        { notevault: { vaultPath: '/v', plan: 'p', tags: ['a', 2] } },
+        'Invalid field notevault.tags: must be an array of strings',
+      ],
+      [
+        'approve',
+        { notevault: { vaultPath: '/v', plan: 'p', folder: 3 } },
+        'Invalid field notevault.folder: must be a string',
+      ],
       ['approve', { notememo: {} }, 'Missing field notememo.plan'],
       ['approve', { notememo: { plan: 1 } }, 'Invalid field notememo.plan: must be a string'],
       ['deny', { feedback: false }, 'Invalid field feedback: must be a string'],
@@ -137,7 +193,9 @@ describe('plan review routes', () => {
       notememoUrl: `notememo://x-callback-url/create?title=Add%20Caching%20Layer&text=${encodeURIComponent(PLAN)}`,
     });
     const note = await readFile(notePath, 'utf8');
-    expect(note).toMatch(/^---\ncreated: .+\nsource: gatehouse\ntags:\n {2}- plan\n {2}- caching\n---\n\n# Add Caching Layer/);
+    expect(note).toMatch(
+      /^---\ncreated: .+\nsource: gatehouse\ntags:\n {2}- plan\n {2}- caching\n---\n\n# Add Caching Layer/,
+    );
     expect((await s.decision()).json.savedPath).toBeNull();
   });
 

@@ -66,8 +66,14 @@ describe('parseDiff', () => {
   });
 
   it("keeps git's hunk headers as printed, function context included", () => {
-    expect(files.flatMap((f) => f.hunks.map((h) => h.header))).toEqual(['@@ -0,0 +1 @@', '@@ -1,3 +1,4 @@', '@@ -1,2 +0,0 @@']);
-    const withContext = parseDiff('diff --git a/a.ts b/a.ts\n--- a/a.ts\n+++ b/a.ts\n@@ -10,2 +10,2 @@ function take(key) {\n-a\n+b\n x\n');
+    expect(files.flatMap((f) => f.hunks.map((h) => h.header))).toEqual([
+      '@@ -0,0 +1 @@',
+      '@@ -1,3 +1,4 @@',
+      '@@ -1,2 +0,0 @@',
+    ]);
+    const withContext = parseDiff(
+      'diff --git a/a.ts b/a.ts\n--- a/a.ts\n+++ b/a.ts\n@@ -10,2 +10,2 @@ function take(key) {\n-a\n+b\n x\n',
+    );
     expect(withContext[0]?.hunks[0]?.header).toBe('@@ -10,2 +10,2 @@ function take(key) {');
   });
 
@@ -85,7 +91,9 @@ describe('parseDiff', () => {
 
   it('parses a 50,000-line diff', () => {
     const body = Array.from({ length: 25_000 }, (_, i) => `-old ${i}\n+new ${i}`).join('\n');
-    const big = parseDiff(`diff --git a/big.txt b/big.txt\n--- a/big.txt\n+++ b/big.txt\n@@ -1,25000 +1,25000 @@\n${body}\n`);
+    const big = parseDiff(
+      `diff --git a/big.txt b/big.txt\n--- a/big.txt\n+++ b/big.txt\n@@ -1,25000 +1,25000 @@\n${body}\n`,
+    );
     expect(big[0]?.additions).toBe(25_000);
     expect(big[0]?.hunks[0]?.lines.at(-1)).toEqual({ kind: 'add', oldNo: undefined, newNo: 25_000, text: 'new 24999' });
   });
@@ -109,11 +117,33 @@ describe('rows', () => {
 
   it('lists file headers, placeholders, hunks and lines; collapsed files show only their header', () => {
     const rows = diffRows(files, 'unified', new Set([3]));
-    expect(rows.map((r) => r.type)).toEqual(['file', 'empty', 'file', 'hunk', 'line', 'file', 'hunk', 'line', 'line', 'line', 'line', 'line', 'file']);
+    expect(rows.map((r) => r.type)).toEqual([
+      'file',
+      'empty',
+      'file',
+      'hunk',
+      'line',
+      'file',
+      'hunk',
+      'line',
+      'line',
+      'line',
+      'line',
+      'line',
+      'file',
+    ]);
   });
 
   it('puts annotations and the open form after the line their range ends on, on their side', () => {
-    const note: CodeAnnotation = { id: 'n1', type: 'comment', filePath: 'y.txt', lineStart: 1, lineEnd: 2, side: 'old', text: 'x' };
+    const note: CodeAnnotation = {
+      id: 'n1',
+      type: 'comment',
+      filePath: 'y.txt',
+      lineStart: 1,
+      lineEnd: 2,
+      side: 'old',
+      text: 'x',
+    };
     const rows = viewRows(files, 'unified', new Set(), [note], { file: 2, side: 'new', start: 4, end: 4 }, true);
     const at = rows.findIndex((r) => r.type === 'notes');
     expect(rows[at - 1]).toMatchObject({ type: 'line', line: { kind: 'del', oldNo: 2 } });
@@ -121,7 +151,11 @@ describe('rows', () => {
     expect(rows[form - 1]).toMatchObject({ type: 'line', line: { newNo: 4 } });
     // The same annotation in the split layout sits after the row whose left side is old line 2.
     // While a range is still being dragged out, the form waits.
-    expect(viewRows(files, 'unified', new Set(), [], { file: 2, side: 'new', start: 1, end: 4, dragging: true }, true).some((r) => r.type === 'form')).toBe(false);
+    expect(
+      viewRows(files, 'unified', new Set(), [], { file: 2, side: 'new', start: 1, end: 4, dragging: true }, true).some(
+        (r) => r.type === 'form',
+      ),
+    ).toBe(false);
     const split = viewRows(files, 'split', new Set(), [note], undefined, false);
     const s = split.findIndex((r) => r.type === 'notes');
     expect(split[s - 1]).toMatchObject({ type: 'split', row: { left: { oldNo: 2 } } });

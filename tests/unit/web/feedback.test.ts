@@ -2,7 +2,15 @@ import { describe, expect, it } from 'vitest';
 import type { CodeAnnotation, PlanAnnotation } from '../../../web/src/annotations.ts';
 import { blockquote, codeFeedback, fenced, languageOf, planFeedback } from '../../../web/src/feedback.ts';
 
-const plan = (over: Partial<PlanAnnotation>): PlanAnnotation => ({ id: 'x', kind: 'comment', quote: 'q', start: 0, end: 1, text: '', ...over });
+const plan = (over: Partial<PlanAnnotation>): PlanAnnotation => ({
+  id: 'x',
+  kind: 'comment',
+  quote: 'q',
+  start: 0,
+  end: 1,
+  text: '',
+  ...over,
+});
 
 describe('planFeedback', () => {
   it('is empty without annotations, so the server default applies', () => {
@@ -29,7 +37,9 @@ describe('planFeedback', () => {
   });
 
   it('keeps a deletion reason', () => {
-    expect(planFeedback([plan({ kind: 'delete', text: 'Out of scope.' })])).toContain('Remove the quoted passage from the plan. Out of scope.');
+    expect(planFeedback([plan({ kind: 'delete', text: 'Out of scope.' })])).toContain(
+      'Remove the quoted passage from the plan. Out of scope.',
+    );
   });
 });
 
@@ -47,7 +57,15 @@ describe('fenced and blockquote', () => {
 describe('codeFeedback', () => {
   const lookup = (path: string, side: string, start: number, end: number): string[] =>
     path === 'src/a.ts' ? Array.from({ length: end - start + 1 }, (_, i) => `${side}${start + i}`) : [];
-  const ann = (over: Partial<CodeAnnotation>): CodeAnnotation => ({ id: 'i', type: 'comment', filePath: 'src/a.ts', lineStart: 1, lineEnd: 1, side: 'new', ...over });
+  const ann = (over: Partial<CodeAnnotation>): CodeAnnotation => ({
+    id: 'i',
+    type: 'comment',
+    filePath: 'src/a.ts',
+    lineStart: 1,
+    lineEnd: 1,
+    side: 'new',
+    ...over,
+  });
 
   it('is empty when there is nothing to say', () => {
     expect(codeFeedback([], '  ', ['src/a.ts'], lookup)).toBe('');
@@ -56,7 +74,16 @@ describe('codeFeedback', () => {
   it('orders by file as the diff does, then line, and quotes the code on the annotated side', () => {
     const md = codeFeedback(
       [
-        ann({ id: '2', filePath: 'src/a.ts', lineStart: 7, lineEnd: 8, side: 'old', type: 'suggestion', text: 'simpler', suggestedCode: 'return x;' }),
+        ann({
+          id: '2',
+          filePath: 'src/a.ts',
+          lineStart: 7,
+          lineEnd: 8,
+          side: 'old',
+          type: 'suggestion',
+          text: 'simpler',
+          suggestedCode: 'return x;',
+        }),
         ann({ id: '1', filePath: 'z.py', lineStart: 3, lineEnd: 3, type: 'concern', text: 'race' }),
         ann({ id: '3', filePath: 'src/a.ts', lineStart: 2, lineEnd: 2, text: 'name?' }),
       ],

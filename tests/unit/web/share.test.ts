@@ -41,14 +41,23 @@ describe('share codec', () => {
   });
 
   it('drops annotations that are not well formed', async () => {
-    const bytes = new TextEncoder().encode(JSON.stringify({ v: 1, plan: 'p', annotations: [annotation, { id: 3 }, null] }));
-    const packed = new Uint8Array(await new Response(new Blob([bytes]).stream().pipeThrough(new CompressionStream('deflate-raw'))).arrayBuffer());
-    await expect(decodeShare(`share=${toBase64Url(packed)}`)).resolves.toEqual({ plan: 'p', annotations: [annotation] });
+    const bytes = new TextEncoder().encode(
+      JSON.stringify({ v: 1, plan: 'p', annotations: [annotation, { id: 3 }, null] }),
+    );
+    const packed = new Uint8Array(
+      await new Response(new Blob([bytes]).stream().pipeThrough(new CompressionStream('deflate-raw'))).arrayBuffer(),
+    );
+    await expect(decodeShare(`share=${toBase64Url(packed)}`)).resolves.toEqual({
+      plan: 'p',
+      annotations: [annotation],
+    });
   });
 
   it('names an incompatible version', async () => {
     const bytes = new TextEncoder().encode(JSON.stringify({ v: 99, plan: 'p', annotations: [] }));
-    const packed = new Uint8Array(await new Response(new Blob([bytes]).stream().pipeThrough(new CompressionStream('deflate-raw'))).arrayBuffer());
+    const packed = new Uint8Array(
+      await new Response(new Blob([bytes]).stream().pipeThrough(new CompressionStream('deflate-raw'))).arrayBuffer(),
+    );
     await expect(decodeShare(`share=${toBase64Url(packed)}`)).rejects.toThrow('incompatible version');
   });
 });

@@ -43,7 +43,12 @@ export function AgentPicker({ state }: { state: AgentsState }): JSX.Element {
   return (
     <label class="field-inline">
       <span>Switch agent</span>
-      <select value={state.selected} disabled={state.loading} onChange={(e) => state.select(e.currentTarget.value)} aria-label="Agent to switch to">
+      <select
+        value={state.selected}
+        disabled={state.loading}
+        onChange={(e) => state.select(e.currentTarget.value)}
+        aria-label="Agent to switch to"
+      >
         <option value="">{state.loading ? 'Loading…' : 'Keep current agent'}</option>
         {state.agents.map((a) => (
           <option value={a.id} key={a.id} title={a.description}>

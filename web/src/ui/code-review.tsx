@@ -2,7 +2,14 @@
 // send the feedback (or approve) to the agent.
 import type { JSX } from 'preact';
 import { useCallback, useMemo, useRef, useState } from 'preact/hooks';
-import { codeInOrder, newId, removeById, upsert, type CodeAnnotation, type CodeAnnotationType } from '../annotations.ts';
+import {
+  codeInOrder,
+  newId,
+  removeById,
+  upsert,
+  type CodeAnnotation,
+  type CodeAnnotationType,
+} from '../annotations.ts';
 import { api, type DiffResponse, type DiffSwitchRequest } from '../api.ts';
 import { gapRange, showFile, withLines, type FileContext, type Gap } from '../diff-context.ts';
 import { linesOf, parseDiff, type DiffLayout } from '../diff-model.ts';
@@ -19,7 +26,11 @@ import { FileTree } from './file-tree.tsx';
 import { Topbar } from './topbar.tsx';
 
 const APPROVAL = 'LGTM';
-const TYPE_LABEL: Record<CodeAnnotationType, string> = { comment: 'Comment', suggestion: 'Suggestion', concern: 'Concern' };
+const TYPE_LABEL: Record<CodeAnnotationType, string> = {
+  comment: 'Comment',
+  suggestion: 'Suggestion',
+  concern: 'Concern',
+};
 
 interface Form {
   editingId: string | undefined;
@@ -33,7 +44,11 @@ function rangeLabel(a: { lineStart: number; lineEnd: number; side: string }): st
   return `${a.side === 'old' ? 'old' : 'new'} ${lines}`;
 }
 
-export function CodeReview(props: { data: DiffResponse; settings: Settings; updateSettings: (c: Partial<Settings>) => void }): JSX.Element {
+export function CodeReview(props: {
+  data: DiffResponse;
+  settings: Settings;
+  updateSettings: (c: Partial<Settings>) => void;
+}): JSX.Element {
   const { data, settings } = props;
   const [diff, setDiff] = useState({ rawPatch: data.rawPatch, diffType: data.diffType, gitRef: data.gitRef });
   const parsed = useMemo(() => parseDiff(diff.rawPatch), [diff.rawPatch]);
@@ -93,7 +108,8 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
     const file = files[sel.file];
     setForm((f) => {
       const suggested = file === undefined ? '' : linesOf(file, sel.side, sel.start, sel.end).join('\n');
-      if (f !== undefined && f.editingId === undefined) return { ...f, suggestedCode: f.type === 'suggestion' && f.suggestedCode !== '' ? f.suggestedCode : suggested };
+      if (f !== undefined && f.editingId === undefined)
+        return { ...f, suggestedCode: f.type === 'suggestion' && f.suggestedCode !== '' ? f.suggestedCode : suggested };
       return { editingId: undefined, type: 'comment', text: '', suggestedCode: suggested };
     });
   };
@@ -196,20 +212,33 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
     else void send(APPROVAL, true);
   };
 
-  useSubmitKey(done !== undefined || dialog !== undefined || form !== undefined ? undefined : () => (hasFeedback ? setDialog('feedback') : approve()));
+  useSubmitKey(
+    done !== undefined || dialog !== undefined || form !== undefined
+      ? undefined
+      : () => (hasFeedback ? setDialog('feedback') : approve()),
+  );
 
   if (done !== undefined) {
     return (
       <Done
         title={done === 'approved' ? 'Changes approved' : 'Review sent'}
-        detail={<p>{done === 'approved' ? `The agent was told “${APPROVAL}”.` : `The agent received your feedback with ${annotations.length} annotation${annotations.length === 1 ? '' : 's'}.`}</p>}
+        detail={
+          <p>
+            {done === 'approved'
+              ? `The agent was told “${APPROVAL}”.`
+              : `The agent received your feedback with ${annotations.length} annotation${annotations.length === 1 ? '' : 's'}.`}
+          </p>
+        }
       />
     );
   }
 
   const options = data.gitContext.diffOptions;
-  const selectedOption = diff.diffType === 'vs main' && !options.some((o) => o.id === 'vs main') ? 'branch' : diff.diffType;
-  const allOptions = options.some((o) => o.id === selectedOption) ? options : [{ id: selectedOption, label: selectedOption }, ...options];
+  const selectedOption =
+    diff.diffType === 'vs main' && !options.some((o) => o.id === 'vs main') ? 'branch' : diff.diffType;
+  const allOptions = options.some((o) => o.id === selectedOption)
+    ? options
+    : [{ id: selectedOption, label: selectedOption }, ...options];
   const adds = files.reduce((n, f) => n + f.additions, 0);
   const dels = files.reduce((n, f) => n + f.deletions, 0);
   const ordered = codeInOrder(annotations, fileOrder);
@@ -232,7 +261,13 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
       >
         <label class="field-inline">
           <span>Diff</span>
-          <select value={selectedOption} disabled={switching} onChange={(e) => void switchDiff(e.currentTarget.value)} aria-label="Diff type" data-testid="diff-type">
+          <select
+            value={selectedOption}
+            disabled={switching}
+            onChange={(e) => void switchDiff(e.currentTarget.value)}
+            aria-label="Diff type"
+            data-testid="diff-type"
+          >
             {allOptions.map((o) => (
               <option key={o.id} value={o.id}>
                 {o.label}
@@ -242,13 +277,25 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
         </label>
         <div class="segmented" role="group" aria-label="Diff layout">
           {(['unified', 'split'] as const).map((l) => (
-            <button key={l} type="button" aria-pressed={layout === l} class={layout === l ? 'on' : ''} onClick={() => props.updateSettings({ diffLayout: l })}>
+            <button
+              key={l}
+              type="button"
+              aria-pressed={layout === l}
+              class={layout === l ? 'on' : ''}
+              onClick={() => props.updateSettings({ diffLayout: l })}
+            >
               {l === 'unified' ? 'Unified' : 'Split'}
             </button>
           ))}
         </div>
         {data.origin === 'opencode' && <AgentPicker state={agents} />}
-        <DecisionButtons count={annotations.length} feedbackFirst={hasFeedback} busy={busy} onFeedback={() => setDialog('feedback')} onApprove={approve} />
+        <DecisionButtons
+          count={annotations.length}
+          feedbackFirst={hasFeedback}
+          busy={busy}
+          onFeedback={() => setDialog('feedback')}
+          onApprove={approve}
+        />
       </Topbar>
       {error !== '' && (
         <div class="banner error" role="alert">
@@ -258,7 +305,10 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
       <div class="columns">
         <nav class="toc files" aria-label="Files">
           <h2 class="side-title">
-            {files.length} file{files.length === 1 ? '' : 's'} <span class="stat"><span class="plus">+{adds}</span> <span class="minus">−{dels}</span></span>
+            {files.length} file{files.length === 1 ? '' : 's'}{' '}
+            <span class="stat">
+              <span class="plus">+{adds}</span> <span class="minus">−{dels}</span>
+            </span>
           </h2>
           <FileTree root={tree} current={current} notes={notesPerFile} onOpen={openFile} />
         </nav>
@@ -293,7 +343,9 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
                 onSelect={select}
                 onExpand={(f, gap, direction) => void expand(f, gap, direction)}
                 expanding={expanding}
-                onToggleFile={(f) => setCollapsed((c) => (c.has(f) ? new Set([...c].filter((x) => x !== f)) : new Set([...c, f])))}
+                onToggleFile={(f) =>
+                  setCollapsed((c) => (c.has(f) ? new Set([...c].filter((x) => x !== f)) : new Set([...c, f])))
+                }
                 renderNote={(a) => (
                   <div class={`note-card kind-${a.type}`} key={a.id} data-testid="code-note">
                     <div class="ann-head">
@@ -303,7 +355,11 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
                       <button type="button" class="link" onClick={() => edit(a)}>
                         Edit
                       </button>
-                      <button type="button" class="link danger" onClick={() => setAnnotations((l) => removeById(l, a.id))}>
+                      <button
+                        type="button"
+                        class="link danger"
+                        onClick={() => setAnnotations((l) => removeById(l, a.id))}
+                      >
                         Remove
                       </button>
                     </div>
@@ -315,7 +371,13 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
                   form === undefined || selection === undefined ? (
                     <div />
                   ) : (
-                    <CodeForm form={form} selection={selection} onChange={setForm} onSave={saveForm} onCancel={closeForm} />
+                    <CodeForm
+                      form={form}
+                      selection={selection}
+                      onChange={setForm}
+                      onSave={saveForm}
+                      onCancel={closeForm}
+                    />
                   )
                 }
               />
@@ -324,10 +386,21 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
         </main>
         <aside class="panel" aria-label="Review">
           <div class="panel-head">
-            <h2 class="side-title">Review {annotations.length > 0 && <span class="count">{annotations.length}</span>}</h2>
+            <h2 class="side-title">
+              Review {annotations.length > 0 && <span class="count">{annotations.length}</span>}
+            </h2>
           </div>
-          <Editor label="General comment" value={general} onInput={setGeneral} placeholder="General comment on the change (optional)" rows={3} images />
-          {ordered.length === 0 && <p class="muted empty">Click a line number to comment on that line; shift+click or drag to take a range.</p>}
+          <Editor
+            label="General comment"
+            value={general}
+            onInput={setGeneral}
+            placeholder="General comment on the change (optional)"
+            rows={3}
+            images
+          />
+          {ordered.length === 0 && (
+            <p class="muted empty">Click a line number to comment on that line; shift+click or drag to take a range.</p>
+          )}
           <ol class="ann-list">
             {ordered.map((a) => (
               <li key={a.id} class={`ann kind-${a.type}`}>
@@ -355,7 +428,12 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
         />
       )}
       {dialog === 'confirm-approve' && (
-        <ConfirmApprove title="Approve without your comments?" busy={busy} onApprove={() => void send(APPROVAL, true)} onClose={() => setDialog(undefined)}>
+        <ConfirmApprove
+          title="Approve without your comments?"
+          busy={busy}
+          onApprove={() => void send(APPROVAL, true)}
+          onClose={() => setDialog(undefined)}
+        >
           An approval sends “{APPROVAL}” only; your comments are dropped. To have them addressed, send feedback instead.
         </ConfirmApprove>
       )}
@@ -363,7 +441,13 @@ export function CodeReview(props: { data: DiffResponse; settings: Settings; upda
   );
 }
 
-function CodeForm(props: { form: Form; selection: LineSelection; onChange: (f: Form) => void; onSave: () => void; onCancel: () => void }): JSX.Element {
+function CodeForm(props: {
+  form: Form;
+  selection: LineSelection;
+  onChange: (f: Form) => void;
+  onSave: () => void;
+  onCancel: () => void;
+}): JSX.Element {
   const { form, selection } = props;
   return (
     <DraftForm
@@ -377,12 +461,22 @@ function CodeForm(props: { form: Form; selection: LineSelection; onChange: (f: F
         <>
           <div class="segmented" role="radiogroup" aria-label="Annotation type">
             {(['comment', 'suggestion', 'concern'] as const).map((t) => (
-              <button key={t} type="button" role="radio" aria-checked={form.type === t} class={form.type === t ? 'on' : ''} onClick={() => props.onChange({ ...form, type: t })}>
+              <button
+                key={t}
+                type="button"
+                role="radio"
+                aria-checked={form.type === t}
+                class={form.type === t ? 'on' : ''}
+                onClick={() => props.onChange({ ...form, type: t })}
+              >
                 {TYPE_LABEL[t]}
               </button>
             ))}
           </div>
-          <span class="muted small">{rangeLabel({ lineStart: selection.start, lineEnd: selection.end, side: selection.side })} · shift+click a line number to extend</span>
+          <span class="muted small">
+            {rangeLabel({ lineStart: selection.start, lineEnd: selection.end, side: selection.side })} · shift+click a
+            line number to extend
+          </span>
         </>
       }
     >
@@ -392,12 +486,26 @@ function CodeForm(props: { form: Form; selection: LineSelection; onChange: (f: F
         onInput={(text) => props.onChange({ ...form, text })}
         onSubmit={props.onSave}
         onCancel={props.onCancel}
-        placeholder={form.type === 'concern' ? 'What worries you here?' : form.type === 'suggestion' ? 'Why this change? (optional)' : 'Leave a comment'}
+        placeholder={
+          form.type === 'concern'
+            ? 'What worries you here?'
+            : form.type === 'suggestion'
+              ? 'Why this change? (optional)'
+              : 'Leave a comment'
+        }
         autoFocus
         images
       />
       {form.type === 'suggestion' && (
-        <Editor label="Suggested code" value={form.suggestedCode} onInput={(suggestedCode) => props.onChange({ ...form, suggestedCode })} onSubmit={props.onSave} onCancel={props.onCancel} rows={4} code />
+        <Editor
+          label="Suggested code"
+          value={form.suggestedCode}
+          onInput={(suggestedCode) => props.onChange({ ...form, suggestedCode })}
+          onSubmit={props.onSave}
+          onCancel={props.onCancel}
+          rows={4}
+          code
+        />
       )}
     </DraftForm>
   );

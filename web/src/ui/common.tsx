@@ -126,7 +126,12 @@ export function Editor(props: EditorProps): JSX.Element {
 }
 
 /** A modal built on <dialog>: focus is trapped and Escape closes it natively. */
-export function Modal(props: { title: string; onClose: () => void; children: ComponentChildren; wide?: boolean }): JSX.Element {
+export function Modal(props: {
+  title: string;
+  onClose: () => void;
+  children: ComponentChildren;
+  wide?: boolean;
+}): JSX.Element {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   useLayoutEffect(() => {

@@ -4,8 +4,15 @@ import type { ComponentChildren, JSX } from 'preact';
 import { Modal } from './common.tsx';
 
 /** "Send feedback" and "Approve"; whichever Ctrl/Cmd+Enter triggers is drawn as the primary one. */
-export function DecisionButtons(props: { count: number; feedbackFirst: boolean; busy: boolean; onFeedback: () => void; onApprove: () => void }): JSX.Element {
-  const shortcut = (primary: boolean) => (primary ? { title: 'Ctrl/⌘+Enter', 'aria-keyshortcuts': 'Control+Enter Meta+Enter' } : {});
+export function DecisionButtons(props: {
+  count: number;
+  feedbackFirst: boolean;
+  busy: boolean;
+  onFeedback: () => void;
+  onApprove: () => void;
+}): JSX.Element {
+  const shortcut = (primary: boolean) =>
+    primary ? { title: 'Ctrl/⌘+Enter', 'aria-keyshortcuts': 'Control+Enter Meta+Enter' } : {};
   return (
     <>
       <button
@@ -17,14 +24,26 @@ export function DecisionButtons(props: { count: number; feedbackFirst: boolean; 
       >
         Send feedback{props.count > 0 ? ` (${props.count})` : ''}
       </button>
-      <button type="button" class={props.feedbackFirst ? 'btn success' : 'btn success primary-action'} disabled={props.busy} onClick={props.onApprove} {...shortcut(!props.feedbackFirst)}>
+      <button
+        type="button"
+        class={props.feedbackFirst ? 'btn success' : 'btn success primary-action'}
+        disabled={props.busy}
+        onClick={props.onApprove}
+        {...shortcut(!props.feedbackFirst)}
+      >
         Approve
       </button>
     </>
   );
 }
 
-export function ConfirmApprove(props: { title: string; busy: boolean; onApprove: () => void; onClose: () => void; children: ComponentChildren }): JSX.Element {
+export function ConfirmApprove(props: {
+  title: string;
+  busy: boolean;
+  onApprove: () => void;
+  onClose: () => void;
+  children: ComponentChildren;
+}): JSX.Element {
   return (
     <Modal title={props.title} onClose={props.onClose}>
       <p class="modal-body">{props.children}</p>

@@ -57,7 +57,8 @@ export function DiffView(props: DiffViewProps): JSX.Element {
   useLayoutEffect(() => {
     const end = (): void => {
       const sel = latest.current.selection;
-      if (drag.current !== undefined && sel !== undefined) latest.current.onSelect({ file: sel.file, side: sel.side, start: sel.start, end: sel.end });
+      if (drag.current !== undefined && sel !== undefined)
+        latest.current.onSelect({ file: sel.file, side: sel.side, start: sel.start, end: sel.end });
       drag.current = undefined;
     };
     const move = (e: MouseEvent): void => {
@@ -73,12 +74,20 @@ export function DiffView(props: DiffViewProps): JSX.Element {
 
   const pick = (file: number, side: Side, no: number, extend: boolean, dragging: boolean): void => {
     const sel = latest.current.selection;
-    const range = extend && sel !== undefined && sel.file === file && sel.side === side ? { start: Math.min(sel.start, no), end: Math.max(sel.end, no) } : { start: no, end: no };
+    const range =
+      extend && sel !== undefined && sel.file === file && sel.side === side
+        ? { start: Math.min(sel.start, no), end: Math.max(sel.end, no) }
+        : { start: no, end: no };
     latest.current.onSelect({ file, side, ...range, ...(dragging ? { dragging } : {}) });
   };
 
   const isSelected = (file: number, side: Side, no: number | undefined): boolean =>
-    no !== undefined && selection !== undefined && selection.file === file && selection.side === side && no >= selection.start && no <= selection.end;
+    no !== undefined &&
+    selection !== undefined &&
+    selection.file === file &&
+    selection.side === side &&
+    no >= selection.start &&
+    no <= selection.end;
 
   const gutter = (file: number, side: Side, line: DiffLine | undefined): VNode => {
     const no = line === undefined ? undefined : side === 'old' ? line.oldNo : line.newNo;
@@ -104,7 +113,13 @@ export function DiffView(props: DiffViewProps): JSX.Element {
         onMouseEnter={() => {
           const d = drag.current;
           if (d !== undefined && d.moved && d.file === file && d.side === side) {
-            latest.current.onSelect({ file, side, start: Math.min(d.anchor, no), end: Math.max(d.anchor, no), dragging: true });
+            latest.current.onSelect({
+              file,
+              side,
+              start: Math.min(d.anchor, no),
+              end: Math.max(d.anchor, no),
+              dragging: true,
+            });
           }
         }}
         onKeyDown={(e) => {
@@ -194,7 +209,13 @@ export function DiffView(props: DiffViewProps): JSX.Element {
         const notes = [...p.annotations.values()].filter((a) => a.filePath === file.path).length;
         return (
           <div class="file-head" id={`file-${row.file}`}>
-            <button type="button" class="icon-btn" aria-expanded={open} aria-label={`${open ? 'Collapse' : 'Expand'} ${file.path}`} onClick={() => p.onToggleFile(row.file)}>
+            <button
+              type="button"
+              class="icon-btn"
+              aria-expanded={open}
+              aria-label={`${open ? 'Collapse' : 'Expand'} ${file.path}`}
+              onClick={() => p.onToggleFile(row.file)}
+            >
               {open ? '▾' : '▸'}
             </button>
             <span class={`status st-${file.status}`}>{STATUS_LABEL[file.status]}</span>
@@ -241,7 +262,11 @@ export function DiffView(props: DiffViewProps): JSX.Element {
         );
       }
       case 'notes':
-        return <div class="notes">{row.ids.map((id) => p.annotations.get(id)).map((a) => (a === undefined ? null : p.renderNote(a)))}</div>;
+        return (
+          <div class="notes">
+            {row.ids.map((id) => p.annotations.get(id)).map((a) => (a === undefined ? null : p.renderNote(a)))}
+          </div>
+        );
       case 'form':
         return <div class="form-row">{p.renderForm()}</div>;
     }

@@ -21,17 +21,41 @@ export function FeedbackDialog(props: FeedbackDialogProps): JSX.Element {
     <Modal title={props.title} onClose={props.onClose} wide>
       <div class="modal-body">
         <div class="tabs" role="tablist" aria-label="Feedback view">
-          <button type="button" role="tab" aria-selected={tab === 'edit'} class={tab === 'edit' ? 'tab on' : 'tab'} onClick={() => setTab('edit')}>
+          <button
+            type="button"
+            role="tab"
+            aria-selected={tab === 'edit'}
+            class={tab === 'edit' ? 'tab on' : 'tab'}
+            onClick={() => setTab('edit')}
+          >
             Edit
           </button>
-          <button type="button" role="tab" aria-selected={tab === 'preview'} class={tab === 'preview' ? 'tab on' : 'tab'} onClick={() => setTab('preview')}>
+          <button
+            type="button"
+            role="tab"
+            aria-selected={tab === 'preview'}
+            class={tab === 'preview' ? 'tab on' : 'tab'}
+            onClick={() => setTab('preview')}
+          >
             Preview
           </button>
         </div>
         {tab === 'edit' ? (
-          <Editor label="Feedback (Markdown)" value={text} onInput={setText} onSubmit={() => props.onSend(text)} placeholder={props.placeholder} rows={16} autoFocus images code />
+          <Editor
+            label="Feedback (Markdown)"
+            value={text}
+            onInput={setText}
+            onSubmit={() => props.onSend(text)}
+            placeholder={props.placeholder}
+            rows={16}
+            autoFocus
+            images
+            code
+          />
         ) : (
-          <div class="preview markdown">{text.trim() === '' ? <p class="muted">{props.placeholder}</p> : <RichText markdown={text} />}</div>
+          <div class="preview markdown">
+            {text.trim() === '' ? <p class="muted">{props.placeholder}</p> : <RichText markdown={text} />}
+          </div>
         )}
         {props.error !== '' && (
           <p class="banner error" role="alert">
@@ -44,7 +68,13 @@ export function FeedbackDialog(props: FeedbackDialogProps): JSX.Element {
         <button type="button" class="btn ghost" onClick={props.onClose}>
           Cancel
         </button>
-        <button type="button" class="btn danger" disabled={props.busy} onClick={() => props.onSend(text)} data-testid="send-feedback">
+        <button
+          type="button"
+          class="btn danger"
+          disabled={props.busy}
+          onClick={() => props.onSend(text)}
+          data-testid="send-feedback"
+        >
           {props.busy ? 'Sending…' : 'Send feedback'}
         </button>
       </footer>

@@ -26,7 +26,13 @@ function Node({ node, depth, props }: { node: TreeNode; depth: number; props: Fi
     const notes = props.notes.get(node.file) ?? 0;
     return (
       <li role="treeitem" aria-selected={props.current === node.file}>
-        <button type="button" class={props.current === node.file ? 'tree-row file on' : 'tree-row file'} style={pad} onClick={() => props.onOpen(node.file)} title={node.name}>
+        <button
+          type="button"
+          class={props.current === node.file ? 'tree-row file on' : 'tree-row file'}
+          style={pad}
+          onClick={() => props.onOpen(node.file)}
+          title={node.name}
+        >
           <span class="name">{node.name}</span>
           {notes > 0 && <span class="count">{notes}</span>}
           <Stat add={node.additions} del={node.deletions} />

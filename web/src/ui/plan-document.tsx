@@ -87,7 +87,13 @@ export function PlanDocument(props: Props): JSX.Element {
     const article = ref.current;
     const idx = index.current;
     const selection = window.getSelection();
-    if (article === null || idx === undefined || selection === null || selection.rangeCount === 0 || selection.isCollapsed) {
+    if (
+      article === null ||
+      idx === undefined ||
+      selection === null ||
+      selection.rangeCount === 0 ||
+      selection.isCollapsed
+    ) {
       props.onSelect(undefined);
       return;
     }
@@ -140,5 +146,13 @@ export function PlanDocument(props: Props): JSX.Element {
     };
   }, []);
 
-  return <article ref={ref} class="markdown plan-doc" aria-label="Plan" onMouseUp={() => setTimeout(readSelection)} onClick={onClick} />;
+  return (
+    <article
+      ref={ref}
+      class="markdown plan-doc"
+      aria-label="Plan"
+      onMouseUp={() => setTimeout(readSelection)}
+      onClick={onClick}
+    />
+  );
 }

@@ -1,7 +1,14 @@
 // Plan review: read the plan, annotate passages, then approve or send feedback.
 import type { JSX } from 'preact';
 import { useCallback, useRef, useState } from 'preact/hooks';
-import { inDocumentOrder, newId, removeById, upsert, type PlanAnnotation, type PlanAnnotationKind } from '../annotations.ts';
+import {
+  inDocumentOrder,
+  newId,
+  removeById,
+  upsert,
+  type PlanAnnotation,
+  type PlanAnnotationKind,
+} from '../annotations.ts';
 import { api, onHub, type ApproveRequest, type DecisionResponse, type PlanResponse } from '../api.ts';
 import { planFeedback } from '../feedback.ts';
 import type { TocEntry } from '../markdown.ts';
@@ -24,7 +31,12 @@ const MODE_LABEL: Record<PermissionMode, string> = {
   bypassPermissions: 'Bypass permissions',
 };
 
-const KIND_LABEL: Record<PlanAnnotationKind, string> = { comment: 'Comment', delete: 'Delete', replace: 'Replace', global: 'General' };
+const KIND_LABEL: Record<PlanAnnotationKind, string> = {
+  comment: 'Comment',
+  delete: 'Delete',
+  replace: 'Replace',
+  global: 'General',
+};
 
 interface Draft {
   id: string | undefined;
@@ -47,10 +59,17 @@ export interface PlanReviewProps {
 type Result = { decision: 'approved' | 'denied'; response: DecisionResponse };
 
 function approveBody(plan: string, s: Settings): ApproveRequest {
-  const body: ApproveRequest = { planSave: { enabled: s.planSaveEnabled, ...(s.planSavePath.trim() ? { customPath: s.planSavePath.trim() } : {}) } };
+  const body: ApproveRequest = {
+    planSave: { enabled: s.planSaveEnabled, ...(s.planSavePath.trim() ? { customPath: s.planSavePath.trim() } : {}) },
+  };
   if (s.notevaultEnabled && s.notevaultPath.trim() !== '') {
     const tags = parseTags(s.notevaultTags);
-    body.notevault = { vaultPath: s.notevaultPath.trim(), plan, ...(s.notevaultFolder.trim() ? { folder: s.notevaultFolder.trim() } : {}), ...(tags.length ? { tags } : {}) };
+    body.notevault = {
+      vaultPath: s.notevaultPath.trim(),
+      plan,
+      ...(s.notevaultFolder.trim() ? { folder: s.notevaultFolder.trim() } : {}),
+      ...(tags.length ? { tags } : {}),
+    };
   }
   if (s.notememoEnabled) body.notememo = { plan };
   return body;
@@ -71,7 +90,9 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
   const [toc, setToc] = useState<TocEntry[]>([]);
   const [dialog, setDialog] = useState<'feedback' | 'settings' | 'share' | 'confirm-approve'>();
   const [shareUrl, setShareUrl] = useState('');
-  const [permissionMode, setPermissionMode] = useState(() => initialPermissionMode(settings.permissionMode, data.permissionMode));
+  const [permissionMode, setPermissionMode] = useState(() =>
+    initialPermissionMode(settings.permissionMode, data.permissionMode),
+  );
   const agents = useAgents(data.origin === 'opencode' && !readOnly);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState('');
@@ -81,21 +102,18 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
 
   const ordered = inDocumentOrder(annotations);
 
-  const onReady = useCallback(
-    (idx: TextIndex, headings: TocEntry[]) => {
-      index.current = idx;
-      setToc(headings);
-      // Shared annotations re-anchor by their quoted text if the offsets moved.
-      setAnnotations((list) =>
-        list.flatMap((a) => {
-          if (a.kind === 'global') return [a];
-          const at = idx.locate(a.quote, a.start, a.end);
-          return at === undefined ? [] : [{ ...a, start: at[0], end: at[1] }];
-        }),
-      );
-    },
-    [],
-  );
+  const onReady = useCallback((idx: TextIndex, headings: TocEntry[]) => {
+    index.current = idx;
+    setToc(headings);
+    // Shared annotations re-anchor by their quoted text if the offsets moved.
+    setAnnotations((list) =>
+      list.flatMap((a) => {
+        if (a.kind === 'global') return [a];
+        const at = idx.locate(a.quote, a.start, a.end);
+        return at === undefined ? [] : [{ ...a, start: at[0], end: at[1] }];
+      }),
+    );
+  }, []);
 
   const jumpTo = (a: PlanAnnotation): void => {
     setActiveId(a.id);
@@ -103,13 +121,23 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
     const box = scroller.current;
     if (range === undefined || box === null) return;
     const rect = range.getBoundingClientRect();
-    box.scrollTo({ top: box.scrollTop + rect.top - box.getBoundingClientRect().top - box.clientHeight / 3, behavior: 'smooth' });
+    box.scrollTo({
+      top: box.scrollTop + rect.top - box.getBoundingClientRect().top - box.clientHeight / 3,
+      behavior: 'smooth',
+    });
   };
 
   const startDraft = (kind: PlanAnnotationKind): void => {
     if (selected === undefined && kind !== 'global') return;
     const base = selected ?? { start: -1, end: -1, quote: '' };
-    setDraft({ id: undefined, kind, start: base.start, end: base.end, quote: base.quote, text: kind === 'replace' ? base.quote : '' });
+    setDraft({
+      id: undefined,
+      kind,
+      start: base.start,
+      end: base.end,
+      quote: base.quote,
+      text: kind === 'replace' ? base.quote : '',
+    });
     window.getSelection()?.removeAllRanges();
   };
 
@@ -117,7 +145,9 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
     if (draft === undefined) return;
     if (draft.kind !== 'delete' && draft.text.trim() === '') return;
     const id = draft.id ?? newId('plan');
-    setAnnotations((list) => upsert(list, { id, kind: draft.kind, quote: draft.quote, start: draft.start, end: draft.end, text: draft.text }));
+    setAnnotations((list) =>
+      upsert(list, { id, kind: draft.kind, quote: draft.quote, start: draft.start, end: draft.end, text: draft.text }),
+    );
     setDraft(undefined);
     setSelected(undefined);
     setActiveId(id);
@@ -141,7 +171,11 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
           if (notes !== '') body.feedback = notes;
         }
         response = await api.approve(body);
-        if (response.notememoUrl !== undefined && /^[a-z][a-z0-9+.-]*:/i.test(response.notememoUrl) && !/^(javascript|data|vbscript):/i.test(response.notememoUrl)) {
+        if (
+          response.notememoUrl !== undefined &&
+          /^[a-z][a-z0-9+.-]*:/i.test(response.notememoUrl) &&
+          !/^(javascript|data|vbscript):/i.test(response.notememoUrl)
+        ) {
           window.location.assign(response.notememoUrl);
         }
       }
@@ -178,7 +212,11 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
         title={result.decision === 'approved' ? 'Plan approved' : 'Feedback sent'}
         detail={
           <>
-            <p>{result.decision === 'approved' ? 'The agent was told to go ahead.' : 'The agent received your feedback and will revise the plan.'}</p>
+            <p>
+              {result.decision === 'approved'
+                ? 'The agent was told to go ahead.'
+                : 'The agent received your feedback and will revise the plan.'}
+            </p>
             {response.savedPath !== undefined && (
               <p>
                 Plan saved to <code>{response.savedPath}</code>
@@ -202,7 +240,12 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
 
   return (
     <div class="app plan-app">
-      <Topbar title={readOnly ? 'Shared plan' : 'Plan review'} origin={data.origin} settings={settings} updateSettings={props.updateSettings}>
+      <Topbar
+        title={readOnly ? 'Shared plan' : 'Plan review'}
+        origin={data.origin}
+        settings={settings}
+        updateSettings={props.updateSettings}
+      >
         {readOnly ? (
           <a class="btn" href={location.pathname}>
             Open the live review
@@ -238,7 +281,13 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
                 Share
               </button>
             )}
-            <DecisionButtons count={annotations.length} feedbackFirst={annotations.length > 0} busy={busy} onFeedback={() => setDialog('feedback')} onApprove={approve} />
+            <DecisionButtons
+              count={annotations.length}
+              feedbackFirst={annotations.length > 0}
+              busy={busy}
+              onFeedback={() => setDialog('feedback')}
+              onApprove={approve}
+            />
           </>
         )}
       </Topbar>
@@ -247,7 +296,11 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
           Could not send the decision: {error}
         </div>
       )}
-      {readOnly && <div class="banner info">A shared plan with its annotations, opened from a link. Nothing here is sent anywhere.</div>}
+      {readOnly && (
+        <div class="banner info">
+          A shared plan with its annotations, opened from a link. Nothing here is sent anywhere.
+        </div>
+      )}
       <div class="columns">
         <nav class="toc" aria-label="Table of contents">
           <h2 class="side-title">Contents</h2>
@@ -257,7 +310,13 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
             <ol>
               {toc.map((t) => (
                 <li key={t.id} class={`lvl-${t.level}`}>
-                  <a href={`#${t.id}`} onClick={(e) => { e.preventDefault(); document.getElementById(t.id)?.scrollIntoView({ block: 'start' }); }}>
+                  <a
+                    href={`#${t.id}`}
+                    onClick={(e) => {
+                      e.preventDefault();
+                      document.getElementById(t.id)?.scrollIntoView({ block: 'start' });
+                    }}
+                  >
                     {t.text}
                   </a>
                 </li>
@@ -282,7 +341,13 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
               }}
             />
             {selected !== undefined && draft === undefined && (
-              <div class="sel-toolbar" role="toolbar" aria-label="Annotate selection" style={{ top: selected.top + 6, left: selected.left }} onMouseDown={(e) => e.preventDefault()}>
+              <div
+                class="sel-toolbar"
+                role="toolbar"
+                aria-label="Annotate selection"
+                style={{ top: selected.top + 6, left: selected.left }}
+                onMouseDown={(e) => e.preventDefault()}
+              >
                 <button type="button" onClick={() => startDraft('comment')}>
                   Comment
                 </button>
@@ -296,14 +361,24 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
             )}
             {draft !== undefined && draft.kind !== 'global' && draft.id === undefined && selected !== undefined && (
               <div class="popover" style={{ top: selected.top + 6, left: selected.left }}>
-                <PlanDraft draft={draft} onChange={setDraft} onSave={saveDraft} onCancel={() => { setDraft(undefined); setSelected(undefined); }} />
+                <PlanDraft
+                  draft={draft}
+                  onChange={setDraft}
+                  onSave={saveDraft}
+                  onCancel={() => {
+                    setDraft(undefined);
+                    setSelected(undefined);
+                  }}
+                />
               </div>
             )}
           </div>
         </main>
         <aside class="panel" aria-label="Annotations">
           <div class="panel-head">
-            <h2 class="side-title">Annotations {annotations.length > 0 && <span class="count">{annotations.length}</span>}</h2>
+            <h2 class="side-title">
+              Annotations {annotations.length > 0 && <span class="count">{annotations.length}</span>}
+            </h2>
             {!readOnly && (
               <button type="button" class="btn small" onClick={() => startDraft('global')}>
                 + General comment
@@ -314,31 +389,60 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
             <PlanDraft draft={draft} onChange={setDraft} onSave={saveDraft} onCancel={() => setDraft(undefined)} />
           )}
           {ordered.length === 0 && draft === undefined && (
-            <p class="muted empty">{readOnly ? 'No annotations.' : 'Select text in the plan to comment on it, mark it for deletion or propose a replacement.'}</p>
+            <p class="muted empty">
+              {readOnly
+                ? 'No annotations.'
+                : 'Select text in the plan to comment on it, mark it for deletion or propose a replacement.'}
+            </p>
           )}
           <ol class="ann-list">
             {ordered.map((a) => (
-              <li key={a.id} id={`ann-${a.id}`} class={`ann kind-${a.kind}${a.id === activeId ? ' active' : ''}`} data-testid="annotation">
+              <li
+                key={a.id}
+                id={`ann-${a.id}`}
+                class={`ann kind-${a.kind}${a.id === activeId ? ' active' : ''}`}
+                data-testid="annotation"
+              >
                 {draft?.id === a.id ? (
-                  <PlanDraft draft={draft} onChange={setDraft} onSave={saveDraft} onCancel={() => setDraft(undefined)} />
+                  <PlanDraft
+                    draft={draft}
+                    onChange={setDraft}
+                    onSave={saveDraft}
+                    onCancel={() => setDraft(undefined)}
+                  />
                 ) : (
                   <>
                     <div class="ann-head">
                       <span class={`badge kind-${a.kind}`}>{KIND_LABEL[a.kind]}</span>
                       {a.kind !== 'global' && (
-                        <button type="button" class="link" onClick={() => jumpTo(a)} aria-label={`Show in plan: ${excerpt(a.quote, 60)}`}>
+                        <button
+                          type="button"
+                          class="link"
+                          onClick={() => jumpTo(a)}
+                          aria-label={`Show in plan: ${excerpt(a.quote, 60)}`}
+                        >
                           Show in plan
                         </button>
                       )}
                     </div>
-                    {a.kind !== 'global' && <blockquote class={a.kind === 'delete' ? 'quote struck' : 'quote'}>{excerpt(a.quote)}</blockquote>}
-                    {a.kind === 'replace' ? <pre class="replacement">{a.text}</pre> : a.text.trim() !== '' && <RichText markdown={a.text} />}
+                    {a.kind !== 'global' && (
+                      <blockquote class={a.kind === 'delete' ? 'quote struck' : 'quote'}>{excerpt(a.quote)}</blockquote>
+                    )}
+                    {a.kind === 'replace' ? (
+                      <pre class="replacement">{a.text}</pre>
+                    ) : (
+                      a.text.trim() !== '' && <RichText markdown={a.text} />
+                    )}
                     {!readOnly && (
                       <div class="ann-actions">
                         <button type="button" class="link" onClick={() => setDraft({ ...a, id: a.id })}>
                           Edit
                         </button>
-                        <button type="button" class="link danger" onClick={() => setAnnotations((l) => removeById(l, a.id))}>
+                        <button
+                          type="button"
+                          class="link danger"
+                          onClick={() => setAnnotations((l) => removeById(l, a.id))}
+                        >
                           Remove
                         </button>
                       </div>
@@ -361,19 +465,31 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
           onClose={() => setDialog(undefined)}
         />
       )}
-      {dialog === 'settings' && <PlanSettingsDialog settings={settings} update={props.updateSettings} onClose={() => setDialog(undefined)} />}
+      {dialog === 'settings' && (
+        <PlanSettingsDialog settings={settings} update={props.updateSettings} onClose={() => setDialog(undefined)} />
+      )}
       {dialog === 'share' && <ShareDialog url={shareUrl} onClose={() => setDialog(undefined)} />}
       {dialog === 'confirm-approve' && (
-        <ConfirmApprove title="Approve without your annotations?" busy={busy} onApprove={() => void decide('approved')} onClose={() => setDialog(undefined)}>
-          An approval tells Claude Code to go ahead; your {annotations.length} annotation{annotations.length === 1 ? '' : 's'} will not be sent. To have them
-          addressed, send feedback instead.
+        <ConfirmApprove
+          title="Approve without your annotations?"
+          busy={busy}
+          onApprove={() => void decide('approved')}
+          onClose={() => setDialog(undefined)}
+        >
+          An approval tells Claude Code to go ahead; your {annotations.length} annotation
+          {annotations.length === 1 ? '' : 's'} will not be sent. To have them addressed, send feedback instead.
         </ConfirmApprove>
       )}
     </div>
   );
 }
 
-function PlanDraft(props: { draft: Draft; onChange: (d: Draft) => void; onSave: () => void; onCancel: () => void }): JSX.Element {
+function PlanDraft(props: {
+  draft: Draft;
+  onChange: (d: Draft) => void;
+  onSave: () => void;
+  onCancel: () => void;
+}): JSX.Element {
   const { draft } = props;
   const labels: Record<PlanAnnotationKind, [string, string]> = {
     comment: ['Comment on the selection', 'What about this passage?'],
@@ -426,10 +542,19 @@ function ShareDialog(props: { url: string; onClose: () => void }): JSX.Element {
   return (
     <Modal title="Share this review" onClose={props.onClose}>
       <div class="modal-body">
-        <p>The link carries the plan and your annotations inside the URL fragment, compressed. Nothing is uploaded anywhere.</p>
+        <p>
+          The link carries the plan and your annotations inside the URL fragment, compressed. Nothing is uploaded
+          anywhere.
+        </p>
         <label class="field">
           <span>Share link ({Math.ceil(props.url.length / 1024)} KB)</span>
-          <input ref={input} readOnly value={props.url} onFocus={(e) => e.currentTarget.select()} data-testid="share-url" />
+          <input
+            ref={input}
+            readOnly
+            value={props.url}
+            onFocus={(e) => e.currentTarget.select()}
+            data-testid="share-url"
+          />
         </label>
         <p class="muted small" aria-live="polite">
           {copied}

@@ -96,7 +96,12 @@ export function VirtualList(props: VirtualListProps): JSX.Element {
   }, [props.scrollTo?.seq]);
 
   const rows: VNode[] = [];
-  for (let i = first; i <= last; i++) rows.push(<div key={rowKey(i)} data-key={rowKey(i)} data-index={i}>{props.renderRow(i)}</div>);
+  for (let i = first; i <= last; i++)
+    rows.push(
+      <div key={rowKey(i)} data-key={rowKey(i)} data-index={i}>
+        {props.renderRow(i)}
+      </div>,
+    );
 
   return (
     <div ref={outer} class={`vlist ${props.class ?? ''}`} role="region" aria-label={props.label} tabIndex={0}>

@@ -7,8 +7,14 @@ import type { HttpError } from '../../../http/errors.ts';
 import type { JsonObject } from '../../../json.ts';
 
 const TYPES: Readonly<Record<number, string>> = {
-  400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error',
-  413: 'request_too_large', 429: 'rate_limit_error', 500: 'api_error', 529: 'overloaded_error',
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  529: 'overloaded_error',
 };
 
 export function errorType(status: number): string {

@@ -28,7 +28,10 @@ function entry(e: CatalogEntry): unknown {
 
 export const anthropic: ProtocolSpec = {
   sdkHeaders: [
-    'anthropic-version', 'anthropic-beta', 'anthropic-dangerous-direct-browser-access', ...STAINLESS_HEADERS,
+    'anthropic-version',
+    'anthropic-beta',
+    'anthropic-dangerous-direct-browser-access',
+    ...STAINLESS_HEADERS,
   ],
   routes: [
     { path: '/v1/messages', operation: operations.messages },

@@ -516,9 +516,7 @@ class GeminiStreamDecoder extends SseStreamDecoder {
           typeof rp.functionCall.id === 'string' && rp.functionCall.id !== ''
             ? rp.functionCall.id
             : callId(this.id, index);
-        out.push(
-          compact({ type: 'tool_start' as const, index, id, name: textOf(rp.functionCall.name), signature }),
-        );
+        out.push(compact({ type: 'tool_start' as const, index, id, name: textOf(rp.functionCall.name), signature }));
         out.push({ type: 'tool_args', index, delta: argsText(rp.functionCall.args) });
       } else if (rp.thought === true) {
         out.push(compact({ type: 'reasoning' as const, text: typeof rp.text === 'string' ? rp.text : '', signature }));

@@ -35,10 +35,17 @@ export function collect(events: StreamEvent[]): ModelResponse {
 
 /** Splits SSE text into its frames' parsed data (and event names). */
 export function sseFrames(text: string): { event?: string; data: unknown }[] {
-  return text.split(/\r?\n\r?\n/).filter((f) => f.trim() !== '').map((frame) => {
-    const event = /^event: (.*)$/m.exec(frame)?.[1];
-    const data = frame.split(/\r?\n/).filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
-    const parsed: unknown = data === '[DONE]' ? '[DONE]' : JSON.parse(data);
-    return event === undefined ? { data: parsed } : { event, data: parsed };
-  });
+  return text
+    .split(/\r?\n\r?\n/)
+    .filter((f) => f.trim() !== '')
+    .map((frame) => {
+      const event = /^event: (.*)$/m.exec(frame)?.[1];
+      const data = frame
+        .split(/\r?\n/)
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6))
+        .join('\n');
+      const parsed: unknown = data === '[DONE]' ? '[DONE]' : JSON.parse(data);
+      return event === undefined ? { data: parsed } : { event, data: parsed };
+    });
 }

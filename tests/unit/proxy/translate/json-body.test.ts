@@ -11,10 +11,12 @@ async function text(body: ReturnType<typeof jsonBody>['body']): Promise<Buffer> 
 }
 
 describe('jsonPieces', () => {
-  it('joins to JSON.stringify\'s text for any JSON value', () => {
-    fc.assert(fc.property(fc.jsonValue(), (value) => {
-      expect([...jsonPieces(value)].join('')).toBe(JSON.stringify(value));
-    }));
+  it("joins to JSON.stringify's text for any JSON value", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        expect([...jsonPieces(value)].join('')).toBe(JSON.stringify(value));
+      }),
+    );
   });
 
   it('leaves out undefined properties and writes undefined array items as null, as JSON.stringify does', () => {

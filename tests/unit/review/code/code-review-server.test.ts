@@ -37,7 +37,13 @@ async function start(repo: string, extra: string[] = [], env: NodeJS.ProcessEnv 
   const exit = runCodeReview(
     {
       argv: ['--repo', repo, ...extra],
-      env: { HOME: root, BROWSER: 'true', LOG_LEVEL: 'silent', GATEHOUSE_UPLOAD_DIR: path.join(root, 'uploads'), ...env },
+      env: {
+        HOME: root,
+        BROWSER: 'true',
+        LOG_LEVEL: 'silent',
+        GATEHOUSE_UPLOAD_DIR: path.join(root, 'uploads'),
+        ...env,
+      },
       cwd: root,
       stdin: new PassThrough(),
       stdout,
@@ -47,12 +53,19 @@ async function start(repo: string, extra: string[] = [], env: NodeJS.ProcessEnv 
     resolveUrl,
   );
   cleanups.push(() => controller.abort('SIGTERM'));
-  const url = await Promise.race([urlReady, exit.then((code) => Promise.reject(new Error(`exited ${code}: ${stderr.text()}`)))]);
+  const url = await Promise.race([
+    urlReady,
+    exit.then((code) => Promise.reject(new Error(`exited ${code}: ${stderr.text()}`))),
+  ]);
   return { url, exit, stdout, stderr, root };
 }
 
 const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
 
 describe('code review server', () => {
   it('serves the uncommitted diff with its git context', async () => {
@@ -79,7 +92,11 @@ describe('code review server', () => {
       expect(response.status).toBe(200);
       const expected = r.diff(...args);
       expect(await response.json()).toEqual({ rawPatch: expected, gitRef, diffType: canonical });
-      const later = (await (await fetch(`${url}api/diff`)).json()) as { rawPatch: string; gitRef: string; diffType: string };
+      const later = (await (await fetch(`${url}api/diff`)).json()) as {
+        rawPatch: string;
+        gitRef: string;
+        diffType: string;
+      };
       expect([later.rawPatch, later.gitRef, later.diffType]).toEqual([expected, gitRef, canonical]);
     }
   });
@@ -99,7 +116,11 @@ describe('code review server', () => {
   it('starts on --diff-type', async () => {
     const r = sampleRepo();
     const { url } = await start(r.dir, ['--diff-type', 'branch']);
-    const body = (await (await fetch(`${url}api/diff`)).json()) as { diffType: string; gitRef: string; rawPatch: string };
+    const body = (await (await fetch(`${url}api/diff`)).json()) as {
+      diffType: string;
+      gitRef: string;
+      rawPatch: string;
+    };
     expect([body.diffType, body.gitRef, body.rawPatch]).toEqual(['vs main', 'main..HEAD', r.diff('main..HEAD')]);
   });
 
@@ -113,7 +134,10 @@ describe('code review server', () => {
       [{ diffType: 'bogus' }, 'Unknown diffType: bogus'],
       [{ diffType: '' }, 'Unknown diffType: '],
       [{ diffType: 42 }, 'Invalid field diffType: must be a string (one of uncommitted, staged, last-commit, vs main)'],
-      [{ diffType: ['staged'] }, 'Invalid field diffType: must be a string (one of uncommitted, staged, last-commit, vs main)'],
+      [
+        { diffType: ['staged'] },
+        'Invalid field diffType: must be a string (one of uncommitted, staged, last-commit, vs main)',
+      ],
       [[1], 'Request body must be a JSON object'],
       ['{"diffType":', 'Invalid JSON body'],
     ];
@@ -134,29 +158,65 @@ describe('code review server', () => {
       [{ annotations: 'x' }, 'Invalid field annotations: must be an array'],
       [{ annotations: [good, 7] }, 'Invalid field annotations[1]: must be an object'],
       [{ annotations: [{ ...good, id: undefined }] }, 'Missing field annotations[0].id'],
-      [{ annotations: [good, { ...good, type: 'praise' }] }, 'Invalid field annotations[1].type: must be one of comment, suggestion, concern'],
+      [
+        { annotations: [good, { ...good, type: 'praise' }] },
+        'Invalid field annotations[1].type: must be one of comment, suggestion, concern',
+      ],
       [{ annotations: [{ ...good, filePath: 1 }] }, 'Invalid field annotations[0].filePath: must be a string'],
-      [{ annotations: [{ ...good, lineStart: '2' }] }, 'Invalid field annotations[0].lineStart: must be an integer ≥ 1'],
+      [
+        { annotations: [{ ...good, lineStart: '2' }] },
+        'Invalid field annotations[0].lineStart: must be an integer ≥ 1',
+      ],
       [{ annotations: [{ ...good, lineStart: 0 }] }, 'Invalid field annotations[0].lineStart: must be an integer ≥ 1'],
       [{ annotations: [{ ...good, lineEnd: 1 }] }, 'Invalid field annotations[0].lineEnd: must be an integer ≥ 2'],
       [{ annotations: [{ ...good, side: 'left' }] }, 'Invalid field annotations[0].side: must be one of old, new'],
       [{ annotations: [{ ...good, text: {} }] }, 'Invalid field annotations[0].text: must be a string'],
-      [{ annotations: [{ ...good, suggestedCode: 5 }] }, 'Invalid field annotations[0].suggestedCode: must be a string'],
+      [
+        { annotations: [{ ...good, suggestedCode: 5 }] },
+        'Invalid field annotations[0].suggestedCode: must be a string',
+      ],
     ];
     for (const [body, error] of rows) {
       const response = await post(`${url}api/feedback`, body);
       expect({ status: response.status, body: await response.json() }).toEqual({ status: 400, body: { error } });
     }
     const crossSite = await post(`${url}api/feedback`, { feedback: 'x' }, { origin: 'https://evil.example' });
-    expect({ status: crossSite.status, body: await crossSite.json() }).toEqual({ status: 403, body: { error: 'Cross-origin request refused' } });
+    expect({ status: crossSite.status, body: await crossSite.json() }).toEqual({
+      status: 403,
+      body: { error: 'Cross-origin request refused' },
+    });
 
-    const suggestion = { id: 's1', type: 'suggestion', filePath: 'src/b.ts', lineStart: 1, lineEnd: 1, side: 'old', suggestedCode: 'export const b = 3;', extra: 'dropped' };
-    const response = await post(`${url}api/feedback`, { feedback: 'Please fix', annotations: [good, suggestion], agentSwitch: 'build' });
+    const suggestion = {
+      id: 's1',
+      type: 'suggestion',
+      filePath: 'src/b.ts',
+      lineStart: 1,
+      lineEnd: 1,
+      side: 'old',
+      suggestedCode: 'export const b = 3;',
+      extra: 'dropped',
+    };
+    const response = await post(`${url}api/feedback`, {
+      feedback: 'Please fix',
+      annotations: [good, suggestion],
+      agentSwitch: 'build',
+    });
     expect({ status: response.status, body: await response.json() }).toEqual({ status: 200, body: { ok: true } });
     expect(await exit).toBe(0);
     const expected = {
       feedback: 'Please fix',
-      annotations: [good, { id: 's1', type: 'suggestion', filePath: 'src/b.ts', lineStart: 1, lineEnd: 1, side: 'old', suggestedCode: 'export const b = 3;' }],
+      annotations: [
+        good,
+        {
+          id: 's1',
+          type: 'suggestion',
+          filePath: 'src/b.ts',
+          lineStart: 1,
+          lineEnd: 1,
+          side: 'old',
+          suggestedCode: 'export const b = 3;',
+        },
+      ],
       agentSwitch: 'build',
     };
     expect(stdout.text()).toBe(`${JSON.stringify(expected)}\n`);
@@ -176,7 +236,12 @@ describe('code review server', () => {
     const r = sampleRepo();
     const { exit, stdout } = await start(r.dir, ['--timeout', '200ms']);
     expect(await exit).toBe(3);
-    expect(JSON.parse(stdout.text())).toEqual({ decision: 'timeout', feedback: null, annotations: [], agentSwitch: null });
+    expect(JSON.parse(stdout.text())).toEqual({
+      decision: 'timeout',
+      feedback: null,
+      annotations: [],
+      agentSwitch: null,
+    });
   });
 
   it('answers 500 with git’s reason when the repository cannot be diffed', async () => {
@@ -195,14 +260,19 @@ describe('code review server', () => {
     rmSync(path.join(r.dir, '.git/objects', objects.slice(0, 2), objects.slice(2)));
     r.write('a.txt', 'b\n');
     const broken = await fetch(`${url}api/diff`);
-    expect({ status: broken.status, body: await broken.json() }).toEqual({ status: 500, body: { error: `Git error: Missing git object ${objects}` } });
+    expect({ status: broken.status, body: await broken.json() }).toEqual({
+      status: 500,
+      body: { error: `Git error: Missing git object ${objects}` },
+    });
   });
 
   it('refuses to start outside a git repository', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'gatehouse-not-a-repo-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     await expect(start(dir)).rejects.toThrow(`Not a git repository: ${dir}`);
-    await expect(start(path.join(dir, 'missing'))).rejects.toThrow(`Repository directory does not exist: ${path.join(dir, 'missing')}`);
+    await expect(start(path.join(dir, 'missing'))).rejects.toThrow(
+      `Repository directory does not exist: ${path.join(dir, 'missing')}`,
+    );
   });
 });
 
