@@ -72,6 +72,25 @@ function decodeContent(content: unknown, what: string): ContentPart[] {
   });
 }
 
+/**
+ * Chat's `response_format` and the Responses API's `text.format` offer the same choices; `schema` holds the
+ * json_schema fields (name, schema, strict) at `path`.
+ */
+export function decodeResponseFormat(
+  type: unknown,
+  schema: JsonObject | undefined,
+  path: string,
+): Conversation['responseFormat'] {
+  if (type === 'json_schema' && schema)
+    return compact({
+      type: 'json_schema' as const,
+      name: optStr(schema.name, `${path}.name`) ?? 'response',
+      schema: isObject(schema.schema) ? schema.schema : {},
+      strict: optBool(schema.strict, `${path}.strict`),
+    });
+  return type === 'json_object' ? { type: 'json_object' } : { type: 'text' };
+}
+
 export function decodeToolChoice(choice: unknown): ToolChoice | undefined {
   if (choice === undefined || choice === null) return undefined;
   if (choice === 'auto' || choice === 'none' || choice === 'required') return choice;
@@ -156,19 +175,7 @@ export function decodeRequest(body: JsonObject): Conversation {
           }),
     toolChoice: decodeToolChoice(body.tool_choice),
     parallelToolCalls: optBool(body.parallel_tool_calls, 'parallel_tool_calls'),
-    responseFormat:
-      rf === undefined
-        ? undefined
-        : rf.type === 'json_schema' && js
-          ? compact({
-              type: 'json_schema' as const,
-              name: optStr(js.name, 'response_format.json_schema.name') ?? 'response',
-              schema: isObject(js.schema) ? js.schema : {},
-              strict: optBool(js.strict, 'response_format.json_schema.strict'),
-            })
-          : rf.type === 'json_object'
-            ? { type: 'json_object' }
-            : { type: 'text' },
+    responseFormat: rf === undefined ? undefined : decodeResponseFormat(rf.type, js, 'response_format.json_schema'),
     reasoning: effort !== undefined && EFFORTS.has(effort) ? { effort: effort as 'low', enabled: true } : undefined,
     includeUsage: streamOptions.include_usage === true,
   });

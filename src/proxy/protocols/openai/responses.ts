@@ -14,7 +14,7 @@ import {
   type StreamEvent,
   type Usage,
 } from '../../translate/model.ts';
-import { decodeToolChoice, encodeToolChoice } from './chat.ts';
+import { decodeResponseFormat, decodeToolChoice, encodeToolChoice } from './chat.ts';
 import { errorType } from './errors.ts';
 import {
   argsText,
@@ -173,19 +173,7 @@ export function decodeRequest(body: JsonObject): Conversation {
     tools,
     toolChoice: decodeToolChoice(body.tool_choice),
     parallelToolCalls: optBool(body.parallel_tool_calls, 'parallel_tool_calls'),
-    responseFormat:
-      format === undefined
-        ? undefined
-        : format.type === 'json_schema'
-          ? compact({
-              type: 'json_schema' as const,
-              name: optStr(format.name, 'text.format.name') ?? 'response',
-              schema: isObject(format.schema) ? format.schema : {},
-              strict: optBool(format.strict, 'text.format.strict'),
-            })
-          : format.type === 'json_object'
-            ? { type: 'json_object' }
-            : { type: 'text' },
+    responseFormat: format === undefined ? undefined : decodeResponseFormat(format.type, format, 'text.format'),
     reasoning:
       effort === undefined || effort === 'none'
         ? undefined
