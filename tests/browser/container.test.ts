@@ -19,7 +19,6 @@ let browser: Browser;
 let container: ReviewContainer | undefined;
 
 beforeAll(async () => {
-  process.env['TESTCONTAINERS_RYUK_DISABLED'] ??= 'true';
   // The browser project has no global setup: build the image as the black-box setup does (layers cached).
   await GenericContainer.fromDockerfile(path.resolve(ROOT)).withCache(true).build(IMAGE, { deleteOnExit: false });
   browser = await launchBrowser({ colorScheme: 'dark' });
