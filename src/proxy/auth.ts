@@ -1,6 +1,6 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import type { EffectiveAuthMode } from '../config/proxy.ts';
-import type { ProxyMiddleware } from './context.ts';
+import type { ClientKey, ProxyMiddleware } from './context.ts';
 import type { ClientCredentials } from './credentials.ts';
 import { proxyErrors } from './errors.ts';
 
@@ -18,6 +18,8 @@ export function needsKey(mode: EffectiveAuthMode, path: string): boolean {
   }
 }
 
+const DEFAULT_KEY: ClientKey = { name: 'default', admin: true };
+
 // One-shot (no Hash object per presented key), as hex: a 'buffer' output costs more (docs/proxy.md, "Performance").
 const digest = (value: string): Buffer => Buffer.from(hash('sha256', value, 'hex'), 'latin1');
 
@@ -33,6 +35,8 @@ export function authenticate(mode: EffectiveAuthMode, apiKey: string, credential
     if (ctx.method !== 'OPTIONS' && needsKey(mode, ctx.path)) {
       const ok = credentials.presented(ctx).some((key) => timingSafeEqual(digest(key), expected));
       if (!ok) throw proxyErrors.unauthorized();
+      // The single api_key is the operator's own.
+      ctx.state.key = DEFAULT_KEY;
     }
     return next();
   };

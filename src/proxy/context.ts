@@ -1,13 +1,46 @@
 import type { Middleware, ParameterizedContext } from 'koa';
 import type { Family } from './families.ts';
 
-/** What the request log line reports, filled in as the request is understood. */
+/** Who is calling: a configured key, by name (never the key itself). */
+export interface ClientKey {
+  name: string;
+  /** May read /metrics and /internal/usage. */
+  admin: boolean;
+}
+
+/** One try of one upstream for a request (fallback may make several). */
+export interface Attempt {
+  upstream: string;
+  /** The upstream's status, or what went wrong before one came (`connect`, `timeout`, …). */
+  outcome: number | string;
+  ms: number;
+}
+
+/** Tokens of one request, as the upstream reported them or, failing that, estimated. */
+export interface TokenUsage {
+  input: number;
+  output: number;
+  /** Input tokens served from the upstream's prompt cache. */
+  cached: number;
+  estimated: boolean;
+}
+
+/**
+ * What a request is found to be as it is understood, typed once: the log
+ * line, usage accounting and metrics read it when the response has ended.
+ */
 export interface ProxyState {
   /** Set by the first middleware (requestLog). */
   family?: Family;
+  /** Set by authentication when a key was presented and matched. */
+  key?: ClientKey;
   model?: string;
+  /** The upstream that served the response. */
   upstream?: string;
+  /** Every upstream tried, in order. */
+  attempts?: Attempt[];
   stream?: boolean;
+  usage?: TokenUsage;
 }
 
 export type ProxyContext = ParameterizedContext<ProxyState>;
