@@ -10,6 +10,49 @@ export function parseDuration(value: string | number): number {
   return Math.round(Number(match[1]) * factor);
 }
 
+/** An HTTP header name (RFC 9110 token). */
+export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** An environment variable name. */
+export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** A name safe in a URL path segment and a log line (upstreams, MCP servers, keys). */
+export const ITEM_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+/** An absolute http: or https: URL, or undefined. */
+export function parseHttpUrl(value: unknown): URL | undefined {
+  if (typeof value !== 'string') return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return undefined;
+  }
+  return url.protocol === 'http:' || url.protocol === 'https:' ? url : undefined;
+}
+
+const isText = (value: unknown): value is string => typeof value === 'string' && value.trim() !== '';
+
+function nonEmpty(value: unknown): asserts value is string {
+  if (!isText(value)) throw new Error('must be a non-empty string');
+}
+
+/**
+ * A map whose keys follow `name` (else `.key: is not a valid <what>`) and
+ * whose values are strings; `reserved` names are refused with `why`. Entries
+ * are named as items.ts joins them (`headers.X-A: …`).
+ */
+export function stringMapFormat(name: RegExp, what: string, reserved = new Set<string>(), why = '') {
+  return (value: unknown): void => {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      throw new Error(`must be a map of ${what}s to strings`);
+    }
+    for (const [entry, item] of Object.entries(value)) {
+      if (!name.test(entry)) throw new Error(`.${entry}: is not a valid ${what}`);
+      if (reserved.has(entry.toLowerCase())) throw new Error(`.${entry}: ${why}`);
+      if (typeof item !== 'string') throw new Error(`.${entry}: must be a string`);
+    }
+  };
+}
+
 /** `log.level`, the same in every schema. */
 export const logLevelSchema = {
   doc: 'pino log level.',
@@ -89,6 +132,71 @@ export function registerFormats(): void {
     // A positive duration: 30s, 2m, 1h, or milliseconds; the optional one may be null.
     duration: durationFormat(false),
     'optional-duration': durationFormat(true),
+    // Formats of list and map items (items.ts): never coerced, a file says what it means.
+    'non-empty-string': { validate: nonEmpty },
+    'optional-string': {
+      validate(value: unknown) {
+        if (value !== undefined) nonEmpty(value);
+      },
+    },
+    'item-name': {
+      validate(value: unknown) {
+        nonEmpty(value);
+        if (!ITEM_NAME.test(value)) {
+          throw new Error('uses letters, digits, "_", "-" and "." (at most 64, starting with a letter or digit)');
+        }
+      },
+    },
+    'http-url': {
+      validate(value: unknown) {
+        if (!parseHttpUrl(value)) throw new Error('must be an absolute http(s) URL');
+      },
+    },
+    // Where paths are appended: nothing after the path, and credentials go in their own setting.
+    'base-url': {
+      validate(value: unknown) {
+        const url = parseHttpUrl(value);
+        if (!url) throw new Error('must be an absolute http(s) URL');
+        if (url.search || url.hash || url.username || url.password) {
+          throw new Error('must not carry a query, a fragment or credentials');
+        }
+      },
+    },
+    'optional-env-name': {
+      validate(value: unknown) {
+        if (value === undefined) return;
+        nonEmpty(value);
+        if (!ENV_NAME.test(value)) throw new Error('must be an environment variable name');
+      },
+    },
+    'optional-boolean': {
+      validate(value: unknown) {
+        if (value !== undefined && typeof value !== 'boolean') throw new Error('must be true or false');
+      },
+    },
+    'positive-int': {
+      validate(value: unknown) {
+        if (!Number.isInteger(value) || (value as number) < 1) throw new Error('must be a positive integer');
+      },
+    },
+    strings: {
+      validate(value: unknown) {
+        if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) {
+          throw new Error('must be a list of strings');
+        }
+      },
+    },
+    // Model names or globs: at least one.
+    globs: {
+      validate(value: unknown) {
+        if (!Array.isArray(value) || value.length === 0) {
+          throw new Error('must be a non-empty list of model names or globs');
+        }
+        value.forEach((item, i) => {
+          if (!isText(item)) throw new Error(`[${i}]: must be a non-empty string`);
+        });
+      },
+    },
     'string-list': {
       validate(value: unknown) {
         if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) {

@@ -1,15 +1,7 @@
 import path from 'node:path';
-import {
-  apiKeyOf,
-  ENV_NAME,
-  fail,
-  HEADER_NAME,
-  httpUrl,
-  ITEM_NAME,
-  nonEmptyString,
-  positiveDuration,
-  record,
-} from './shape.ts';
+import { ENV_NAME, HEADER_NAME, ITEM_NAME, stringMapFormat } from './formats.ts';
+import { validateItem } from './items.ts';
+import { apiKeyOf, apiKeySchema, fail, record } from './shape.ts';
 
 /**
  * `proxy.mcp.servers`: name → MCP server served at `/mcp/<name>/mcp`.
@@ -71,9 +63,6 @@ export type McpServers = Record<string, McpServer>;
 /** The file's shape; checked and resolved by resolveMcpServers. */
 export type McpServersConfig = Record<string, Record<string, unknown>>;
 
-const REMOTE_KEYS = new Set(['url', 'headers', 'api_key', 'api_key_env', 'api_key_header', 'timeout_ms']);
-const STDIO_KEYS = new Set(['command', 'args', 'env', 'cwd', 'timeout_ms', 'max_sessions', 'idle_timeout_ms']);
-
 /**
  * The schema entry for `proxy.mcp.servers`. convict only loads an object-valued
  * key from a file when its format is the built-in `object`, so the shape is
@@ -97,70 +86,99 @@ function resolveText(key: string, text: string, env: NodeJS.ProcessEnv): string 
   });
 }
 
-/** A map of names (checked by `nameRule`) to strings with `${VAR}` references, resolved. */
-function stringMap(
-  key: string,
-  value: unknown,
-  nameRule: RegExp,
-  what: string,
-  env: NodeJS.ProcessEnv,
-): Record<string, string> {
-  const map = record(key, value ?? {}, `must be a map of ${what} to strings`);
-  const out: Record<string, string> = {};
-  for (const [name, item] of Object.entries(map)) {
-    if (!nameRule.test(name)) fail(`${key}.${name}`, `is not a valid ${what.replace(/s$/, '')}`);
-    if (typeof item !== 'string') fail(`${key}.${name}`, 'must be a string');
-    out[name] = item;
-  }
-  // Every value checked before any is resolved, so a shape error wins over an unset variable.
-  for (const [name, item] of Object.entries(out)) out[name] = resolveText(`${key}.${name}`, item, env);
-  return out;
+/** A validated map's `${VAR}` references resolved, every value checked before any is resolved. */
+function resolveMap(key: string, map: Record<string, string>, env: NodeJS.ProcessEnv): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(map).map(([name, value]) => [name, resolveText(`${key}.${name}`, value, env)]),
+  );
 }
 
-function remoteServer(key: string, server: Record<string, unknown>, env: NodeJS.ProcessEnv): RemoteMcpServer {
-  httpUrl(`${key}.url`, server['url']);
-  const url = String(server['url']);
-  let header = 'authorization';
-  if (server['api_key_header'] !== undefined) {
-    header = nonEmptyString(`${key}.api_key_header`, server['api_key_header']).toLowerCase();
-    if (!HEADER_NAME.test(header) || RESERVED_HEADERS.has(header)) {
-      fail(`${key}.api_key_header`, 'must be a header name the proxy does not set itself');
-    }
-  }
-  const configured = stringMap(`${key}.headers`, server['headers'], HEADER_NAME, 'header names', env);
+const timeoutSchema = {
+  timeout_ms: { doc: 'Time allowed for an answer.', format: 'duration', default: MCP_DEFAULTS.timeoutMs as number },
+};
+
+const remoteSchema = {
+  url: { doc: 'The Streamable HTTP endpoint.', format: 'http-url', default: '' },
+  headers: {
+    doc: 'Extra headers, with ${VAR} references.',
+    format: stringMapFormat(
+      HEADER_NAME,
+      'header name',
+      RESERVED_HEADERS,
+      'is set by the proxy and cannot be configured',
+    ),
+    default: {} as Record<string, string>,
+    sensitive: true,
+  },
+  ...apiKeySchema,
+  api_key_header: {
+    doc: 'The header that carries the key raw (default: authorization, as Bearer).',
+    format: (value: unknown): void => {
+      if (value === undefined) return;
+      if (typeof value !== 'string' || !HEADER_NAME.test(value) || RESERVED_HEADERS.has(value.toLowerCase())) {
+        throw new Error('must be a header name the proxy does not set itself');
+      }
+    },
+    default: undefined as string | undefined,
+  },
+  ...timeoutSchema,
+};
+
+const stdioSchema = {
+  command: { doc: 'The program to spawn.', format: 'non-empty-string', default: '' },
+  args: { doc: 'Its arguments.', format: 'strings', default: [] as string[] },
+  env: {
+    doc: 'Its environment besides PATH and HOME, with ${VAR} references.',
+    format: stringMapFormat(ENV_NAME, 'environment variable name'),
+    default: {} as Record<string, string>,
+    sensitive: true,
+  },
+  cwd: {
+    doc: 'Its working directory.',
+    format: (value: unknown): void => {
+      if (value !== undefined && (typeof value !== 'string' || !path.isAbsolute(value))) {
+        throw new Error('must be an absolute path');
+      }
+    },
+    default: undefined as string | undefined,
+  },
+  ...timeoutSchema,
+  max_sessions: {
+    doc: 'Live sessions (processes) at once.',
+    format: 'positive-int',
+    default: MCP_DEFAULTS.maxSessions as number,
+  },
+  idle_timeout_ms: {
+    doc: 'An unused session is closed after this.',
+    format: 'duration',
+    default: MCP_DEFAULTS.idleTimeoutMs,
+  },
+};
+
+function remoteServer(key: string, raw: unknown, env: NodeJS.ProcessEnv): RemoteMcpServer {
+  const server = validateItem(key, raw, remoteSchema, 'a remote MCP server');
   const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(configured)) {
-    if (RESERVED_HEADERS.has(name.toLowerCase()))
-      fail(`${key}.headers.${name}`, 'is set by the proxy and cannot be configured');
+  for (const [name, value] of Object.entries(resolveMap(`${key}.headers`, server.headers, env))) {
     headers[name.toLowerCase()] = value;
   }
-  const timeoutMs = positiveDuration(`${key}.timeout_ms`, server['timeout_ms'], MCP_DEFAULTS.timeoutMs);
   const apiKey = apiKeyOf(key, server, env);
+  const header = server.api_key_header?.toLowerCase() ?? 'authorization';
   if (apiKey !== undefined) headers[header] = header === 'authorization' ? `Bearer ${apiKey}` : apiKey;
-  return { kind: 'remote', url, headers, timeoutMs };
+  return { kind: 'remote', url: server.url, headers, timeoutMs: server.timeout_ms };
 }
 
-function stdioServer(key: string, server: Record<string, unknown>, env: NodeJS.ProcessEnv): StdioMcpServer {
-  const command = nonEmptyString(`${key}.command`, server['command']);
-  const args = server['args'] ?? [];
-  if (!Array.isArray(args) || args.some((a) => typeof a !== 'string')) fail(`${key}.args`, 'must be a list of strings');
-  const timeoutMs = positiveDuration(`${key}.timeout_ms`, server['timeout_ms'], MCP_DEFAULTS.timeoutMs);
-  const childEnv = stringMap(`${key}.env`, server['env'], ENV_NAME, 'environment variable names', env);
-  let cwd: string | undefined;
-  if (server['cwd'] !== undefined) {
-    cwd = nonEmptyString(`${key}.cwd`, server['cwd']);
-    if (!path.isAbsolute(cwd)) fail(`${key}.cwd`, 'must be an absolute path');
-  }
-  const maxSessions = server['max_sessions'] ?? MCP_DEFAULTS.maxSessions;
-  if (typeof maxSessions !== 'number' || !Number.isInteger(maxSessions) || maxSessions < 1) {
-    fail(`${key}.max_sessions`, 'must be a positive integer');
-  }
-  const idleTimeoutMs = positiveDuration(
-    `${key}.idle_timeout_ms`,
-    server['idle_timeout_ms'],
-    MCP_DEFAULTS.idleTimeoutMs,
-  );
-  return { kind: 'stdio', command, args: args as string[], env: childEnv, cwd, timeoutMs, maxSessions, idleTimeoutMs };
+function stdioServer(key: string, raw: unknown, env: NodeJS.ProcessEnv): StdioMcpServer {
+  const server = validateItem(key, raw, stdioSchema, 'a stdio MCP server');
+  return {
+    kind: 'stdio',
+    command: server.command,
+    args: server.args,
+    env: resolveMap(`${key}.env`, server.env, env),
+    cwd: server.cwd,
+    timeoutMs: server.timeout_ms,
+    maxSessions: server.max_sessions,
+    idleTimeoutMs: server.idle_timeout_ms,
+  };
 }
 
 /**
@@ -181,11 +199,6 @@ export function resolveMcpServers(config: unknown, env: NodeJS.ProcessEnv, key =
     const remote = server['url'] !== undefined;
     if (remote === (server['command'] !== undefined)) {
       fail(at, 'needs exactly one of `url` (a remote Streamable HTTP server) or `command` (a local stdio server)');
-    }
-    const allowed = remote ? REMOTE_KEYS : STDIO_KEYS;
-    for (const field of Object.keys(server)) {
-      if (!allowed.has(field))
-        fail(`${at}.${field}`, `is not a setting of a ${remote ? 'remote' : 'stdio'} MCP server`);
     }
     servers[name] = remote ? remoteServer(at, server, env) : stdioServer(at, server, env);
   }

@@ -2,12 +2,13 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import convict from 'convict';
 import { parse as parseYaml } from 'yaml';
+import { isObject } from '../json.ts';
 import { ConfigError, validated } from './errors.ts';
-import { logLevelSchema, registerFormats } from './formats.ts';
+import { HEADER_NAME, logLevelSchema, registerFormats, stringMapFormat } from './formats.ts';
 import { PROXY_PORT } from './ports.ts';
 import { mcpServersSchema, resolveMcpServers, type McpServers } from './mcp.ts';
-import { isObject } from '../json.ts';
-import { apiKeyOf, fail, HEADER_NAME, httpUrl, ITEM_NAME, nonEmptyString, positiveDuration, record } from './shape.ts';
+import { apiKeyOf, apiKeySchema, fail, httpUrl, nonEmptyString } from './shape.ts';
+import { uniqueNames, validateItem } from './items.ts';
 import type { CatalogTimes } from '../proxy/models.ts';
 import { PROTOCOL_NAMES, PROTOCOLS, type Protocol } from '../proxy/protocols/registry.ts';
 import type { StoreLimits, StoresConfig } from '../proxy/translate/stores.ts';
@@ -19,18 +20,6 @@ export type AuthMode = (typeof AUTH_MODES)[number];
 /** What `auto` resolves to: the policy actually enforced. */
 export type EffectiveAuthMode = Exclude<AuthMode, 'auto'>;
 
-const DEFAULT_UPSTREAM_TIMEOUT_MS = 600_000;
-const UPSTREAM_KEYS = new Set([
-  'name',
-  'protocol',
-  'base_url',
-  'api_key',
-  'api_key_env',
-  'models',
-  'headers',
-  'timeout_ms',
-  'responses_api',
-]);
 /** Headers the proxy sets itself on the way upstream: connection framing and every protocol's credential. */
 const RESERVED_HEADERS = new Set([
   'host',
@@ -172,80 +161,64 @@ function proxySchema() {
   };
 }
 
+/** One item of `proxy.upstreams`. */
+const upstreamSchema = {
+  name: { doc: 'The name in logs and x-gatehouse-upstream.', format: 'item-name', default: null as unknown as string },
+  protocol: {
+    doc: 'The protocol it speaks.',
+    format: (value: unknown): void => {
+      if (!PROTOCOL_NAMES.includes(value as Protocol)) throw new Error(`must be one of ${PROTOCOL_NAMES.join(', ')}`);
+    },
+    default: null as unknown as Protocol,
+  },
+  base_url: { doc: 'Where its paths start, e.g. https://api.openai.com/v1.', format: 'base-url', default: '' },
+  ...apiKeySchema,
+  models: { doc: 'Model names or globs it serves.', format: 'globs', default: null as unknown as string[] },
+  headers: {
+    doc: 'Extra headers on every request.',
+    format: stringMapFormat(
+      HEADER_NAME,
+      'header name',
+      RESERVED_HEADERS,
+      'is set by the proxy (credentials come from api_key or api_key_env)',
+    ),
+    default: {} as Record<string, string>,
+    // May carry a credential of its own.
+    sensitive: true,
+  },
+  timeout_ms: { doc: 'Time allowed for the whole answer.', format: 'duration', default: 600_000 },
+  responses_api: {
+    doc: 'OpenAI only: whether it serves /responses (else Responses requests are translated to chat).',
+    format: 'optional-boolean',
+    default: undefined as boolean | undefined,
+  },
+};
+
 function resolveUpstream(key: string, raw: unknown, env: NodeJS.ProcessEnv): UpstreamConfig {
-  if (!isObject(raw)) fail(key, 'must be an object {name, protocol, base_url, models, …}');
-  for (const field of Object.keys(raw)) {
-    if (!UPSTREAM_KEYS.has(field)) fail(`${key}.${field}`, 'is not an upstream setting');
-  }
-  const name = nonEmptyString(`${key}.name`, raw['name']);
-  if (!ITEM_NAME.test(name)) {
-    fail(`${key}.name`, 'uses letters, digits, "_", "-" and "." (at most 64, starting with a letter or digit)');
-  }
-  const protocol = raw['protocol'];
-  if (!PROTOCOL_NAMES.includes(protocol as Protocol))
-    fail(`${key}.protocol`, `must be one of ${PROTOCOL_NAMES.join(', ')}`);
-  const baseUrl = raw['base_url'] as string;
-  const url = httpUrl(`${key}.base_url`, baseUrl);
-  if (url.search || url.hash || url.username || url.password) {
-    fail(`${key}.base_url`, 'must not carry a query, a fragment or credentials');
-  }
-  const apiKey = apiKeyOf(key, raw, env);
-
-  const models = raw['models'];
-  if (!Array.isArray(models) || models.length === 0) {
-    fail(`${key}.models`, 'must be a non-empty list of model names or globs');
-  }
-  models.forEach((m, i) => nonEmptyString(`${key}.models[${i}]`, m));
-
-  const headers: Record<string, string> = {};
-  if (raw['headers'] !== undefined) {
-    const map = record(`${key}.headers`, raw['headers'], 'must be a map of header names to strings');
-    for (const [header, value] of Object.entries(map)) {
-      if (!HEADER_NAME.test(header)) fail(`${key}.headers.${header}`, 'is not a valid header name');
-      if (RESERVED_HEADERS.has(header.toLowerCase())) {
-        fail(`${key}.headers.${header}`, 'is set by the proxy (credentials come from api_key or api_key_env)');
-      }
-      if (typeof value !== 'string') fail(`${key}.headers.${header}`, 'must be a string');
-      headers[header.toLowerCase()] = value;
-    }
-  }
-
-  const timeoutMs = positiveDuration(`${key}.timeout_ms`, raw['timeout_ms'], DEFAULT_UPSTREAM_TIMEOUT_MS);
-
-  const responsesApi = raw['responses_api'] === undefined ? true : raw['responses_api'];
-  if (typeof responsesApi !== 'boolean') fail(`${key}.responses_api`, 'must be true or false');
-  if (
-    raw['responses_api'] !== undefined &&
-    !PROTOCOLS[protocol as Protocol].upstreamSettings?.includes('responses_api')
-  ) {
+  const item = validateItem(key, raw, upstreamSchema, 'an upstream');
+  if (item.responses_api !== undefined && !PROTOCOLS[item.protocol].upstreamSettings?.includes('responses_api')) {
     const owners = PROTOCOL_NAMES.filter((name) => PROTOCOLS[name].upstreamSettings?.includes('responses_api'));
     fail(
       `${key}.responses_api`,
       `applies to protocol ${owners.join(', ')} only (other upstreams always get Responses requests translated)`,
     );
   }
-
   return {
-    name,
-    protocol: protocol as Protocol,
-    baseUrl: baseUrl.replace(/\/+$/, ''),
-    apiKey,
-    models: models as string[],
-    headers,
-    timeoutMs,
-    responsesApi,
+    name: item.name,
+    protocol: item.protocol,
+    baseUrl: item.base_url.replace(/\/+$/, ''),
+    apiKey: apiKeyOf(key, item, env),
+    models: item.models,
+    headers: Object.fromEntries(Object.entries(item.headers).map(([name, value]) => [name.toLowerCase(), value])),
+    timeoutMs: item.timeout_ms,
+    responsesApi: item.responses_api ?? true,
   };
 }
 
 /** Validates `proxy.upstreams` item by item against `env` (the command's env, never process.env). */
 export function resolveUpstreams(raw: unknown[], env: NodeJS.ProcessEnv): UpstreamConfig[] {
   const upstreams = raw.map((item, i) => resolveUpstream(`proxy.upstreams[${i}]`, item, env));
-  const seen = new Set<string>();
-  upstreams.forEach((u, i) => {
-    if (seen.has(u.name))
-      fail(`proxy.upstreams[${i}].name`, `${JSON.stringify(u.name)} is used by an earlier upstream`);
-    seen.add(u.name);
-  });
+  uniqueNames('proxy.upstreams', upstreams, 'upstream');
   return upstreams;
 }
 

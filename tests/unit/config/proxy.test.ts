@@ -184,7 +184,7 @@ describe('loadProxyConfig', () => {
       /proxy\.upstreams\[0\]\.headers\.bad header: is not a valid header name/,
     ],
     [{ upstreams: [upstream({ timeout_ms: 'soon' })] }, /proxy\.upstreams\[0\]\.timeout_ms/],
-    [{ upstreams: [upstream({ retries: 3 })] }, /proxy\.upstreams\[0\]\.retries: is not an upstream setting/],
+    [{ upstreams: [upstream({ retries: 3 })] }, /proxy\.upstreams\[0\]\.retries: is not a setting of an upstream/],
     [{ upstreams: [upstream({ responses_api: 'no' })] }, /proxy\.upstreams\[0\]\.responses_api: must be true or false/],
     [{ upstreams: [upstream({ responses_api: null })] }, /proxy\.upstreams\[0\]\.responses_api: must be true or false/],
     [

@@ -140,7 +140,7 @@ describe('proxy.mcp.servers', () => {
     });
     writeFileSync(file, 'proxy:\n  mcp:\n    servers:\n      web_reader:\n        url: 42\n');
     expect(() => loadProxyConfig({ argv: ['--config', file], env: {}, cwd: dir })).toThrow(
-      'proxy.mcp.servers.web_reader.url: must be a non-empty string',
+      'proxy.mcp.servers.web_reader.url: must be an absolute http(s) URL',
     );
   });
 });
