@@ -163,6 +163,11 @@ function multipartBody({ uploadDir, maxBytes }: ImageOptions): Middleware {
     });
     try {
       await parse(ctx, next);
+    } catch (error) {
+      // Formidable reads on after a refusal: a client that finished sending meanwhile half-closes, and Node then
+      // closes the connection before the 413 is written. Paused, it waits for the answer (see dropRestOfBody).
+      ctx.req.pause();
+      throw error;
     } finally {
       // Retries: a part's file may still be closing when the refusal is thrown.
       await rm(staging, { recursive: true, force: true, maxRetries: 3 }).catch(() => undefined);
