@@ -11,13 +11,18 @@
  * the answer on every read, as it did before. Rounds alternate which goes
  * first; ratios are paired round by round (median with the range).
  *
- * Env: BENCH_ROUNDS (5), BENCH_READERS (200), BENCH_PLAN_MB (5).
+ * The readers send a browser's Accept-Encoding, so gatehouse answers with the
+ * gzip form it made once (the baseline, as before, never compresses);
+ * BENCH_ACCEPT_ENCODING=identity reads the raw bytes from both.
+ *
+ * Env: BENCH_ROUNDS (5), BENCH_READERS (200), BENCH_PLAN_MB (5), BENCH_ACCEPT_ENCODING.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import Router from '@koa/router';
 import { Agent, request } from 'undici';
 import { createReviewApp } from '../src/review/app.ts';
@@ -76,6 +81,9 @@ interface Measure {
   wallMs: number;
 }
 
+/** What the readers send: a browser's Accept-Encoding by default; BENCH_ACCEPT_ENCODING=identity for raw bytes. */
+const headers = { 'accept-encoding': process.env['BENCH_ACCEPT_ENCODING'] ?? 'gzip, deflate, br, zstd' };
+
 async function measure(variant: Variant, planFile: string, expectedBytes: number): Promise<Measure> {
   const args = [import.meta.filename, 'serve', variant, planFile];
   const child: ChildProcess = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
@@ -87,17 +95,24 @@ async function measure(variant: Variant, planFile: string, expectedBytes: number
   const { port } = await next();
   const agent = new Agent({ connections: READERS, pipelining: 0 });
   const started = performance.now();
-  const sizes = await Promise.all(
+  const answers = await Promise.all(
     Array.from({ length: READERS }, async () => {
-      const res = await request(`http://127.0.0.1:${port}/api/plan`, { dispatcher: agent });
+      const res = await request(`http://127.0.0.1:${port}/api/plan`, { dispatcher: agent, headers });
       let size = 0;
       for await (const chunk of res.body) size += (chunk as Buffer).length;
-      return size;
+      return { size, encoding: res.headers['content-encoding'] };
     }),
   );
   const wallMs = performance.now() - started;
   await agent.close();
-  if (sizes.some((s) => s !== expectedBytes)) throw new Error(`${variant}: an answer had the wrong size`);
+  // One more read, kept whole, checks the content; the timed ones are counted and compared with it.
+  const first = await request(`http://127.0.0.1:${port}/api/plan`, { headers });
+  let body = Buffer.from(await first.body.arrayBuffer());
+  if (first.headers['content-encoding'] === 'gzip') body = gunzipSync(body);
+  if (body.length !== expectedBytes) throw new Error(`${variant}: the answer had the wrong size`);
+  if (answers.some((a) => a.size !== answers[0]?.size || a.encoding !== first.headers['content-encoding'])) {
+    throw new Error(`${variant}: the answers differ`);
+  }
   child.send('report');
   const { peakRssMb = NaN, cpuMs = NaN } = await next();
   return { peakRssMb, cpuMs, wallMs };
@@ -116,7 +131,10 @@ async function main(): Promise<void> {
     const answer = { plan, origin: config.origin, permissionMode: 'plan', sharingEnabled: config.sharingEnabled };
     const expectedBytes = Buffer.byteLength(JSON.stringify(answer));
     const planMb = (Buffer.byteLength(plan) / 1024 / 1024).toFixed(1);
-    console.log(`GET /api/plan: ${planMb} MB plan (non-ASCII), ${READERS} reads at once, ${ROUNDS} rounds\n`);
+    console.log(
+      `GET /api/plan: ${planMb} MB plan (non-ASCII), ${READERS} reads at once, ${ROUNDS} rounds, ` +
+        `accept-encoding: ${headers['accept-encoding']}\n`,
+    );
     const results: Record<Variant, Measure[]> = { gatehouse: [], baseline: [] };
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? VARIANTS : [...VARIANTS].reverse();

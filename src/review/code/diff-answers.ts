@@ -1,5 +1,5 @@
 import type { DiffType } from '../../git/diff-type.ts';
-import { jsonBytes } from '../../http/json-bytes.ts';
+import { JsonAnswer } from '../../http/json-bytes.ts';
 
 /** One computed answer: `state` is what it shows (equal states serialise alike), `answer` the JSON value. */
 export interface ComputedAnswer {
@@ -14,19 +14,19 @@ const sameState = (a: readonly string[], b: readonly string[]): boolean =>
  * `GET /api/diff`'s answers per diff type, serialised once per state. Reads
  * that arrive while a diff is being computed share that computation; a diff
  * computed again that shows the same state as the last one is served the
- * bytes already made. The working tree may change between reads, so each
+ * answer already made (and compressed). The working tree may change between reads, so each
  * read after the last computation ended computes again.
  */
 export class DiffAnswers {
   readonly #compute: (type: DiffType) => Promise<ComputedAnswer>;
-  readonly #pending = new Map<DiffType, Promise<Buffer>>();
-  readonly #last = new Map<DiffType, { state: readonly string[]; bytes: Buffer }>();
+  readonly #pending = new Map<DiffType, Promise<JsonAnswer>>();
+  readonly #last = new Map<DiffType, { state: readonly string[]; answer: JsonAnswer }>();
 
   constructor(compute: (type: DiffType) => Promise<ComputedAnswer>) {
     this.#compute = compute;
   }
 
-  get(type: DiffType): Promise<Buffer> {
+  get(type: DiffType): Promise<JsonAnswer> {
     let pending = this.#pending.get(type);
     if (!pending) {
       pending = this.#serialise(type).finally(() => this.#pending.delete(type));
@@ -35,12 +35,12 @@ export class DiffAnswers {
     return pending;
   }
 
-  async #serialise(type: DiffType): Promise<Buffer> {
+  async #serialise(type: DiffType): Promise<JsonAnswer> {
     const { state, answer } = await this.#compute(type);
     const last = this.#last.get(type);
-    if (last && sameState(last.state, state)) return last.bytes;
-    const bytes = jsonBytes(answer);
-    this.#last.set(type, { state, bytes });
-    return bytes;
+    if (last && sameState(last.state, state)) return last.answer;
+    const json = new JsonAnswer(answer);
+    this.#last.set(type, { state, answer: json });
+    return json;
   }
 }

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
 import { PERMISSION_MODES, type PermissionMode, type ReviewConfig } from '../../config/review.ts';
-import { jsonBytes, sendJson } from '../../http/json-bytes.ts';
+import { JsonAnswer, sendJson } from '../../http/json-bytes.ts';
 import type { DecisionResponse, NotevaultRequest, PlanResponse, VaultsResponse } from '../contract.ts';
 import { reviewErrors } from '../errors.ts';
 import type { DecisionGate } from '../instance.ts';
@@ -130,7 +130,7 @@ export function planRoutes({ plan, permissionMode, config, log, now = () => new 
 
     // The plan never changes during a review: one serialisation serves every read.
     const answer: PlanResponse = { plan, origin: config.origin, permissionMode, sharingEnabled: config.sharingEnabled };
-    const planAnswer = jsonBytes(answer);
+    const planAnswer = new JsonAnswer(answer);
     router.get('/api/plan', (ctx: Context) => sendJson(ctx, planAnswer));
 
     router.get('/api/notevault/vaults', async (ctx: Context) => {

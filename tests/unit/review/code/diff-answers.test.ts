@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DiffType } from '../../../../src/git/diff-type.ts';
+import type { JsonAnswer } from '../../../../src/http/json-bytes.ts';
 import { DiffAnswers, type ComputedAnswer } from '../../../../src/review/code/diff-answers.ts';
 
 /** A diff source whose computations the test finishes by hand. */
@@ -22,7 +23,7 @@ describe('DiffAnswers', () => {
     calls[0]?.finish(answer('p1'));
     const bytes = await Promise.all(reads);
     expect(new Set(bytes).size).toBe(1);
-    expect(JSON.parse((bytes[0] as Buffer).toString('utf8'))).toEqual({ rawPatch: 'p1', note: 'é' });
+    expect(JSON.parse((bytes[0] as JsonAnswer).bytes.toString('utf8'))).toEqual({ rawPatch: 'p1', note: 'é' });
   });
 
   it('computes again once the last one ended; the same state reuses its bytes, a new one is serialised', async () => {
@@ -38,7 +39,7 @@ describe('DiffAnswers', () => {
     calls[2]?.finish(answer('p2'));
     const c = await third;
     expect(c).not.toBe(a);
-    expect(JSON.parse(c.toString('utf8'))).toMatchObject({ rawPatch: 'p2' });
+    expect(JSON.parse(c.bytes.toString('utf8'))).toMatchObject({ rawPatch: 'p2' });
   });
 
   it('keeps each diff type apart', async () => {
@@ -48,8 +49,8 @@ describe('DiffAnswers', () => {
     expect(calls.map((c) => c.type)).toEqual(['uncommitted', 'last-commit']);
     calls[0]?.finish(answer('u'));
     calls[1]?.finish(answer('l'));
-    expect(JSON.parse((await u).toString('utf8'))).toMatchObject({ rawPatch: 'u' });
-    expect(JSON.parse((await l).toString('utf8'))).toMatchObject({ rawPatch: 'l' });
+    expect(JSON.parse((await u).bytes.toString('utf8'))).toMatchObject({ rawPatch: 'u' });
+    expect(JSON.parse((await l).bytes.toString('utf8'))).toMatchObject({ rawPatch: 'l' });
   });
 
   it('a failed computation fails every read that shared it, and the next read tries again', async () => {
@@ -59,6 +60,6 @@ describe('DiffAnswers', () => {
     for (const read of reads) await expect(read).rejects.toThrow('git failed');
     const retry = answers.get('staged');
     calls[1]?.finish(answer('s'));
-    expect(JSON.parse((await retry).toString('utf8'))).toMatchObject({ rawPatch: 's' });
+    expect(JSON.parse((await retry).bytes.toString('utf8'))).toMatchObject({ rawPatch: 's' });
   });
 });
