@@ -37,13 +37,25 @@ function* batched(value: unknown): Generator<Buffer> {
   if (pending !== '') yield Buffer.from(pending);
 }
 
-/** A string's JSON text in pieces of at most PIECE characters, never splitting a surrogate pair. */
-function* stringPieces(text: string): Generator<string, void, undefined> {
-  if (text.length <= PIECE) {
-    yield JSON.stringify(text);
-    return;
+/**
+ * Text made of parts that are written out one after the other and never
+ * joined in memory: a `data:` URL around a large base64 image would
+ * otherwise be one more string the size of the image. JSON.stringify joins it.
+ */
+export class JoinedText {
+  readonly parts: readonly string[];
+
+  constructor(parts: readonly string[]) {
+    this.parts = parts;
   }
-  yield '"';
+
+  toJSON(): string {
+    return this.parts.join('');
+  }
+}
+
+/** A string's JSON text without its quotes, in pieces of at most PIECE characters, never splitting a surrogate pair. */
+function* escapedPieces(text: string): Generator<string, void, undefined> {
   for (let start = 0; start < text.length;) {
     let end = Math.min(start + PIECE, text.length);
     const last = text.charCodeAt(end - 1);
@@ -51,12 +63,23 @@ function* stringPieces(text: string): Generator<string, void, undefined> {
     yield JSON.stringify(text.slice(start, end)).slice(1, -1);
     start = end;
   }
+}
+
+function* stringPieces(text: string): Generator<string, void, undefined> {
+  if (text.length <= PIECE) return yield JSON.stringify(text);
+  yield '"';
+  yield* escapedPieces(text);
   yield '"';
 }
 
-/** JSON.stringify's text for plain data (no toJSON, no replacer), in pieces. */
+/** JSON.stringify's text for plain data and JoinedText (no other toJSON, no replacer), in pieces. */
 export function* jsonPieces(value: unknown): Generator<string, void, undefined> {
   if (typeof value === 'string') return yield* stringPieces(value);
+  if (value instanceof JoinedText) {
+    yield '"';
+    for (const part of value.parts) yield* escapedPieces(part);
+    return yield '"';
+  }
   // JSON.stringify gives no text for these; in a body they stand for null.
   if (value === undefined || typeof value === 'function' || typeof value === 'symbol') return yield 'null';
   if (value === null || typeof value !== 'object') return yield JSON.stringify(value);

@@ -1,6 +1,7 @@
 /** Small helpers every adapter shares: reading untrusted JSON, SSE framing, ids, schemas. */
 import { randomBytes } from 'node:crypto';
 import { isObject } from '../../json.ts';
+import { JoinedText } from './json-body.ts';
 import {
   TranslateError,
   type ImagePart,
@@ -131,9 +132,14 @@ export function imageFromUrl(url: string): ImagePart {
   return { type: 'image', source: { kind: 'url', url } };
 }
 
-export function imageToUrl(image: ImagePart): string {
+/** From this size on, a data: URL is written out around its image rather than joined to it (see JoinedText). */
+const JOIN_FROM_CHARS = 1024 * 1024;
+
+export function imageToUrl(image: ImagePart): string | JoinedText {
   const s = image.source;
-  return s.kind === 'base64' ? `data:${s.mime};base64,${s.data}` : s.url;
+  if (s.kind !== 'base64') return s.url;
+  const prefix = `data:${s.mime};base64,`;
+  return s.data.length < JOIN_FROM_CHARS ? prefix + s.data : new JoinedText([prefix, s.data]);
 }
 
 /** Parses SSE frames from text fed in arbitrary chunks. */

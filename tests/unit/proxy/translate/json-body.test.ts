@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jsonBody, jsonPieces } from '../../../../src/proxy/translate/json-body.ts';
+import { JoinedText, jsonBody, jsonPieces } from '../../../../src/proxy/translate/json-body.ts';
 import { API_KEY, startTranslatingProxy, type TranslatingProxy } from '../../../support/translating-proxy.ts';
 
 async function text(body: ReturnType<typeof jsonBody>['body']): Promise<Buffer> {
@@ -29,6 +29,26 @@ describe('jsonPieces', () => {
       const long = `${'a'.repeat(pad)}${'😀é"\\\n'.repeat(30_000)}`;
       expect([...jsonPieces({ long })].join('')).toBe(JSON.stringify({ long }));
     }
+  });
+});
+
+describe('JoinedText', () => {
+  it('is written out as the JSON string of its parts joined, by jsonPieces and by JSON.stringify alike', () => {
+    fc.assert(
+      fc.property(fc.array(fc.string({ unit: 'grapheme' })), (parts) => {
+        const value = { url: new JoinedText(parts) };
+        const expected = JSON.stringify({ url: parts.join('') });
+        expect([...jsonPieces(value)].join('')).toBe(expected);
+        expect(JSON.stringify(value)).toBe(expected);
+      }),
+    );
+  });
+
+  it('writes a long part in pieces, never as one string', () => {
+    const data = 'A'.repeat(200_000);
+    const pieces = [...jsonPieces(new JoinedText(['data:image/png;base64,', data]))];
+    expect(Math.max(...pieces.map((p) => p.length))).toBeLessThanOrEqual(64 * 1024);
+    expect(pieces.join('')).toBe(JSON.stringify(`data:image/png;base64,${data}`));
   });
 });
 
