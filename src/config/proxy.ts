@@ -9,6 +9,7 @@ import { PROXY_PORT } from './ports.ts';
 import { mcpServersSchema, resolveMcpServers, type McpServers } from './mcp.ts';
 import { apiKeyOf, apiKeySchema, fail, httpUrl, nonEmptyString } from './shape.ts';
 import { uniqueNames, validateItem } from './items.ts';
+import { resolveKeys, type ClientKeyConfig } from './keys.ts';
 import type { CatalogTimes } from '../proxy/models.ts';
 import { PROTOCOL_NAMES, PROTOCOLS, type Protocol } from '../proxy/protocols/registry.ts';
 import type { StoreLimits, StoresConfig } from '../proxy/translate/stores.ts';
@@ -58,7 +59,10 @@ export interface ProxyConfig {
   authMode: AuthMode;
   /** `auth_mode` with `auto` resolved. */
   effectiveAuthMode: EffectiveAuthMode;
+  /** The single key (`default`), or '' when only proxy.keys are configured. */
   apiKey: string;
+  /** Keys for people and services, besides the single api_key. */
+  keys: ClientKeyConfig[];
   /** Browser origins allowed (`*`: any, only where every request needs a key). */
   corsAllowedOrigins: string[];
   /** Hosts besides loopback that keyless requests may name. */
@@ -117,6 +121,12 @@ function proxySchema() {
         default: '',
         env: 'PROXY_API_KEY',
         sensitive: true,
+      },
+      // Validated item by item in resolveKeys (config/keys.ts).
+      keys: {
+        doc: 'Keys for people and services: name, key_env or key_sha256, limits.',
+        format: Array,
+        default: [] as unknown[],
       },
       cors: {
         allowed_origins: {
@@ -238,11 +248,10 @@ const MIN_LAN_KEY_LENGTH = 16;
  * sends by accident (`?key=+` is a space), and a short one is guessable from
  * the network.
  */
-function checkApiKey(key: string, allowLanAccess: boolean): void {
-  if (key === '') return;
-  if (key.trim() !== key) fail('proxy.api_key', 'PROXY_API_KEY must not be blank or begin or end with whitespace');
+function checkKey(at: string, variable: string, key: string, allowLanAccess: boolean): void {
+  if (key.trim() !== key) fail(at, `${variable} must not be blank or begin or end with whitespace`);
   if (allowLanAccess && key.length < MIN_LAN_KEY_LENGTH) {
-    fail('proxy.api_key', `PROXY_API_KEY must be at least ${MIN_LAN_KEY_LENGTH} characters with allow_lan_access true`);
+    fail(at, `${variable} must be at least ${MIN_LAN_KEY_LENGTH} characters with allow_lan_access true`);
   }
 }
 
@@ -330,9 +339,10 @@ export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConf
   const effectiveAuthMode: EffectiveAuthMode =
     p.auth_mode === 'auto' ? (allowLanAccess ? 'all_except_health' : 'off') : p.auth_mode;
   const warnings: string[] = [];
-  if (effectiveAuthMode !== 'off' && p.api_key === '') {
+  const keys = resolveKeys(p.keys, env, (at, variable, key) => checkKey(at, variable, key, allowLanAccess));
+  if (effectiveAuthMode !== 'off' && p.api_key === '' && keys.length === 0) {
     const mode = `${p.auth_mode}${p.auth_mode === 'auto' ? ' (with allow_lan_access)' : ''}`;
-    fail('proxy.api_key', `auth_mode ${mode} needs a key: set PROXY_API_KEY`);
+    fail('proxy.api_key', `auth_mode ${mode} needs a key: set PROXY_API_KEY or proxy.keys`);
   }
   // Open on the network means anyone who can reach the port spends the upstream keys.
   if (effectiveAuthMode === 'off' && allowLanAccess) {
@@ -342,10 +352,12 @@ export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConf
         'set proxy.api_key and use auto, all_except_health or strict',
     );
   }
-  checkApiKey(p.api_key, allowLanAccess);
+  if (p.api_key !== '') checkKey('proxy.api_key', 'PROXY_API_KEY', p.api_key, allowLanAccess);
   const corsAllowedOrigins = resolveOrigins(p.cors.allowed_origins, effectiveAuthMode);
   if (effectiveAuthMode === 'off' && p.api_key !== '')
     warnings.push('proxy.api_key is set but auth_mode resolves to off: the key is not checked');
+  if (effectiveAuthMode === 'off' && keys.length > 0)
+    warnings.push('proxy.keys are set but auth_mode resolves to off: no key is checked, no limit applies');
 
   const upstreams = resolveUpstreams(p.upstreams, env);
   const modelAliases = resolveAliases(p.model_aliases);
@@ -359,6 +371,7 @@ export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConf
     authMode: p.auth_mode,
     effectiveAuthMode,
     apiKey: p.api_key,
+    keys,
     corsAllowedOrigins,
     allowedHosts: p.allowed_hosts,
     maxBodyBytes: p.max_body_bytes,

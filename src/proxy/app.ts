@@ -16,7 +16,9 @@ import { ModelCatalog, modelInfo, modelList } from './models.ts';
 import { OpenStreams } from './open-streams.ts';
 import type { ProtocolSpec } from './protocols/protocol.ts';
 import { PROTOCOLS, type Protocol, type ProtocolRecord } from './protocols/registry.ts';
+import { Admission, KeyRing, spendTokens } from './keys.ts';
 import { requestLog } from './request-log.ts';
+import { memoryState, type SharedState } from './state/shared.ts';
 import { ModelRouter } from './routing.ts';
 import { Translator } from './translate/handler.ts';
 import { memoryStores, type TranslationStores } from './translate/stores.ts';
@@ -42,6 +44,8 @@ export interface ProxyAppOptions {
   protocols?: ProtocolRecord;
   /** What translation remembers between requests (default: in memory, with the configured limits). */
   stores?: TranslationStores;
+  /** State replicas share: limits, budgets, cooldowns (default: this process's memory). */
+  state?: SharedState;
 }
 
 type Method = 'GET' | 'POST';
@@ -65,7 +69,8 @@ const noRoute: ProxyMiddleware = (ctx) => Promise.reject(proxyErrors.routeNotFou
 /**
  * The proxy, in request order: log line, error shapes, nosniff, browser
  * origins (CORS; preflights end here), hosts of keyless requests,
- * authentication, MCP, then the endpoint table, which every protocol in the
+ * authentication, the key's tokens counted when its response ends, MCP,
+ * then the endpoint table, which every protocol in the
  * record fills with its model routes and model lists.
  */
 export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): ProxyApp {
@@ -78,6 +83,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   const credentials = new ClientCredentials(protocols);
   const translator = new Translator(options.stores ?? memoryStores(config.stores), log);
   const streams = new OpenStreams();
+  const admission = new Admission(options.state ?? memoryState());
   const deps: EndpointDeps = {
     router: models,
     maxBodyBytes: config.maxBodyBytes,
@@ -85,6 +91,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     credentials,
     translator,
     streams,
+    admission,
   };
   const mcp = mcpRoutes(config.mcpServers, { env, log, maxBodyBytes: config.maxBodyBytes });
 
@@ -125,7 +132,8 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     .use(noSniff())
     .use(allowedOrigins(config.corsAllowedOrigins, protocols))
     .use(keylessHosts(config.effectiveAuthMode, config.allowedHosts))
-    .use(authenticate(config.effectiveAuthMode, config.apiKey, credentials))
+    .use(authenticate(config.effectiveAuthMode, new KeyRing(config.apiKey, config.keys), credentials))
+    .use(spendTokens(admission, log))
     .use(mcp)
     .use(exactRoutes(fixed))
     .use(router.routes())

@@ -1,8 +1,9 @@
-import { hash, timingSafeEqual } from 'node:crypto';
 import type { EffectiveAuthMode } from '../config/proxy.ts';
-import type { ClientKey, ProxyMiddleware } from './context.ts';
+import { HttpError } from '../http/errors.ts';
+import type { ProxyMiddleware } from './context.ts';
 import type { ClientCredentials } from './credentials.ts';
 import { proxyErrors } from './errors.ts';
+import type { KeyRing } from './keys.ts';
 
 export const HEALTH_PATH = '/healthz';
 
@@ -18,25 +19,25 @@ export function needsKey(mode: EffectiveAuthMode, path: string): boolean {
   }
 }
 
-const DEFAULT_KEY: ClientKey = { name: 'default', admin: true };
-
-// One-shot (no Hash object per presented key), as hex: a 'buffer' output costs more (docs/proxy.md, "Performance").
-const digest = (value: string): Buffer => Buffer.from(hash('sha256', value, 'hex'), 'latin1');
-
 /**
- * The auth_mode table. Keys compare in constant time (over fixed-length
- * digests, so a key's length leaks nothing either). OPTIONS always passes:
- * a browser's preflight carries no credentials.
+ * The auth_mode table. A presented key is looked up by its SHA-256 in the
+ * KeyRing (the single api_key is the key `default`); a disabled or expired
+ * key is refused like an unknown one, with its own message. OPTIONS always
+ * passes: a browser's preflight carries no credentials.
  */
-export function authenticate(mode: EffectiveAuthMode, apiKey: string, credentials: ClientCredentials): ProxyMiddleware {
-  const expected = digest(apiKey);
+export function authenticate(
+  mode: EffectiveAuthMode,
+  keys: KeyRing,
+  credentials: ClientCredentials,
+  now: () => number = Date.now,
+): ProxyMiddleware {
   // Not async: one promise fewer per request (koa-compose turns the throw into a rejection).
   return (ctx, next) => {
     if (ctx.method !== 'OPTIONS' && needsKey(mode, ctx.path)) {
-      const ok = credentials.presented(ctx).some((key) => timingSafeEqual(digest(key), expected));
-      if (!ok) throw proxyErrors.unauthorized();
-      // The single api_key is the operator's own.
-      ctx.state.key = DEFAULT_KEY;
+      const key = keys.find(credentials.presented(ctx), now());
+      if (key === undefined) throw proxyErrors.unauthorized();
+      if (key instanceof HttpError) throw key;
+      ctx.state.key = key;
     }
     return next();
   };

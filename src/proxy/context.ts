@@ -1,12 +1,6 @@
 import type { Middleware, ParameterizedContext } from 'koa';
 import type { Family } from './families.ts';
-
-/** Who is calling: a configured key, by name (never the key itself). */
-export interface ClientKey {
-  name: string;
-  /** May read /metrics and /internal/usage. */
-  admin: boolean;
-}
+import type { ClientKey } from './keys.ts';
 
 /** One try of one upstream for a request (fallback may make several). */
 export interface Attempt {
@@ -32,7 +26,7 @@ export interface TokenUsage {
 export interface ProxyState {
   /** Set by the first middleware (requestLog). */
   family?: Family;
-  /** Set by authentication when a key was presented and matched. */
+  /** Set by authentication when a known key was presented (never with auth off). */
   key?: ClientKey;
   model?: string;
   /** The upstream that served the response. */

@@ -4,6 +4,7 @@ import { clientGone } from './client-gone.ts';
 import type { ProxyContext, ProxyMiddleware, ProxyState } from './context.ts';
 import type { ClientCredentials } from './credentials.ts';
 import type { OpenStreams } from './open-streams.ts';
+import { countsTokens, type Admission } from './keys.ts';
 import { proxyErrors } from './errors.ts';
 import { boundaryOf, multipartStream, readMultipartHead, withModel } from './multipart.ts';
 import { forward } from './passthrough.ts';
@@ -20,6 +21,13 @@ export interface EndpointDeps {
   credentials: ClientCredentials;
   translator: Translator;
   streams: OpenStreams;
+  admission: Admission;
+}
+
+/** The key's allowlist and limits, once the model is known (nothing to check with auth off). */
+async function admit(ctx: ProxyContext, deps: EndpointDeps, model: string): Promise<void> {
+  const { key } = ctx.state;
+  if (key) await deps.admission.admit(key, model);
 }
 
 function requireModel(value: unknown): string {
@@ -61,6 +69,7 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
   const stream = operation.stream ?? request.body['stream'] === true;
   ctx.state.model = model;
   ctx.state.stream = stream;
+  await admit(ctx, deps, model);
   const resolution = deps.router.resolve(model);
   const passThrough = resolution !== undefined && passesThrough(request.family, operation, resolution.upstream.config);
   if (operation.count && !passThrough) {
@@ -75,7 +84,9 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
     const path = operation.upstreamPath(mappedModel);
     const { credentials, streams } = deps;
     const streamed = stream ? { streams, operation } : undefined;
-    return forward(ctx, { upstream, path, body: request.bytes(mappedModel), signal, credentials, stream: streamed });
+    const usage = countsTokens(ctx.state.key) ? upstream.protocol : undefined;
+    const body = request.bytes(mappedModel);
+    return forward(ctx, { upstream, path, body, signal, credentials, stream: streamed, usage });
   }
   const route: Route = {
     family: request.family,
@@ -141,6 +152,7 @@ function multipartModelEndpoint(deps: EndpointDeps, family: Protocol, operation:
     const model = requireModel(head.model);
     ctx.state.model = model;
     ctx.state.stream = false;
+    await admit(ctx, deps, model);
     const resolution = deps.router.resolve(model);
     if (!resolution) throw proxyErrors.modelNotFound(model);
     const { upstream, mappedModel } = resolution;

@@ -81,6 +81,14 @@ export interface Credentials {
   authorize(headers: Record<string, string | string[]>, apiKey: string | undefined): void;
 }
 
+/** Tokens an upstream reported for one answer. */
+export interface UpstreamUsage {
+  input: number;
+  output: number;
+  /** Input tokens served from the prompt cache. */
+  cached: number;
+}
+
 export interface ProtocolSpec {
   /** Upstream settings only this protocol's upstreams take (`responses_api`). */
   readonly upstreamSettings?: readonly string[];
@@ -124,6 +132,12 @@ export interface ProtocolSpec {
     /** The status a client of this protocol gets for an upstream's error status (default: the same). */
     status?(upstreamStatus: number): number;
   };
+  /**
+   * Token counts in a passed-through answer, read from its first and last
+   * bytes (a JSON body's usage, a stream's first and final events); undefined
+   * when they name none.
+   */
+  usage(head: string, tail: string): UpstreamUsage | undefined;
   readonly models: {
     /** Client-facing GET paths: the list, and one model by `:model`. */
     readonly listPaths: readonly string[];

@@ -37,3 +37,10 @@ export const STAINLESS_HEADERS = [
 
 /** When the proxy's model lists say models were created: its start. */
 export const CREATED = Math.floor(Date.now() / 1000);
+
+/** The last number written for `field` in a JSON text (or a piece of one): usage comes last in bodies and streams. */
+export function lastNumber(text: string, field: string): number | undefined {
+  let found: number | undefined;
+  for (const match of text.matchAll(new RegExp(`"${field}"\\s*:\\s*(\\d+)`, 'g'))) found = Number(match[1]);
+  return found;
+}

@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import type { HttpError } from '../../http/errors.ts';
 import type { Logger } from '../../log.ts';
-import type { ProxyContext } from '../context.ts';
+import type { ProxyContext, TokenUsage } from '../context.ts';
 import { proxyErrors } from '../errors.ts';
 import type { Route } from '../routing.ts';
 import { sendUpstream, upstreamFailure } from '../upstreams.ts';
@@ -16,10 +16,19 @@ import {
   type ModelResponse,
   type StreamEvent,
   type UpstreamAdapter,
+  type Usage,
 } from './model.ts';
 import type { TranslationStores } from './stores.ts';
 import { upstreamError } from './upstream-error.ts';
 import { parseJsonData } from './wire.ts';
+
+/** The upstream's token counts; a token per 4 bytes of request and answer when it reported none. */
+function tokenUsage(usage: Usage, requestBytes: number, answerChars: number): TokenUsage {
+  if (usage.input > 0 || usage.output > 0) {
+    return { input: usage.input, output: usage.output, cached: usage.cacheRead ?? 0, estimated: false };
+  }
+  return { input: Math.ceil(requestBytes / 4), output: Math.ceil(answerChars / 4), cached: 0, estimated: true };
+}
 
 function errorEvent(error: HttpError): StreamEvent {
   const { status, message, kind } = error;
@@ -115,6 +124,7 @@ export class Translator {
     if (!conv.stream) {
       const text = await readAll(route, response);
       const res = translating(502, () => upstream.decodeResponse(parseUpstreamJson(text)));
+      ctx.state.usage = tokenUsage(res.usage, route.rawBytes, text.length);
       await this.#keep(route, conv, res, true);
       ctx.status = 200;
       ctx.body = client.encodeResponse(res, conv);
@@ -175,6 +185,7 @@ export class Translator {
     const { res } = ctx;
     const body = response.body;
     let finished = false;
+    let streamed = 0;
 
     const encode = (events: StreamEvent[]): string => {
       let out = '';
@@ -182,6 +193,7 @@ export class Translator {
         if (keepText || e.type !== 'text') collector.add(e);
         out += encoder.encode(e);
       }
+      streamed += out.length;
       return out;
     };
     const write = (text: string): void => {
@@ -194,6 +206,7 @@ export class Translator {
       if (finished) return;
       finished = true;
       write(encode(events));
+      ctx.state.usage = tokenUsage(collector.usage, route.rawBytes, streamed);
       if (!collector.error && collector.stop !== undefined) {
         // Issued before the stream ends; a failing store costs the memory, not the answer.
         this.#keep(route, conv, { ...collector.response(), id: collector.id }, keepText).catch((error: unknown) =>

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EffectiveAuthMode } from '../../../src/config/proxy.ts';
 import { errorHandler } from '../../../src/http/middleware.ts';
 import { createLogger } from '../../../src/log.ts';
+import { KeyRing } from '../../../src/proxy/keys.ts';
 import { authenticate, needsKey } from '../../../src/proxy/auth.ts';
 import { ClientCredentials } from '../../../src/proxy/credentials.ts';
 import { Families } from '../../../src/proxy/families.ts';
@@ -41,7 +42,7 @@ describe('authenticate', () => {
       const app = new Koa();
       app
         .use(errorHandler(new Families(PROTOCOLS).render, createLogger('silent')))
-        .use(authenticate(mode, KEY, new ClientCredentials(PROTOCOLS)))
+        .use(authenticate(mode, new KeyRing(KEY, []), new ClientCredentials(PROTOCOLS)))
         .use((ctx) => {
           ctx.body = { ok: true };
         });

@@ -1,7 +1,7 @@
 /** Anthropic messages (and their count_tokens). */
 import { estimateConversation } from '../../translate/tokens.ts';
 import type { CatalogEntry, Operation, ProtocolSpec } from '../protocol.ts';
-import { CREATED, listedModels, STAINLESS_HEADERS } from '../shared.ts';
+import { CREATED, listedModels, STAINLESS_HEADERS, lastNumber } from '../shared.ts';
 import { errors } from './errors.ts';
 import { anthropic as adapter } from './messages.ts';
 
@@ -58,6 +58,14 @@ export const anthropic: ProtocolSpec = {
   },
   adapter,
   errors,
+  // A stream's input tokens come in message_start (the head), its output tokens in the last message_delta.
+  usage(head, tail) {
+    const text = head + tail;
+    const input = lastNumber(text, 'input_tokens');
+    const output = lastNumber(text, 'output_tokens');
+    if (input === undefined && output === undefined) return undefined;
+    return { input: input ?? 0, output: output ?? 0, cached: lastNumber(text, 'cache_read_input_tokens') ?? 0 };
+  },
   models: {
     listPaths: ['/v1/models/claude'],
     infoPaths: [],

@@ -5,7 +5,7 @@
 import { isObject } from '../../../json.ts';
 import { estimateConversation } from '../../translate/tokens.ts';
 import type { CatalogEntry, Operation, ProtocolSpec } from '../protocol.ts';
-import { listedModels } from '../shared.ts';
+import { listedModels, lastNumber } from '../shared.ts';
 import { errors } from './errors.ts';
 import { gemini as adapter } from './generate.ts';
 
@@ -100,6 +100,19 @@ export const gemini: ProtocolSpec = {
   },
   adapter,
   errors,
+  // Every streamed chunk carries usageMetadata; the last one counts. Thinking tokens are output too.
+  usage(head, tail) {
+    const text = head + tail;
+    const input = lastNumber(text, 'promptTokenCount');
+    const output = lastNumber(text, 'candidatesTokenCount');
+    if (input === undefined && output === undefined) return undefined;
+    const thoughts = lastNumber(text, 'thoughtsTokenCount') ?? 0;
+    return {
+      input: input ?? 0,
+      output: (output ?? 0) + thoughts,
+      cached: lastNumber(text, 'cachedContentTokenCount') ?? 0,
+    };
+  },
   models: {
     listPaths: ['/v1beta/models'],
     infoPaths: ['/v1beta/models/:model'],

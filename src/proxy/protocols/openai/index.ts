@@ -4,7 +4,7 @@
  */
 import type { UpstreamConfig } from '../../../config/proxy.ts';
 import type { CatalogEntry, Operation, ProtocolSpec } from '../protocol.ts';
-import { CREATED, listedModels, STAINLESS_HEADERS } from '../shared.ts';
+import { CREATED, listedModels, STAINLESS_HEADERS, lastNumber } from '../shared.ts';
 import { openaiChat } from './chat.ts';
 import { errors } from './errors.ts';
 import { openaiResponses, responseId } from './responses.ts';
@@ -62,6 +62,14 @@ export const openai: ProtocolSpec = {
   },
   adapter: openaiChat,
   errors,
+  // Chat names prompt/completion tokens, Responses input/output tokens; both name cached_tokens.
+  usage(head, tail) {
+    const text = head + tail;
+    const input = lastNumber(text, 'prompt_tokens') ?? lastNumber(text, 'input_tokens');
+    const output = lastNumber(text, 'completion_tokens') ?? lastNumber(text, 'output_tokens');
+    if (input === undefined && output === undefined) return undefined;
+    return { input: input ?? 0, output: output ?? 0, cached: lastNumber(text, 'cached_tokens') ?? 0 };
+  },
   models: {
     listPaths: ['/v1/models'],
     infoPaths: ['/v1/models/:model'],

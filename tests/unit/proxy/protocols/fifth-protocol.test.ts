@@ -70,6 +70,7 @@ const plain: ProtocolSpec = {
     warmup: (model) => ({ path: '/api/generate', body: { model, prompt: '' } }),
   },
   adapter: plainAdapter,
+  usage: () => undefined,
   errors: {
     type: (status) => (status >= 500 ? 'broken' : 'refused'),
     body: (error) => ({ failure: { kind: error.status >= 500 ? 'broken' : 'refused', text: error.message } }),

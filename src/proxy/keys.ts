@@ -1,0 +1,158 @@
+/**
+ * Keys for people and services: who a request comes from (KeyRing), and
+ * whether that key may make it now (Admission: its models, its requests and
+ * tokens per minute, its budget). Limits and budgets live in SharedState, so
+ * replicas sharing a backend count together.
+ */
+import { hash } from 'node:crypto';
+import { DEFAULT_KEY_NAME, type BudgetPeriod, type ClientKeyConfig } from '../config/keys.ts';
+import { HttpError } from '../http/errors.ts';
+import { globToRegExp } from './routing.ts';
+import type { Logger } from '../log.ts';
+import type { ProxyMiddleware } from './context.ts';
+import type { SharedState } from './state/shared.ts';
+
+const MINUTE = 60_000;
+
+/** Errors of a key's own, in the shape of every family (families.ts renders them). */
+export const keyErrors = {
+  disabled: () => new HttpError(401, 'This API key is disabled', { kind: 'invalid_api_key' }),
+  expired: () => new HttpError(401, 'This API key has expired', { kind: 'invalid_api_key' }),
+  modelNotAllowed: (model: string) =>
+    new HttpError(403, `This API key may not use model ${JSON.stringify(model)}`, { kind: 'model_not_allowed' }),
+  limited: (what: string, retryAfterMs: number) =>
+    new HttpError(429, `This API key's ${what} is used up; retry after ${retryAfter(retryAfterMs)} s`, {
+      kind: 'rate_limit_exceeded',
+      headers: { 'retry-after': String(retryAfter(retryAfterMs)) },
+    }),
+};
+
+const retryAfter = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
+
+/** A configured key as a request carries it: its config, and its allowlist compiled. */
+export interface ClientKey extends ClientKeyConfig {
+  allows: (model: string) => boolean;
+}
+
+function clientKey(config: ClientKeyConfig): ClientKey {
+  const patterns = config.models?.map(globToRegExp);
+  return { ...config, allows: patterns ? (model) => patterns.some((p) => p.test(model)) : () => true };
+}
+
+const sha256 = (value: string): string => hash('sha256', value, 'hex');
+
+/**
+ * Every key, looked up by its SHA-256: a presented key is hashed, never
+ * compared as text, so how long a lookup takes tells nothing about any key.
+ */
+export class KeyRing {
+  readonly #byDigest = new Map<string, ClientKey>();
+
+  constructor(apiKey: string, keys: readonly ClientKeyConfig[]) {
+    if (apiKey !== '') {
+      const operator: ClientKeyConfig = {
+        name: DEFAULT_KEY_NAME,
+        sha256: sha256(apiKey),
+        models: undefined,
+        rpm: undefined,
+        tpm: undefined,
+        budget: undefined,
+        expiresAt: undefined,
+        disabled: false,
+        // The operator's own key reads /metrics and /internal/usage.
+        admin: true,
+      };
+      this.#byDigest.set(operator.sha256, clientKey(operator));
+    }
+    for (const key of keys) this.#byDigest.set(key.sha256, clientKey(key));
+  }
+
+  /** The key among those presented, or why none may be used: undefined when none is known. */
+  find(presented: readonly string[], now: number): ClientKey | HttpError | undefined {
+    for (const value of presented) {
+      const key = this.#byDigest.get(sha256(value));
+      if (!key) continue;
+      if (key.disabled) return keyErrors.disabled();
+      if (key.expiresAt !== undefined && now >= key.expiresAt) return keyErrors.expired();
+      return key;
+    }
+    return undefined;
+  }
+}
+
+/** The current budget period of a key: its id and when it ends (UTC calendar days and months). */
+export function budgetPeriod(period: BudgetPeriod, now: number): { id: string; endsAt: number } {
+  const d = new Date(now);
+  const [y, m, day] = [d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()];
+  if (period === 'day') return { id: d.toISOString().slice(0, 10), endsAt: Date.UTC(y, m, day + 1) };
+  return { id: d.toISOString().slice(0, 7), endsAt: Date.UTC(y, m + 1, 1) };
+}
+
+/**
+ * Whether a key may make a model request now, and what its tokens count
+ * against once the response is done. Tokens are known only then, so `tpm`
+ * and budgets refuse from the request after the one that reached them.
+ */
+export class Admission {
+  readonly #state: SharedState;
+  readonly #now: () => number;
+
+  constructor(state: SharedState, now: () => number = Date.now) {
+    this.#state = state;
+    this.#now = now;
+  }
+
+  async admit(key: ClientKey, model: string): Promise<void> {
+    if (!key.allows(model)) throw keyErrors.modelNotAllowed(model);
+    const { windows, counters } = this.#state;
+    if (key.budget) {
+      const period = budgetPeriod(key.budget.period, this.#now());
+      const spent = await counters.get(`budget:${key.name}:${period.id}`);
+      if (spent >= key.budget.tokens) throw keyErrors.limited('token budget', period.endsAt - this.#now());
+    }
+    if (key.tpm !== undefined && (await windows.sum(`tpm:${key.name}`, MINUTE)) >= key.tpm) {
+      // Taking nothing only works out when there will be room again.
+      const room = await windows.take(`tpm:${key.name}`, 0, key.tpm - 1, MINUTE);
+      if (!room.ok) throw keyErrors.limited('tokens per minute', room.retryAfterMs);
+    }
+    if (key.rpm !== undefined) {
+      const taken = await windows.take(`rpm:${key.name}`, 1, key.rpm, MINUTE);
+      if (!taken.ok) throw keyErrors.limited('requests per minute', taken.retryAfterMs);
+    }
+  }
+
+  /** Counts a finished request's tokens against the key's tpm and budget. */
+  async spend(key: ClientKey, tokens: number): Promise<void> {
+    const { windows, counters } = this.#state;
+    const writes: Promise<unknown>[] = [];
+    if (key.tpm !== undefined) writes.push(windows.add(`tpm:${key.name}`, tokens, MINUTE));
+    if (key.budget) {
+      const period = budgetPeriod(key.budget.period, this.#now());
+      writes.push(counters.add(`budget:${key.name}:${period.id}`, tokens, period.endsAt));
+    }
+    await Promise.all(writes);
+  }
+}
+
+/** Whether the key's tokens are counted: it has a tpm limit or a budget. */
+export const countsTokens = (key: ClientKey | undefined): key is ClientKey =>
+  key !== undefined && (key.tpm !== undefined || key.budget !== undefined);
+
+/** Counts each response's tokens (ctx.state.usage) against its key, once the response has ended. */
+export function spendTokens(admission: Admission, log: Logger): ProxyMiddleware {
+  return (ctx, next) => {
+    const { key } = ctx.state;
+    if (countsTokens(key)) {
+      ctx.res.once('close', () => {
+        const { usage } = ctx.state;
+        // The request has been answered: a failure here (the state backend gone) is only logged.
+        if (usage) {
+          admission.spend(key, usage.input + usage.output).catch((error: unknown) => {
+            log.warn({ key: key.name, err: (error as Error).message }, 'tokens not counted against the key');
+          });
+        }
+      });
+    }
+    return next();
+  };
+}

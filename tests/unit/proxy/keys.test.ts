@@ -1,0 +1,175 @@
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import type { ClientKeyConfig } from '../../../src/config/keys.ts';
+import { HttpError } from '../../../src/http/errors.ts';
+import { Admission, budgetPeriod, KeyRing, type ClientKey } from '../../../src/proxy/keys.ts';
+import { PROTOCOLS } from '../../../src/proxy/protocols/registry.ts';
+import { memoryState } from '../../../src/proxy/state/shared.ts';
+
+const sha = (key: string) => createHash('sha256').update(key).digest('hex');
+const config = (name: string, more: Partial<ClientKeyConfig> = {}): ClientKeyConfig => ({
+  name,
+  sha256: sha(`key-of-${name}`),
+  models: undefined,
+  rpm: undefined,
+  tpm: undefined,
+  budget: undefined,
+  expiresAt: undefined,
+  disabled: false,
+  admin: false,
+  ...more,
+});
+
+describe('KeyRing', () => {
+  const ring = new KeyRing('operator-key', [
+    config('alice'),
+    config('bob', { disabled: true }),
+    config('carol', { expiresAt: 2_000 }),
+  ]);
+
+  it('finds a key by what was presented: the single api_key is the admin key `default`', () => {
+    expect(ring.find(['key-of-alice'], 0)).toMatchObject({ name: 'alice', admin: false });
+    expect(ring.find(['wrong', 'operator-key'], 0)).toMatchObject({ name: 'default', admin: true });
+    expect(ring.find(['key-of-nobody'], 0)).toBeUndefined();
+    expect(ring.find([], 0)).toBeUndefined();
+  });
+
+  it('refuses a disabled key, and an expired one from its expiry on', () => {
+    expect(ring.find(['key-of-bob'], 0)).toMatchObject({ status: 401, message: 'This API key is disabled' });
+    expect(ring.find(['key-of-carol'], 1_999)).toMatchObject({ name: 'carol' });
+    const expired = ring.find(['key-of-carol'], 2_000);
+    expect(expired).toBeInstanceOf(HttpError);
+    expect(expired).toMatchObject({ status: 401, message: 'This API key has expired' });
+  });
+
+  it('has no `default` key without an api_key', () => {
+    expect(new KeyRing('', [config('alice')]).find([''], 0)).toBeUndefined();
+  });
+});
+
+describe('budgetPeriod', () => {
+  it('is the UTC day or month, ending at the next one', () => {
+    const now = Date.UTC(2026, 10, 30, 23, 59);
+    expect(budgetPeriod('day', now)).toEqual({ id: '2026-11-30', endsAt: Date.UTC(2026, 11, 1) });
+    expect(budgetPeriod('month', now)).toEqual({ id: '2026-11', endsAt: Date.UTC(2026, 11, 1) });
+    expect(budgetPeriod('month', Date.UTC(2026, 11, 31))).toEqual({ id: '2026-12', endsAt: Date.UTC(2027, 0, 1) });
+  });
+});
+
+describe('Admission', () => {
+  let time = Date.UTC(2026, 10, 24, 12);
+  const admission = () => {
+    time = Date.UTC(2026, 10, 24, 12);
+    return new Admission(
+      memoryState(() => time),
+      () => time,
+    );
+  };
+  const key = (more: Partial<ClientKeyConfig>) =>
+    new KeyRing('', [config('k', more)]).find(['key-of-k'], 0) as ClientKey;
+  const refusal = async (promise: Promise<void>) => {
+    try {
+      await promise;
+    } catch (error) {
+      return error as HttpError;
+    }
+    throw new Error('admitted');
+  };
+
+  it('allows only the models its globs match (403 otherwise)', async () => {
+    const a = admission();
+    const k = key({ models: ['claude-*', 'gpt-4o'] });
+    await a.admit(k, 'claude-sonnet-4-5');
+    await a.admit(k, 'gpt-4o');
+    expect(await refusal(a.admit(k, 'gpt-4o-mini'))).toMatchObject({ status: 403, kind: 'model_not_allowed' });
+  });
+
+  it('lets rpm requests through a minute, then 429 with retry-after until the oldest leaves', async () => {
+    const a = admission();
+    const k = key({ rpm: 3 });
+    for (let i = 0; i < 3; i++) {
+      await a.admit(k, 'm');
+      time += 1_000;
+    }
+    const refused = await refusal(a.admit(k, 'm'));
+    expect(refused).toMatchObject({ status: 429, headers: { 'retry-after': '57' } });
+    time += 57_000;
+    await a.admit(k, 'm');
+  });
+
+  it('refuses once the last minute used up tpm, until those tokens leave the window', async () => {
+    const a = admission();
+    const k = key({ tpm: 1_000 });
+    await a.admit(k, 'm');
+    await a.spend(k, 600);
+    time += 10_000;
+    await a.admit(k, 'm');
+    await a.spend(k, 500);
+    expect(await refusal(a.admit(k, 'm'))).toMatchObject({ status: 429, headers: { 'retry-after': '50' } });
+    time += 50_000;
+    await a.admit(k, 'm');
+  });
+
+  it('refuses once the budget is spent, until the period ends', async () => {
+    const a = admission();
+    const k = key({ budget: { tokens: 100, period: 'day' } });
+    await a.spend(k, 99);
+    await a.admit(k, 'm');
+    await a.spend(k, 1);
+    const refused = await refusal(a.admit(k, 'm'));
+    expect(refused).toMatchObject({ status: 429, headers: { 'retry-after': String(12 * 3600) } });
+    expect(refused.message).toContain('token budget');
+    time = Date.UTC(2026, 10, 25);
+    await a.admit(k, 'm');
+  });
+
+  it('names the key in no message', async () => {
+    const a = admission();
+    const k = key({ rpm: 1, models: ['x'] });
+    await a.admit(k, 'x');
+    for (const error of [await refusal(a.admit(k, 'x')), await refusal(a.admit(k, 'y'))]) {
+      expect(error.message).not.toContain('key-of-k');
+    }
+  });
+});
+
+describe('usage read from a passed-through answer', () => {
+  it.each([
+    [
+      'openai',
+      '{"id":"c","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":4}}}',
+      '',
+      { input: 12, output: 5, cached: 4 },
+    ],
+    [
+      'openai',
+      'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n',
+      'data: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2}}\n\ndata: [DONE]\n\n',
+      { input: 7, output: 2, cached: 0 },
+    ],
+    [
+      'openai',
+      'event: response.created\ndata: {}\n\n',
+      'event: response.completed\ndata: {"response":{"usage":{"input_tokens":9,"output_tokens":3}}}\n\n',
+      { input: 9, output: 3, cached: 0 },
+    ],
+    [
+      'anthropic',
+      'event: message_start\ndata: {"message":{"usage":{"input_tokens":20,"cache_read_input_tokens":8,"output_tokens":1}}}\n\n',
+      'event: message_delta\ndata: {"usage":{"output_tokens":42}}\n\n',
+      { input: 20, output: 42, cached: 8 },
+    ],
+    [
+      'gemini',
+      'data: {"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":1}}\r\n\r\n',
+      'data: {"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":6,"thoughtsTokenCount":4}}\r\n\r\n',
+      { input: 3, output: 10, cached: 0 },
+    ],
+  ] as const)('%s: %s…', (protocol, head, tail, expected) => {
+    expect(PROTOCOLS[protocol].usage(head, tail)).toEqual(expected);
+  });
+
+  it('is undefined when the answer names no tokens', () => {
+    for (const spec of Object.values(PROTOCOLS)) expect(spec.usage('{"a":1}', '')).toBeUndefined();
+  });
+});
