@@ -22,8 +22,8 @@ export const REDACTED_PATHS = [
 
 /**
  * One log line per request, written when its response has ended (streams
- * included) or the client went away: family, model, upstream, status, ms,
- * stream. Never headers, bodies or the query string (Gemini's `key`).
+ * included) or the client went away: family, key name, model, upstream,
+ * status, ms, stream. Never headers, bodies or the query string (Gemini's `key`).
  */
 export function requestLog(log: Logger, families: Families): ProxyMiddleware {
   // Not async: the line is written on 'close', so there is nothing to await here.
@@ -36,6 +36,7 @@ export function requestLog(log: Logger, families: Families): ProxyMiddleware {
         method: ctx.method,
         path: ctx.path,
         family: state.family,
+        key: state.key?.name,
         model: state.model,
         upstream: state.upstream,
         // A client gone before any answer: nginx's 499 ("client closed request").
