@@ -24,7 +24,8 @@ LABEL org.opencontainers.image.title="gatehouse" \
 ENV NODE_ENV=production \
     SERVICE_REMOTE=1 \
     GATEHOUSE_PLAN_DIR=/data/plans \
-    HUB_DB_PATH=/data/hub.db
+    HUB_DB_PATH=/data/hub.db \
+    PROXY_USAGE_DB=/data/usage.db
 WORKDIR /app
 COPY --from=prod-deps /app/node_modules ./node_modules
 COPY --from=build /package ./

@@ -12,6 +12,7 @@ const USAGE = `Usage:
                         [--hub URL] [--session KEY]
   gatehouse hub [--port N]              (the review hub; see docs/hub.md)
   gatehouse proxy [--config FILE]
+  gatehouse usage [--since 7d] [--key NAME] [--by key|model|upstream|day] [--json]   (the proxy's usage file)
   gatehouse healthcheck [review|proxy]
   gatehouse --version
 `;
@@ -23,6 +24,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   'code-review': async () => (await import('./review/code/command.ts')).runCodeReview,
   hub: async () => (await import('./hub/command.ts')).runHub,
   proxy: async () => (await import('./proxy/command.ts')).runProxy,
+  usage: async () => (await import('./proxy/usage/command.ts')).runUsage,
   healthcheck: async () => (await import('./healthcheck.ts')).runHealthcheck,
 };
 

@@ -1,12 +1,12 @@
 import convict from 'convict';
 
-/** Parses `30m`, `90s`, `2h`, `500ms` or a bare number of milliseconds. */
+/** Parses `30m`, `90s`, `2h`, `7d`, `500ms` or a bare number of milliseconds. */
 export function parseDuration(value: string | number): number {
   if (typeof value === 'number') return value;
-  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/i.exec(value);
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$/i.exec(value);
   if (!match) throw new Error(`must be a duration such as 30m, 90s or 2h, got ${JSON.stringify(value)}`);
   const unit = (match[2] ?? 'ms').toLowerCase();
-  const factor = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[unit] ?? 1;
+  const factor = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[unit] ?? 1;
   return Math.round(Number(match[1]) * factor);
 }
 

@@ -10,6 +10,7 @@ import { mcpServersSchema, resolveMcpServers, type McpServers } from './mcp.ts';
 import { apiKeyOf, apiKeySchema, fail, httpUrl, nonEmptyString } from './shape.ts';
 import { uniqueNames, validateItem } from './items.ts';
 import { resolveKeys, type ClientKeyConfig } from './keys.ts';
+import { usageSchema } from './usage.ts';
 import type { CatalogTimes } from '../proxy/models.ts';
 import { PROTOCOL_NAMES, PROTOCOLS, type Protocol } from '../proxy/protocols/registry.ts';
 import type { StoreLimits, StoresConfig } from '../proxy/translate/stores.ts';
@@ -75,6 +76,10 @@ export interface ProxyConfig {
   modelAliases: Record<string, string>;
   /** Resolved against the env: credentials are plain values. */
   mcpServers: McpServers;
+  /** Where usage is written, and how often. */
+  usage: { dbPath: string; flushMs: number };
+  /** GET /metrics without an admin key. */
+  metricsPublic: boolean;
   /** Limits of what translation remembers between requests. */
   stores: StoresConfig;
   /** How long upstreams' model lists are kept, and how long a fetch may take. */
@@ -99,7 +104,7 @@ function storeLimits(limits: { max_entries: number; max_bytes: number; ttl: numb
   return { maxEntries: limits.max_entries, maxBytes: limits.max_bytes, ttlMs: limits.ttl };
 }
 
-function proxySchema() {
+function proxySchema(env: NodeJS.ProcessEnv) {
   return {
     proxy: {
       port: { doc: 'Listening port.', format: 'port', default: PROXY_PORT, env: 'PROXY_PORT' },
@@ -157,6 +162,15 @@ function proxySchema() {
         default: {} as Record<string, unknown>,
       },
       mcp: { servers: mcpServersSchema },
+      usage: usageSchema(env),
+      metrics: {
+        public: {
+          doc: 'Whether GET /metrics is open to any client (else it needs an admin key).',
+          format: 'strict-boolean',
+          default: false,
+          env: 'PROXY_METRICS_PUBLIC',
+        },
+      },
       stores: {
         responses: storeSchema('Responses API answers kept for previous_response_id', 2_000, 128 * MiB),
         reasoning: storeSchema('signed reasoning carried for clients that drop it', 10_000, 32 * MiB),
@@ -330,7 +344,7 @@ export interface ProxyLoadOptions {
 export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConfig {
   const { configFile } = parseProxyArgs(argv);
   const file = configFile ?? env['PROXY_CONFIG'];
-  const config = convict(proxySchema(), { env, args: [] });
+  const config = convict(proxySchema(env), { env, args: [] });
   if (file) config.load(readConfigFile(path.resolve(cwd, file)));
   validated(config);
 
@@ -379,6 +393,8 @@ export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConf
     upstreams,
     modelAliases,
     mcpServers,
+    usage: { dbPath: path.resolve(cwd, p.usage.db), flushMs: p.usage.flush_interval },
+    metricsPublic: p.metrics.public,
     stores: { responses: storeLimits(p.stores.responses), reasoning: storeLimits(p.stores.reasoning) },
     modelLists: {
       ttlMs: p.model_lists.ttl,

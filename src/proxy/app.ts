@@ -1,23 +1,25 @@
 import Router from '@koa/router';
-import Koa from 'koa';
+import Koa, { type Next } from 'koa';
 import type { ProxyConfig } from '../config/proxy.ts';
 import { errorHandler, noSniff } from '../http/middleware.ts';
 import type { Logger } from '../log.ts';
 import { authenticate } from './auth.ts';
 import { allowedOrigins, keylessHosts } from './browser.ts';
-import type { ProxyMiddleware, ProxyState } from './context.ts';
+import type { ProxyContext, ProxyMiddleware, ProxyState } from './context.ts';
 import { ClientCredentials } from './credentials.ts';
 import { bodyModelEndpoint, pathModelEndpoint, type EndpointDeps } from './endpoints.ts';
 import { proxyErrors } from './errors.ts';
 import { Families } from './families.ts';
-import { detectModel, healthz, telemetrySink, warmup } from './internal.ts';
+import { adminOnly, detectModel, healthz, metricsEndpoint, telemetrySink, usageEndpoint, warmup } from './internal.ts';
 import { mcpRoutes } from './mcp/index.ts';
 import { ModelCatalog, modelInfo, modelList } from './models.ts';
 import { OpenStreams } from './open-streams.ts';
 import type { ProtocolSpec } from './protocols/protocol.ts';
 import { PROTOCOLS, type Protocol, type ProtocolRecord } from './protocols/registry.ts';
 import { Admission, KeyRing, spendTokens } from './keys.ts';
-import { requestLog } from './request-log.ts';
+import { ProxyMetrics } from './metrics.ts';
+import { requestLog, type RequestSink } from './request-log.ts';
+import { usageSink, type UsageStore } from './usage/store.ts';
 import { memoryState, type SharedState } from './state/shared.ts';
 import { ModelRouter } from './routing.ts';
 import { Translator } from './translate/handler.ts';
@@ -46,6 +48,10 @@ export interface ProxyAppOptions {
   stores?: TranslationStores;
   /** State replicas share: limits, budgets, cooldowns (default: this process's memory). */
   state?: SharedState;
+  /** The process's metrics (default: this app's own). */
+  metrics?: ProxyMetrics;
+  /** Where finished model requests are summed (default: nowhere). */
+  usage?: UsageStore;
 }
 
 type Method = 'GET' | 'POST';
@@ -61,6 +67,14 @@ function exactRoutes(routes: readonly [Method, string, ProxyMiddleware][]): Prox
   return (ctx, next): unknown => {
     const handler = table.get(`${ctx.method} ${ctx.path}`);
     return handler ? handler(ctx, next) : next();
+  };
+}
+
+/** Names the route a request took, for metrics (a path with its parameters, not the request's). */
+function endpoint<C extends ProxyContext>(path: string, handler: (ctx: C, next: Next) => unknown) {
+  return (ctx: C, next: Next): unknown => {
+    ctx.state.endpoint = path;
+    return handler(ctx, next);
   };
 }
 
@@ -84,6 +98,11 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   const translator = new Translator(options.stores ?? memoryStores(config.stores), log);
   const streams = new OpenStreams();
   const admission = new Admission(options.state ?? memoryState());
+  const metrics = options.metrics ?? new ProxyMetrics();
+  metrics.streamsInFlight = () => streams.size;
+  const sinks: RequestSink[] = [(record) => metrics.observe(record)];
+  if (options.usage) sinks.push(usageSink(options.usage));
+  const admin = (handler: ProxyMiddleware) => adminOnly(config.effectiveAuthMode, handler);
   const deps: EndpointDeps = {
     router: models,
     maxBodyBytes: config.maxBodyBytes,
@@ -102,6 +121,8 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     ['POST', '/v1/api/event_logging/batch', telemetrySink()],
     ['POST', '/internal/warmup', warmup(models)],
     ['POST', '/v1/models/detect', detectModel(models)],
+    ['GET', '/metrics', config.metricsPublic ? metricsEndpoint(metrics) : admin(metricsEndpoint(metrics))],
+    ['GET', '/internal/usage', admin(usageEndpoint(options.usage))],
   ];
   const router = new Router<ProxyState>();
   // Model lists first: `/v1/models/claude` is a list, not a model called claude.
@@ -113,21 +134,24 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
       if (!('fromPath' in route)) fixed.push(['POST', route.path, bodyModelEndpoint(deps, family, route)]);
     }
   }
-  for (const [method, path, handler] of fixed) {
-    if (method === 'GET') router.get(path, handler);
-    else router.post(path, handler);
+  for (const route of fixed) {
+    const [method, path] = route;
+    route[2] = endpoint(path, route[2]);
+    if (method === 'GET') router.get(path, route[2]);
+    else router.post(path, route[2]);
   }
   // Then the routes with parameters, after every fixed path they could shadow (`/v1/models/detect`).
   const info = modelInfo(catalog, protocols);
-  for (const path of new Set(specs.flatMap(([, spec]) => spec.models.infoPaths))) router.get(path, info);
+  for (const path of new Set(specs.flatMap(([, spec]) => spec.models.infoPaths)))
+    router.get(path, endpoint(path, info));
   for (const [family, spec] of specs) {
     for (const route of spec.routes)
-      if ('fromPath' in route) router.post(route.path, pathModelEndpoint(deps, family, route));
+      if ('fromPath' in route) router.post(route.path, endpoint(route.path, pathModelEndpoint(deps, family, route)));
   }
 
   const app = new Koa<ProxyState>();
   app
-    .use(requestLog(log, families))
+    .use(requestLog(log, families, sinks))
     .use(errorHandler(families.render, log))
     .use(noSniff())
     .use(allowedOrigins(config.corsAllowedOrigins, protocols))

@@ -5,7 +5,9 @@ import { loadProxyConfig } from '../config/proxy.ts';
 import { close, listen } from '../http/server.ts';
 import { createLogger } from '../log.ts';
 import { createProxyApp } from './app.ts';
+import { ProxyMetrics } from './metrics.ts';
 import { REDACTED_PATHS } from './request-log.ts';
+import { UsageStore } from './usage/store.ts';
 
 /** Log lines are written in batches: at most this many characters or this long after the fact. */
 const LOG_BATCH_CHARS = 12 * 1024;
@@ -15,7 +17,7 @@ const LOG_FLUSH_MS = 500;
  * `gatehouse proxy [--config FILE]`: serves until SIGINT/SIGTERM, then lets
  * in-flight requests finish for `shutdown_grace_ms` (streams still open then
  * end with their protocol's error event), closes upstream pools and MCP
- * processes, and exits 0.
+ * processes, writes the usage still pending, and exits 0.
  */
 export async function runProxy(ctx: CommandContext): Promise<number> {
   const config = loadProxyConfig(ctx);
@@ -24,7 +26,14 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
   const flushTimer = setInterval(() => log.flush(), LOG_FLUSH_MS).unref();
   const flushed = () => new Promise<void>((resolve) => log.flush(() => resolve()));
   for (const warning of config.warnings) log.warn(warning);
-  const proxy = createProxyApp(config, { env: ctx.env, log });
+  const metrics = new ProxyMetrics();
+  const usage = new UsageStore({
+    file: config.usage.dbPath,
+    log,
+    flushMs: config.usage.flushMs,
+    onWriteFailure: () => metrics.usageWriteFailures.inc(),
+  });
+  const proxy = createProxyApp(config, { env: ctx.env, log, metrics, usage });
   const handle = proxy.app.callback();
   const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => void handle(req, res));
   try {
@@ -34,6 +43,8 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
         url: `http://${address.address}:${address.port}`,
         auth_mode: config.effectiveAuthMode,
         upstreams: config.upstreams.map((u) => u.name),
+        keys: config.keys.length,
+        usage_db: config.usage.dbPath,
       },
       'proxy listening',
     );
@@ -46,6 +57,8 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
     await Promise.allSettled([close(server, config.shutdownGraceMs, () => proxy.cutStreams()), proxy.endMcpSessions()]);
     clearInterval(flushTimer);
     await proxy.close();
+    // After the last request: its usage is in the file before the process exits.
+    usage.close();
     await flushed();
   }
 }

@@ -26,6 +26,8 @@ export interface TokenUsage {
 export interface ProxyState {
   /** Set by the first middleware (requestLog). */
   family?: Family;
+  /** The route's path as registered (`/v1beta/models/:model`), for metrics; unset for no route. */
+  endpoint?: string;
   /** Set by authentication when a known key was presented (never with auth off). */
   key?: ClientKey;
   model?: string;

@@ -4,7 +4,7 @@ import { clientGone } from './client-gone.ts';
 import type { ProxyContext, ProxyMiddleware, ProxyState } from './context.ts';
 import type { ClientCredentials } from './credentials.ts';
 import type { OpenStreams } from './open-streams.ts';
-import { countsTokens, type Admission } from './keys.ts';
+import type { Admission } from './keys.ts';
 import { proxyErrors } from './errors.ts';
 import { boundaryOf, multipartStream, readMultipartHead, withModel } from './multipart.ts';
 import { forward } from './passthrough.ts';
@@ -84,9 +84,8 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
     const path = operation.upstreamPath(mappedModel);
     const { credentials, streams } = deps;
     const streamed = stream ? { streams, operation } : undefined;
-    const usage = countsTokens(ctx.state.key) ? upstream.protocol : undefined;
     const body = request.bytes(mappedModel);
-    return forward(ctx, { upstream, path, body, signal, credentials, stream: streamed, usage });
+    return forward(ctx, { upstream, path, body, signal, credentials, stream: streamed, usage: upstream.protocol });
   }
   const route: Route = {
     family: request.family,

@@ -40,6 +40,11 @@ export const proxyErrors = {
     new HttpError(501, `Translating ${what} from the ${from} protocol to a ${to} upstream is not supported`, {
       kind: 'translation_unavailable',
     }),
+  adminRequired: () =>
+    new HttpError(403, 'This endpoint needs an admin key (admin: true in proxy.keys, or proxy.api_key)', {
+      kind: 'admin_required',
+    }),
+  usageNotKept: () => new HttpError(404, 'This proxy keeps no usage file', { kind: 'not_found' }),
   invalidRequest: (message: string) => new HttpError(400, message, { kind: 'invalid_request' }),
   previousResponseNotFound: (id: string) =>
     new HttpError(404, `Previous response with id '${id}' not found.`, { kind: 'previous_response_not_found' }),

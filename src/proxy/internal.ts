@@ -1,8 +1,13 @@
+import type { EffectiveAuthMode } from '../config/proxy.ts';
+import { needsKey } from './auth.ts';
 import { parseJsonObject, readBody } from './body.ts';
 import type { ProxyContext, ProxyMiddleware } from './context.ts';
 import { proxyErrors } from './errors.ts';
+import type { ProxyMetrics } from './metrics.ts';
 import type { ModelRouter } from './routing.ts';
 import { sendUpstream, type Upstream, type UpstreamRequest } from './upstreams.ts';
+import { usageQuery, type UsageQuery } from './usage/query.ts';
+import type { UsageStore } from './usage/store.ts';
 
 /** Small JSON bodies only: warmup and detect carry a model name at most. */
 const SMALL_BODY = 64 * 1024;
@@ -109,5 +114,43 @@ export function warmup(router: ModelRouter): ProxyMiddleware {
       results = await Promise.all(router.upstreams.map((u) => warm(u, undefined)));
     }
     ctx.body = { success: results.every((r) => r.error === undefined), results };
+  };
+}
+
+/**
+ * The admin endpoints (`/metrics`, `/internal/usage`) need an admin key
+ * wherever a key is needed at all: with auth off, nothing is keyed.
+ */
+export function adminOnly(mode: EffectiveAuthMode, handler: ProxyMiddleware): ProxyMiddleware {
+  return (ctx, next): unknown => {
+    if (needsKey(mode, ctx.path) && ctx.state.key?.admin !== true) throw proxyErrors.adminRequired();
+    return handler(ctx, next);
+  };
+}
+
+/** `GET /metrics`: Prometheus' text format. */
+export function metricsEndpoint(metrics: ProxyMetrics): ProxyMiddleware {
+  return async (ctx) => {
+    ctx.type = metrics.registry.contentType;
+    ctx.body = await metrics.registry.metrics();
+  };
+}
+
+/** `GET /internal/usage?since=7d&key=NAME&by=key|model|upstream|day`: what `gatehouse usage --json` prints. */
+export function usageEndpoint(store: UsageStore | undefined): ProxyMiddleware {
+  return (ctx) => {
+    if (!store) throw proxyErrors.usageNotKept();
+    const param = (name: string) => {
+      const value = ctx.query[name];
+      if (Array.isArray(value)) throw proxyErrors.invalidRequest(`${name} may be given once`);
+      return value;
+    };
+    let query: UsageQuery;
+    try {
+      query = usageQuery({ since: param('since'), key: param('key'), by: param('by') }, Date.now());
+    } catch (error) {
+      throw proxyErrors.invalidRequest((error as Error).message);
+    }
+    ctx.body = { since: new Date(query.since).toISOString(), by: query.by, rows: store.query(query) };
   };
 }

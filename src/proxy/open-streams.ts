@@ -16,6 +16,10 @@ export type StreamCut = (error: HttpError) => void;
 export class OpenStreams {
   readonly #open = new Map<ServerResponse, StreamCut>();
 
+  get size(): number {
+    return this.#open.size;
+  }
+
   /** Registers `res` until it closes. */
   add(res: ServerResponse, cut: StreamCut): void {
     this.#open.set(res, cut);

@@ -30,7 +30,7 @@ export interface ForwardRequest {
   headers?: Record<string, string>;
   /** A streamed request: an SSE answer registers there, to end with its operation's error event on shutdown. */
   stream?: { streams: OpenStreams; operation: Operation } | undefined;
-  /** Whose usage fields to read from the answer into ctx.state.usage, when the tokens are wanted. */
+  /** Whose usage fields to read from the answer into ctx.state.usage. */
   usage?: ProtocolSpec | undefined;
 }
 

@@ -1,6 +1,6 @@
 import type { Logger } from '../log.ts';
-import type { ProxyMiddleware } from './context.ts';
-import type { Families } from './families.ts';
+import type { ProxyMiddleware, TokenUsage } from './context.ts';
+import type { Families, Family } from './families.ts';
 import { PROTOCOLS } from './protocols/registry.ts';
 
 /** Polled constantly by health checks and clients: worth a line only at debug level. */
@@ -20,34 +20,84 @@ export const REDACTED_PATHS = [
   'apiKey',
 ];
 
+/** A finished request as the log line, usage accounting and metrics see it. */
+export interface RequestRecord {
+  at: number;
+  method: string;
+  path: string;
+  /** The route as registered, `other` for none. */
+  endpoint: string;
+  family: Family | undefined;
+  key: string | undefined;
+  model: string | undefined;
+  upstream: string | undefined;
+  status: number;
+  ms: number;
+  /** Until the status line went out; undefined when none did. */
+  ttfbMs: number | undefined;
+  stream: boolean;
+  aborted: boolean;
+  usage: TokenUsage | undefined;
+}
+
+/** What else is told of every finished request (usage, metrics). */
+export type RequestSink = (record: RequestRecord) => void;
+
+const round = (ms: number): number => Math.round(ms * 100) / 100;
+
 /**
  * One log line per request, written when its response has ended (streams
  * included) or the client went away: family, key name, model, upstream,
- * status, ms, stream. Never headers, bodies or the query string (Gemini's `key`).
+ * status, ms, stream. Never headers, bodies or the query string (Gemini's
+ * `key`). The same record then goes to each sink.
  */
-export function requestLog(log: Logger, families: Families): ProxyMiddleware {
+export function requestLog(log: Logger, families: Families, sinks: readonly RequestSink[] = []): ProxyMiddleware {
   // Not async: the line is written on 'close', so there is nothing to await here.
   return (ctx, next) => {
     const started = performance.now();
     const state = ctx.state;
     state.family = families.ofRequest(ctx);
-    ctx.res.on('close', () => {
-      const line = {
+    const res = ctx.res;
+    let ttfb: number | undefined;
+    const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => typeof res;
+    res.writeHead = (...args: unknown[]) => {
+      ttfb ??= performance.now() - started;
+      return writeHead(...args);
+    };
+    res.on('close', () => {
+      const record: RequestRecord = {
+        at: Date.now(),
         method: ctx.method,
         path: ctx.path,
+        endpoint: state.endpoint ?? 'other',
         family: state.family,
         key: state.key?.name,
         model: state.model,
         upstream: state.upstream,
         // A client gone before any answer: nginx's 499 ("client closed request").
-        status: ctx.res.headersSent ? ctx.res.statusCode : 499,
-        ms: Math.round((performance.now() - started) * 100) / 100,
+        status: res.headersSent ? res.statusCode : 499,
+        ms: round(performance.now() - started),
+        ttfbMs: ttfb === undefined ? undefined : round(ttfb),
         stream: state.stream ?? false,
+        aborted: !res.writableFinished,
+        usage: state.usage,
+      };
+      const line = {
+        method: record.method,
+        path: record.path,
+        family: record.family,
+        key: record.key,
+        model: record.model,
+        upstream: record.upstream,
+        status: record.status,
+        ms: record.ms,
+        stream: record.stream,
         // pino leaves out undefined values.
-        aborted: ctx.res.writableFinished ? undefined : true,
+        aborted: record.aborted || undefined,
       };
       if (QUIET.test(ctx.path)) log.debug(line, 'request');
       else log.info(line, 'request');
+      for (const sink of sinks) sink(record);
     });
     return next();
   };

@@ -53,8 +53,9 @@ export function mcpRoutes(
     if (!handler) throw mcpErrors.notConfigured(name);
     if (!METHODS.has(ctx.method)) throw mcpErrors.methodNotAllowed();
     checkOrigin(ctx);
-    // For the proxy's request log line.
+    // For the proxy's request log line and metrics.
     ctx.state.upstream = `mcp:${name}`;
+    ctx.state.endpoint = '/mcp/:server/mcp';
     await handler(ctx);
   };
 

@@ -1,0 +1,74 @@
+/**
+ * Prometheus metrics (prom-client): one registry per process, so they outlive
+ * anything rebuilt from configuration. Labels carry names (families,
+ * upstreams, key names, models), never a key.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { RequestRecord } from './request-log.ts';
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+export class ProxyMetrics {
+  readonly registry = new Registry();
+  readonly #requests = new Counter({
+    name: 'gatehouse_requests_total',
+    help: 'Requests answered, by client family, endpoint, status, upstream and key name.',
+    labelNames: ['family', 'endpoint', 'status', 'upstream', 'key'] as const,
+    registers: [this.registry],
+  });
+  readonly #duration = new Histogram({
+    name: 'gatehouse_request_duration_seconds',
+    help: 'Time from the request to the end of its answer (streams included).',
+    labelNames: ['family', 'upstream'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly #ttfb = new Histogram({
+    name: 'gatehouse_time_to_first_byte_seconds',
+    help: "Time from the request to its answer's status line.",
+    labelNames: ['family', 'upstream'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly #tokens = new Counter({
+    name: 'gatehouse_tokens_total',
+    help: 'Tokens of model requests, by key name, model and direction (input, output, cached input).',
+    labelNames: ['key', 'model', 'direction'] as const,
+    registers: [this.registry],
+  });
+  readonly #streams: Gauge = new Gauge({
+    name: 'gatehouse_streams_in_flight',
+    help: 'Streamed answers under way.',
+    registers: [this.registry],
+    collect: () => {
+      this.#streams.set(this.streamsInFlight());
+    },
+  });
+  readonly usageWriteFailures = new Counter({
+    name: 'gatehouse_usage_write_failures_total',
+    help: 'Batches of usage that could not be written to the usage file (kept for the next try).',
+    registers: [this.registry],
+  });
+
+  /** Counts the streams under way when scraped: the app's, which a reload replaces. */
+  streamsInFlight: () => number = () => 0;
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'gatehouse_' });
+  }
+
+  observe(r: RequestRecord): void {
+    const upstream = r.upstream ?? '';
+    const family = r.family ?? '';
+    this.#requests.inc({ family, endpoint: r.endpoint, status: r.status, upstream, key: r.key ?? '' });
+    if (r.upstream === undefined) return;
+    this.#duration.observe({ family, upstream }, r.ms / 1000);
+    if (r.ttfbMs !== undefined) this.#ttfb.observe({ family, upstream }, r.ttfbMs / 1000);
+    if (r.usage && r.model !== undefined) {
+      const labels = { key: r.key ?? '', model: r.model };
+      this.#tokens.inc({ ...labels, direction: 'input' }, r.usage.input);
+      this.#tokens.inc({ ...labels, direction: 'output' }, r.usage.output);
+      this.#tokens.inc({ ...labels, direction: 'cached' }, r.usage.cached);
+    }
+  }
+}

@@ -1,0 +1,61 @@
+import type { DatabaseSync } from 'node:sqlite';
+import { parseDuration } from '../../config/formats.ts';
+
+export const USAGE_GROUPS = ['key', 'model', 'upstream', 'day'] as const;
+export type UsageGroup = (typeof USAGE_GROUPS)[number];
+
+/** What to sum: from `since` (ms since the epoch), one key or all, grouped `by`. */
+export interface UsageQuery {
+  since: number;
+  key: string | undefined;
+  by: UsageGroup;
+}
+
+export interface UsageRow {
+  /** The key's, model's or upstream's name, or the UTC day. */
+  group: string;
+  requests: number;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  /** Requests whose tokens are the proxy's estimate (the upstream reported none). */
+  estimated_requests: number;
+  /** Requests answered with a status of 400 or more. */
+  errors: number;
+  avg_ms: number;
+}
+
+/** A query as a user writes it (the CLI's flags, /internal/usage's parameters); throws a message on bad input. */
+export function usageQuery(raw: { since?: string; key?: string; by?: string }, now: number): UsageQuery {
+  const by = raw.by ?? 'key';
+  if (!USAGE_GROUPS.includes(by as UsageGroup)) throw new Error(`by must be one of ${USAGE_GROUPS.join(', ')}`);
+  let ago: number;
+  try {
+    ago = parseDuration(raw.since ?? '7d');
+  } catch {
+    throw new Error('since must be a duration such as 7d, 24h or 30m');
+  }
+  if (raw.key === '') throw new Error('key must be a key name');
+  return { since: now - ago, key: raw.key, by: by as UsageGroup };
+}
+
+const COLUMNS: Record<UsageGroup, string> = {
+  key: 'key',
+  model: 'model',
+  upstream: 'upstream',
+  day: 'substr(hour, 1, 10)',
+};
+
+/** Sums per group, by hour buckets: `since` counts from the start of its hour. */
+export function queryUsage(db: DatabaseSync, q: UsageQuery): UsageRow[] {
+  const hour = new Date(q.since).toISOString().slice(0, 13);
+  const sql = `SELECT ${COLUMNS[q.by]} AS "group", SUM(requests) AS requests,
+      SUM(input_tokens) AS input_tokens, SUM(output_tokens) AS output_tokens, SUM(cached_tokens) AS cached_tokens,
+      SUM(estimated_requests) AS estimated_requests,
+      SUM(CASE WHEN status >= 400 THEN requests ELSE 0 END) AS errors,
+      ROUND(SUM(total_ms) / SUM(requests), 1) AS avg_ms
+    FROM usage WHERE hour >= ? ${q.key === undefined ? '' : 'AND key = ?'}
+    GROUP BY 1 ORDER BY 1`;
+  const params = q.key === undefined ? [hour] : [hour, q.key];
+  return db.prepare(sql).all(...params) as unknown as UsageRow[];
+}

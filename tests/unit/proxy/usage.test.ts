@@ -1,0 +1,134 @@
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../../src/log.ts';
+import { runUsage } from '../../../src/proxy/usage/command.ts';
+import { usageQuery } from '../../../src/proxy/usage/query.ts';
+import { UsageStore, type UsageRecord } from '../../../src/proxy/usage/store.ts';
+
+const log = createLogger('silent');
+const NOW = Date.UTC(2026, 10, 24, 16);
+const HOUR = 3_600_000;
+
+const record = (more: Partial<UsageRecord>): UsageRecord => ({
+  at: NOW,
+  key: 'alice',
+  model: 'gpt-4o',
+  upstream: 'oa',
+  status: 200,
+  input: 10,
+  output: 5,
+  cached: 2,
+  estimated: false,
+  ms: 100,
+  ...more,
+});
+
+function fresh(): { dir: string; file: string } {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-usage-'));
+  return { dir, file: path.join(dir, 'sub', 'usage.db') };
+}
+
+describe('UsageStore', () => {
+  it('sums records per key, model, upstream and day, from `since` and for one key', () => {
+    const { file } = fresh();
+    const store = new UsageStore({ file, log, flushMs: 60_000 });
+    store.record(record({}));
+    store.record(record({ ms: 300, estimated: true }));
+    store.record(
+      record({ key: 'bob', model: 'claude-x', upstream: 'an', status: 429, input: 0, output: 0, cached: 0 }),
+    );
+    store.record(record({ at: NOW - 2 * 24 * HOUR, input: 1000 }));
+    const q = (raw: { since?: string; key?: string; by?: string }) => store.query(usageQuery(raw, NOW + HOUR));
+    expect(q({ by: 'key', since: '1d' })).toEqual([
+      {
+        group: 'alice',
+        requests: 2,
+        input_tokens: 20,
+        output_tokens: 10,
+        cached_tokens: 4,
+        estimated_requests: 1,
+        errors: 0,
+        avg_ms: 200,
+      },
+      expect.objectContaining({ group: 'bob', requests: 1, errors: 1 }),
+    ]);
+    expect(q({ by: 'model', since: '7d' }).map((r) => [r.group, r.input_tokens])).toEqual([
+      ['claude-x', 0],
+      ['gpt-4o', 1020],
+    ]);
+    expect(q({ by: 'upstream', key: 'bob' }).map((r) => r.group)).toEqual(['an']);
+    expect(q({ by: 'day' }).map((r) => [r.group, r.requests])).toEqual([
+      ['2026-11-22', 1],
+      ['2026-11-24', 3],
+    ]);
+    store.close();
+  });
+
+  it('keeps what it could not write, counts the failure, and writes it all on the next try', () => {
+    const { dir, file } = fresh();
+    // The file's folder cannot be made: a file stands where it should be.
+    writeFileSync(path.join(dir, 'sub'), '');
+    let failures = 0;
+    const store = new UsageStore({ file, log, flushMs: 60_000, onWriteFailure: () => failures++ });
+    store.record(record({}));
+    store.flush();
+    store.record(record({}));
+    store.flush();
+    expect(failures).toBe(2);
+    rmSync(path.join(dir, 'sub'));
+    mkdirSync(path.join(dir, 'sub'));
+    store.flush();
+    expect(failures).toBe(2);
+    expect(store.query(usageQuery({}, NOW))[0]).toMatchObject({ requests: 2, input_tokens: 20 });
+    store.close();
+  });
+
+  it('refuses a bad query with a message', () => {
+    expect(() => usageQuery({ by: 'colour' }, NOW)).toThrow('by must be one of key, model, upstream, day');
+    expect(() => usageQuery({ since: 'last week' }, NOW)).toThrow('since must be a duration');
+    expect(() => usageQuery({ key: '' }, NOW)).toThrow('key must be a key name');
+  });
+});
+
+describe('gatehouse usage', () => {
+  async function run(argv: string[], file: string): Promise<string> {
+    const stdout = new PassThrough();
+    let out = '';
+    stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    const ctx = {
+      argv,
+      env: { PROXY_USAGE_DB: file },
+      cwd: '/',
+      stdin: new PassThrough(),
+      stdout,
+      stderr: new PassThrough(),
+      shutdown: new AbortController().signal,
+    };
+    expect(await runUsage(ctx)).toBe(0);
+    return out;
+  }
+
+  it('prints a table, or the JSON /internal/usage answers', async () => {
+    const { file } = fresh();
+    const store = new UsageStore({ file, log, flushMs: 60_000 });
+    store.record(record({ at: Date.now() }));
+    store.record(record({ at: Date.now(), key: 'bob', output: 123_456 }));
+    store.close();
+    const table = await run(['--by', 'key'], file);
+    expect(table.split('\n')[0]).toMatch(/^key\s+requests\s+input\s+output\s+cached\s+estimated\s+errors\s+avg ms$/);
+    expect(table).toMatch(/^bob\s+1\s+10\s+123456\s+2\s+0\s+0\s+100$/m);
+    const json = JSON.parse(await run(['--json', '--key=alice', '--since', '1h'], file)) as { rows: unknown[] };
+    expect(json.rows).toEqual([expect.objectContaining({ group: 'alice', requests: 1 })]);
+  });
+
+  it('refuses unknown flags, missing values and a missing file', async () => {
+    const { file } = fresh();
+    await expect(run(['--colour'], file)).rejects.toThrow('unknown argument "--colour"');
+    await expect(run(['--since'], file)).rejects.toThrow('--since needs a value');
+    await expect(run(['--by', 'colour'], file)).rejects.toThrow('by must be one of');
+    await expect(run([], file)).rejects.toThrow(`no usage file at ${file}`);
+  });
+});
