@@ -33,6 +33,12 @@ export interface ProxyApp {
    * remote relays end. Runs while the server drains, so those answers still go out.
    */
   endMcpSessions(): Promise<void>;
+  /**
+   * Shutdown has begun: every answer from now on closes its connection, so
+   * clients on kept-alive connections send their next request elsewhere
+   * instead of keeping this process busy until the grace runs out.
+   */
+  drain(): void;
   /** Ends the streams still open with their protocol's error event (the shutdown grace ran out). */
   cutStreams(): Promise<void>;
   /** Ends the upstream pools, once in-flight requests are done. */
@@ -81,7 +87,7 @@ function endpoint<C extends ProxyContext>(path: string, handler: (ctx: C, next: 
 const noRoute: ProxyMiddleware = (ctx) => Promise.reject(proxyErrors.routeNotFound(ctx.method, ctx.path));
 
 /**
- * The proxy, in request order: log line, error shapes, nosniff, browser
+ * The proxy, in request order: log line, connection close while draining, error shapes, nosniff, browser
  * origins (CORS; preflights end here), hosts of keyless requests,
  * authentication, the key's tokens counted when its response ends, MCP,
  * then the endpoint table, which every protocol in the
@@ -149,9 +155,14 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
       if ('fromPath' in route) router.post(route.path, endpoint(route.path, pathModelEndpoint(deps, family, route)));
   }
 
+  let draining = false;
   const app = new Koa<ProxyState>();
   app
     .use(requestLog(log, families, sinks))
+    .use((ctx, next) => {
+      if (draining) ctx.set('connection', 'close');
+      return next();
+    })
     .use(errorHandler(families.render, log))
     .use(noSniff())
     .use(allowedOrigins(config.corsAllowedOrigins, protocols))
@@ -168,6 +179,9 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   return {
     app,
     endMcpSessions: () => mcp.close(),
+    drain: () => {
+      draining = true;
+    },
     cutStreams: () => streams.cutAll(proxyErrors.shuttingDown()),
     close: () => closeUpstreams(upstreams),
   };

@@ -54,6 +54,7 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
     log.flush();
     return 0;
   } finally {
+    proxy.drain();
     await Promise.allSettled([close(server, config.shutdownGraceMs, () => proxy.cutStreams()), proxy.endMcpSessions()]);
     clearInterval(flushTimer);
     await proxy.close();
