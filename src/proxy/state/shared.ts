@@ -9,7 +9,12 @@
 /** What a limited take answers: taken, or refused with the time until it would fit. */
 export type Admission = { ok: true } | { ok: false; retryAfterMs: number };
 
-/** Sliding windows of amounts (requests or tokens) over the last `windowMs`, by key. */
+/**
+ * Sliding windows of amounts (requests or tokens) over the last `windowMs`, by
+ * key, in steps of WINDOW_STEP_MS: an amount counts until the whole second it
+ * was recorded in has left the window, so no span of `windowMs` ever holds more
+ * than the limit, and a window's size does not grow with the request rate.
+ */
 export interface RateWindows {
   /**
    * Records `amount` now if the window's sum plus `amount` stays within
@@ -43,6 +48,9 @@ export interface Leases {
   release(key: string): Promise<void>;
 }
 
+/** The resolution of sliding windows. */
+export const WINDOW_STEP_MS = 1_000;
+
 export interface SharedState {
   windows: RateWindows;
   counters: Counters;
@@ -52,8 +60,8 @@ export interface SharedState {
 }
 
 interface Window {
-  /** [time, amount] pairs, oldest first. */
-  events: [number, number][];
+  /** [step start, amount] pairs, oldest first. */
+  steps: [number, number][];
   total: number;
 }
 
@@ -65,15 +73,18 @@ export function memoryState(now: () => number = Date.now): SharedState {
 
   const windowOf = (key: string, windowMs: number): Window => {
     let window = windows.get(key);
-    if (!window) windows.set(key, (window = { events: [], total: 0 }));
+    if (!window) windows.set(key, (window = { steps: [], total: 0 }));
     const start = now() - windowMs;
-    while (window.events.length > 0 && (window.events[0] as [number, number])[0] <= start) {
-      window.total -= (window.events.shift() as [number, number])[1];
+    while (window.steps.length > 0 && (window.steps[0] as [number, number])[0] + WINDOW_STEP_MS <= start) {
+      window.total -= (window.steps.shift() as [number, number])[1];
     }
     return window;
   };
   const record = (window: Window, amount: number): void => {
-    window.events.push([now(), amount]);
+    const step = now() - (now() % WINDOW_STEP_MS);
+    const last = window.steps.at(-1);
+    if (last?.[0] === step) last[1] += amount;
+    else window.steps.push([step, amount]);
     window.total += amount;
   };
   const counter = (key: string): { value: number; expiresAt: number } | undefined => {
@@ -102,11 +113,13 @@ export function memoryState(now: () => number = Date.now): SharedState {
           return Promise.resolve({ ok: true });
         }
         if (amount > limit) return Promise.resolve({ ok: false, retryAfterMs: windowMs });
-        // Walk from the oldest event until enough would have left the window.
+        // Walk from the oldest step until enough would have left the window.
         let left = window.total;
-        for (const [time, value] of window.events) {
+        for (const [step, value] of window.steps) {
           left -= value;
-          if (left + amount <= limit) return Promise.resolve({ ok: false, retryAfterMs: time + windowMs - now() });
+          if (left + amount <= limit) {
+            return Promise.resolve({ ok: false, retryAfterMs: step + WINDOW_STEP_MS + windowMs - now() });
+          }
         }
         return Promise.resolve({ ok: false, retryAfterMs: windowMs });
       },

@@ -18,15 +18,28 @@ export function sharedStateContract(name: string, make: StateFactory): void {
     });
     afterEach(() => state.close());
 
-    it('takes from a sliding window up to its limit, then says when room comes back', async () => {
+    it('takes from a sliding window up to its limit, then says when room comes back (whole seconds)', async () => {
       for (let i = 0; i < 3; i++) {
         expect(await state.windows.take('k', 1, 3, 60_000)).toEqual({ ok: true });
         time += 10_000;
       }
-      expect(await state.windows.take('k', 1, 3, 60_000)).toEqual({ ok: false, retryAfterMs: 30_000 });
-      time += 30_000;
+      // The first take's second, 1_000_000 to 1_001_000, leaves the window at 1_061_000.
+      expect(await state.windows.take('k', 1, 3, 60_000)).toEqual({ ok: false, retryAfterMs: 31_000 });
+      time += 30_999;
+      expect((await state.windows.take('k', 1, 3, 60_000)).ok).toBe(false);
+      time += 1;
       expect(await state.windows.take('k', 1, 3, 60_000)).toEqual({ ok: true });
       expect(await state.windows.sum('k', 60_000)).toBe(3);
+    });
+
+    it('never lets more than the limit through in any span of the window', async () => {
+      let taken: number[] = [];
+      for (let t = 0; t < 180_000; t += 250) {
+        time = 1_000_000 + t;
+        if ((await state.windows.take('span', 1, 10, 60_000)).ok) taken.push(time);
+        taken = taken.filter((at) => at > time - 60_000);
+        expect(taken.length).toBeLessThanOrEqual(10);
+      }
     });
 
     it('refuses an amount larger than the limit for a whole window and records nothing', async () => {
@@ -37,7 +50,7 @@ export function sharedStateContract(name: string, make: StateFactory): void {
     it('adds amounts past the limit, and later takes wait for them to leave', async () => {
       await state.windows.add('t', 900, 60_000);
       time += 5_000;
-      expect(await state.windows.take('t', 200, 1_000, 60_000)).toEqual({ ok: false, retryAfterMs: 55_000 });
+      expect(await state.windows.take('t', 200, 1_000, 60_000)).toEqual({ ok: false, retryAfterMs: 56_000 });
       expect(await state.windows.take('t', 100, 1_000, 60_000)).toEqual({ ok: true });
       expect(await state.windows.sum('t', 60_000)).toBe(1_000);
     });
