@@ -19,14 +19,21 @@
  * proxy process's peak RSS above its RSS before the burst, per request in
  * flight, and as a multiple of the body's size.
  *
+ * BENCH_TEAM_BASELINE=<git ref> is the team case: gatehouse with 100 keys (each
+ * with rpm, tpm and a budget, so every check runs), usage accounting and
+ * metrics, and beside it, in the same rounds, the gatehouse of that ref with
+ * its single key; it prints both against the floor and the CPU the team
+ * features add per request.
+ *
  * Env: BENCH_ROUNDS (6), BENCH_SECONDS per run (2), BENCH_MAX_REQUESTS per run (20000),
  * BENCH_CONCURRENCY (1,64), BENCH_ONLY (a scenario name part; `image` for the memory case
  * alone), BENCH_IMAGE_ROUNDS (4), BENCH_GATEHOUSE_NODE_ARGS (e.g. `--cpu-prof` to profile
  * the proxy process).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -45,6 +52,12 @@ const SSE_EVENTS = 100;
 const IMAGE_MB = 20;
 const IMAGE_IN_FLIGHT = 10;
 const IMAGE_ROUNDS = Number(process.env['BENCH_IMAGE_ROUNDS'] ?? 4);
+const TEAM_BASELINE = process.env['BENCH_TEAM_BASELINE'];
+const TEAM_KEYS = 100;
+const teamKey = (i: number) => `bench-team-key-${String(i).padStart(3, '0')}`;
+/** The key the team case's clients present: one in the middle of the list. */
+const TEAM_CLIENT_KEY = teamKey(57);
+const ROOT = path.resolve(import.meta.dirname, '..');
 
 interface Scenario {
   name: string;
@@ -210,9 +223,30 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function startGatehouse(upstreamPort: number, dir: string): Promise<{ proc: ChildProcess; port: number }> {
+interface GatehouseOptions {
+  /** The source tree to run (a baseline ref's worktree). */
+  root?: string;
+  /** 100 keys with limits (the team case). */
+  team?: boolean;
+  name?: string;
+}
+
+async function startGatehouse(
+  upstreamPort: number,
+  dir: string,
+  { root = ROOT, team = false, name = 'gatehouse' }: GatehouseOptions = {},
+): Promise<{ proc: ChildProcess; port: number }> {
   const port = await freePort();
-  const config = path.join(dir, 'proxy.json');
+  const config = path.join(dir, `${name}.json`);
+  const keys = Array.from({ length: TEAM_KEYS }, (_, i) => ({
+    name: `person-${i}`,
+    key_sha256: createHash('sha256').update(teamKey(i)).digest('hex'),
+    // Never reached, but checked on every request.
+    rpm: 1_000_000_000,
+    tpm: 1_000_000_000_000,
+    budget_tokens: 1_000_000_000_000_000,
+    budget_period: 'month',
+  }));
   writeFileSync(
     config,
     JSON.stringify({
@@ -220,6 +254,7 @@ async function startGatehouse(upstreamPort: number, dir: string): Promise<{ proc
         port,
         auth_mode: 'strict',
         api_key: API_KEY,
+        ...(team ? { keys } : {}),
         upstreams: [
           { name: 'bench', protocol: 'openai', base_url: `http://127.0.0.1:${upstreamPort}/v1`, models: ['gpt-*'] },
           {
@@ -232,11 +267,12 @@ async function startGatehouse(upstreamPort: number, dir: string): Promise<{ proc
       },
     }),
   );
-  const cli = path.resolve(import.meta.dirname, '..', 'src', 'cli.ts');
+  const cli = path.join(root, 'src', 'cli.ts');
   // Logs at info (one line per request, as in production) into /dev/null.
   const nodeArgs = (process.env['BENCH_GATEHOUSE_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
   const proc = spawn(process.execPath, [...nodeArgs, cli, 'proxy', '--config', config], {
     stdio: ['ignore', 'ignore', 'ignore'],
+    env: { ...process.env, PROXY_USAGE_DB: path.join(dir, `${name}-usage.db`) },
   });
   const deadline = Date.now() + 15_000;
   for (;;) {
@@ -275,9 +311,16 @@ function percentile(sorted: number[], p: number): number {
 }
 
 /** `concurrency` clients, each sending its next request when the last one's body has fully arrived. */
-async function load(port: number, pathname: string, body: string, concurrency: number, pid?: number): Promise<Result> {
+async function load(
+  port: number,
+  pathname: string,
+  body: string,
+  concurrency: number,
+  pid?: number,
+  key = API_KEY,
+): Promise<Result> {
   const pool = new Pool(`http://127.0.0.1:${port}`, { connections: concurrency, pipelining: 1 });
-  const headers = { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` };
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
   const one = async () => {
     const response = await pool.request({ method: 'POST', path: pathname, headers, body });
     for await (const _chunk of response.body) {
@@ -436,14 +479,19 @@ async function main(): Promise<void> {
     children.push(upstream.proc);
     const floor = await child(['floor', String(upstream.port)]);
     children.push(floor.proc);
-    const gatehouse = await startGatehouse(upstream.port, dir);
+    const gatehouse = await startGatehouse(upstream.port, dir, { team: TEAM_BASELINE !== undefined });
     children.push(gatehouse.proc);
+    const baseline = TEAM_BASELINE === undefined ? undefined : await startBaseline(TEAM_BASELINE, upstream.port, dir);
+    if (baseline) children.push(baseline.proc);
+    const gatehouseKey = baseline ? TEAM_CLIENT_KEY : API_KEY;
     console.log(
       `gatehouse proxy benchmark: ${ROUNDS} rounds × ${SECONDS} s per run, loopback, ${os.cpus().length} CPUs, Node ${process.version}\n`,
     );
     const rows: string[][] = [];
     /** Translated scenarios: gatehouse translated vs its pass-through, measured in the same rounds. */
     const paired: string[] = [];
+    /** The team case: gatehouse with 100 keys, usage and metrics vs the baseline ref, in the same rounds. */
+    const team: string[] = [];
     for (const scenario of SCENARIOS.filter((s) => s.name.includes(ONLY))) {
       for (const concurrency of CONCURRENCY) {
         const runs = {
@@ -451,13 +499,25 @@ async function main(): Promise<void> {
           floor: [] as Result[],
           gatehouse: [] as Result[],
           passThrough: [] as Result[],
+          baseline: [] as Result[],
         };
         const passThrough = SCENARIOS.find((s) => s.name === scenario.passThrough);
         const proxied = [
           { into: runs.floor, port: floor.port, pid: floor.proc.pid, request: scenario },
-          { into: runs.gatehouse, port: gatehouse.port, pid: gatehouse.proc.pid, request: scenario },
+          { into: runs.gatehouse, port: gatehouse.port, pid: gatehouse.proc.pid, request: scenario, key: gatehouseKey },
           ...(passThrough
-            ? [{ into: runs.passThrough, port: gatehouse.port, pid: gatehouse.proc.pid, request: passThrough }]
+            ? [
+                {
+                  into: runs.passThrough,
+                  port: gatehouse.port,
+                  pid: gatehouse.proc.pid,
+                  request: passThrough,
+                  key: gatehouseKey,
+                },
+              ]
+            : []),
+          ...(baseline
+            ? [{ into: runs.baseline, port: baseline.port, pid: baseline.proc.pid, request: scenario, key: API_KEY }]
             : []),
         ];
         for (let round = 0; round < ROUNDS; round++) {
@@ -469,7 +529,10 @@ async function main(): Promise<void> {
           // places), which would otherwise always favour the one that runs later.
           for (let i = 0; i < proxied.length; i++) {
             const run = proxied[(round + i) % proxied.length];
-            if (run) run.into.push(await load(run.port, run.request.path, run.request.body, concurrency, run.pid));
+            if (run) {
+              const { port, request, pid, key } = run;
+              run.into.push(await load(port, request.path, request.body, concurrency, pid, key));
+            }
           }
         }
         const d = medianResult(runs.direct);
@@ -493,6 +556,15 @@ async function main(): Promise<void> {
         const [name, ...cells] = rows.at(-1) ?? [];
         const labels = ['direct   ', 'floor    ', 'gatehouse', 'ratio    '];
         console.log([name, ...cells.map((cell, i) => `  ${labels[i]} ${cell}`)].join('\n'));
+        if (baseline) {
+          const b = medianResult(runs.baseline);
+          const cpuAdded = runs.gatehouse.map((r, i) => (r.cpu - (runs.baseline[i]?.cpu ?? NaN)) * 1000);
+          const sorted = [...cpuAdded].sort((x, y) => x - y);
+          team.push(
+            `| ${name ?? ''} | ${pairedRatio(runs.gatehouse, runs.floor)} | ${pairedRatio(runs.baseline, runs.floor)} | ${fmt(b)} | ${signed(median(cpuAdded), 1)} µs (rounds ${sorted[0]?.toFixed(1)}–${sorted.at(-1)?.toFixed(1)}) |`,
+          );
+          console.log(`  baseline  ${fmt(b)}\n  team      ${team.at(-1) ?? ''}`);
+        }
       }
     }
     console.log('\n| scenario | direct | floor | gatehouse | gatehouse vs floor |\n|---|---|---|---|---|');
@@ -503,11 +575,31 @@ async function main(): Promise<void> {
       );
       for (const row of paired) console.log(row);
     }
-    if ('image'.includes(ONLY)) await imageCase(upstream.port, dir);
+    if (team.length > 0) {
+      console.log(
+        `\n| team case (100 keys, usage, metrics) vs ${TEAM_BASELINE ?? ''} | team vs floor | baseline vs floor | baseline | CPU added per request (paired) |\n|---|---|---|---|---|`,
+      );
+      for (const row of team) console.log(row);
+    }
+    if ('image'.includes(ONLY) && !baseline) await imageCase(upstream.port, dir);
   } finally {
     for (const proc of children) proc.kill('SIGTERM');
+    if (TEAM_BASELINE !== undefined) {
+      execFileSync('git', ['worktree', 'remove', '--force', path.join(dir, 'baseline')], {
+        cwd: ROOT,
+        stdio: 'ignore',
+      });
+    }
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The gatehouse of `ref`, from a worktree of it that shares this checkout's node_modules. */
+async function startBaseline(ref: string, upstreamPort: number, dir: string) {
+  const tree = path.join(dir, 'baseline');
+  execFileSync('git', ['worktree', 'add', '--detach', tree, ref], { cwd: ROOT, stdio: 'ignore' });
+  symlinkSync(path.join(ROOT, 'node_modules'), path.join(tree, 'node_modules'));
+  return startGatehouse(upstreamPort, dir, { root: tree, name: 'baseline' });
 }
 
 const [role, arg] = process.argv.slice(2);
