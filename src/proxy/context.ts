@@ -36,6 +36,8 @@ export interface ProxyState {
   /** Every upstream tried, in order. */
   attempts?: Attempt[];
   stream?: boolean;
+  /** performance.now() when a streamed answer's status line went out (a whole answer's goes out at its end). */
+  firstByteAt?: number;
   usage?: TokenUsage;
 }
 

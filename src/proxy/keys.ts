@@ -81,11 +81,13 @@ export class KeyRing {
 }
 
 /** The current budget period of a key: its id and when it ends (UTC calendar days and months). */
-export function budgetPeriod(period: BudgetPeriod, now: number): { id: string; endsAt: number } {
+export function budgetPeriod(period: BudgetPeriod, now: number): { id: string; startsAt: number; endsAt: number } {
   const d = new Date(now);
   const [y, m, day] = [d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()];
-  if (period === 'day') return { id: d.toISOString().slice(0, 10), endsAt: Date.UTC(y, m, day + 1) };
-  return { id: d.toISOString().slice(0, 7), endsAt: Date.UTC(y, m + 1, 1) };
+  if (period === 'day') {
+    return { id: d.toISOString().slice(0, 10), startsAt: Date.UTC(y, m, day), endsAt: Date.UTC(y, m, day + 1) };
+  }
+  return { id: d.toISOString().slice(0, 7), startsAt: Date.UTC(y, m, 1), endsAt: Date.UTC(y, m + 1, 1) };
 }
 
 /**
@@ -96,6 +98,8 @@ export function budgetPeriod(period: BudgetPeriod, now: number): { id: string; e
 export class Admission {
   readonly #state: SharedState;
   readonly #now: () => number;
+  /** The current day and month, worked out again only when they end. */
+  readonly #periods = new Map<BudgetPeriod, ReturnType<typeof budgetPeriod>>();
 
   constructor(state: SharedState, now: () => number = Date.now) {
     this.#state = state;
@@ -106,7 +110,7 @@ export class Admission {
     if (!key.allows(model)) throw keyErrors.modelNotAllowed(model);
     const { windows, counters } = this.#state;
     if (key.budget) {
-      const period = budgetPeriod(key.budget.period, this.#now());
+      const period = this.#period(key.budget.period);
       const spent = await counters.get(`budget:${key.name}:${period.id}`);
       if (spent >= key.budget.tokens) throw keyErrors.limited('token budget', period.endsAt - this.#now());
     }
@@ -121,13 +125,23 @@ export class Admission {
     }
   }
 
+  #period(kind: BudgetPeriod): ReturnType<typeof budgetPeriod> {
+    const now = this.#now();
+    let period = this.#periods.get(kind);
+    if (!period || now < period.startsAt || now >= period.endsAt) {
+      period = budgetPeriod(kind, now);
+      this.#periods.set(kind, period);
+    }
+    return period;
+  }
+
   /** Counts a finished request's tokens against the key's tpm and budget. */
   async spend(key: ClientKey, tokens: number): Promise<void> {
     const { windows, counters } = this.#state;
     const writes: Promise<unknown>[] = [];
     if (key.tpm !== undefined) writes.push(windows.add(`tpm:${key.name}`, tokens, MINUTE));
     if (key.budget) {
-      const period = budgetPeriod(key.budget.period, this.#now());
+      const period = this.#period(key.budget.period);
       writes.push(counters.add(`budget:${key.name}:${period.id}`, tokens, period.endsAt));
     }
     await Promise.all(writes);

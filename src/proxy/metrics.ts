@@ -57,18 +57,39 @@ export class ProxyMetrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'gatehouse_' });
   }
 
+  // Children per label values, made once: prom-client would otherwise hash a labels object on every call.
+  readonly #request = labelled(this.#requests);
+  readonly #timesOf = labelled({
+    labels: (family: string, upstream: string) => ({
+      duration: this.#duration.labels(family, upstream),
+      ttfb: this.#ttfb.labels(family, upstream),
+    }),
+  });
+  readonly #tokensOf = labelled(this.#tokens);
+
   observe(r: RequestRecord): void {
     const upstream = r.upstream ?? '';
     const family = r.family ?? '';
-    this.#requests.inc({ family, endpoint: r.endpoint, status: r.status, upstream, key: r.key ?? '' });
+    this.#request(family, r.endpoint, String(r.status), upstream, r.key ?? '').inc();
     if (r.upstream === undefined) return;
-    this.#duration.observe({ family, upstream }, r.ms / 1000);
-    if (r.ttfbMs !== undefined) this.#ttfb.observe({ family, upstream }, r.ttfbMs / 1000);
+    const times = this.#timesOf(family, upstream);
+    times.duration.observe(r.ms / 1000);
+    if (r.ttfbMs !== undefined) times.ttfb.observe(r.ttfbMs / 1000);
     if (r.usage && r.model !== undefined) {
-      const labels = { key: r.key ?? '', model: r.model };
-      this.#tokens.inc({ ...labels, direction: 'input' }, r.usage.input);
-      this.#tokens.inc({ ...labels, direction: 'output' }, r.usage.output);
-      this.#tokens.inc({ ...labels, direction: 'cached' }, r.usage.cached);
+      const key = r.key ?? '';
+      this.#tokensOf(key, r.model, 'input').inc(r.usage.input);
+      this.#tokensOf(key, r.model, 'output').inc(r.usage.output);
+      this.#tokensOf(key, r.model, 'cached').inc(r.usage.cached);
     }
   }
+}
+
+function labelled<T>(metric: { labels(...values: string[]): T }): (...values: string[]) => T {
+  const children = new Map<string, T>();
+  return (...values) => {
+    const id = values.join('\0');
+    let child = children.get(id);
+    if (!child) children.set(id, (child = metric.labels(...values)));
+    return child;
+  };
 }

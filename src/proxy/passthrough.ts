@@ -7,6 +7,7 @@ import type { OpenStreams, StreamCut } from './open-streams.ts';
 import type { Operation, ProtocolSpec } from './protocols/protocol.ts';
 import { streamErrorEvent } from './translate/handler.ts';
 import { streamUpstream, type Upstream, type UpstreamRequest } from './upstreams.ts';
+import { UsageTap } from './usage/tap.ts';
 
 /** The upstream's response headers as the client gets them: without hop-by-hop headers. */
 function relayedHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
@@ -32,43 +33,6 @@ export interface ForwardRequest {
   stream?: { streams: OpenStreams; operation: Operation } | undefined;
   /** Whose usage fields to read from the answer into ctx.state.usage. */
   usage?: ProtocolSpec | undefined;
-}
-
-const HEAD_BYTES = 4096;
-const TAIL_BYTES = 8192;
-
-/**
- * Reads the tokens of a passed-through answer into ctx.state.usage as it is
- * written, from its first and last bytes only (where every protocol puts its
- * usage); an estimate (a token per 4 bytes) when they name none.
- */
-function tapUsage(ctx: ProxyContext, spec: ProtocolSpec, requestBytes: number): void {
-  const res = ctx.res;
-  const head: Buffer[] = [];
-  const tail: Buffer[] = [];
-  let headBytes = 0;
-  let tailBytes = 0;
-  let total = 0;
-  const write = res.write.bind(res) as (chunk: Buffer) => boolean;
-  res.write = ((chunk: Buffer) => {
-    total += chunk.length;
-    if (headBytes < HEAD_BYTES) {
-      head.push(chunk);
-      headBytes += chunk.length;
-    } else {
-      tail.push(chunk);
-      tailBytes += chunk.length;
-      while (tailBytes - (tail[0] as Buffer).length >= TAIL_BYTES) tailBytes -= (tail.shift() as Buffer).length;
-    }
-    return write(chunk);
-  }) as ServerResponse['write'];
-  res.once('finish', () => {
-    const text = (parts: Buffer[]) => Buffer.concat(parts).toString('latin1');
-    const read = spec.usage(text(head), text(tail));
-    ctx.state.usage = read
-      ? { ...read, estimated: false }
-      : { input: Math.ceil(requestBytes / 4), output: Math.ceil(total / 4), cached: 0, estimated: true };
-  });
 }
 
 /** What the client sent: the buffer's size, else its declared length. */
@@ -116,6 +80,11 @@ export async function forward(ctx: ProxyContext, request: ForwardRequest): Promi
     headers: Object.assign(credentials.forwardableHeaders(ctx.req.headers), request.headers),
     body: request.body,
     signal,
+    usageTap:
+      request.usage &&
+      new UsageTap(request.usage, bodyBytes(request.body, ctx), (usage) => {
+        ctx.state.usage = usage;
+      }),
   };
   try {
     await streamUpstream(upstream, upstreamRequest, ({ statusCode, headers: upstreamHeaders }) => {
@@ -125,7 +94,6 @@ export async function forward(ctx: ProxyContext, request: ForwardRequest): Promi
       if (stream && String(upstreamHeaders['content-type']).startsWith('text/event-stream')) {
         stream.streams.add(ctx.res, passThroughCut(ctx.res, stream.operation));
       }
-      if (request.usage && statusCode < 300) tapUsage(ctx, request.usage, bodyBytes(request.body, ctx));
       return ctx.res;
     });
   } catch (error) {

@@ -33,7 +33,7 @@ export interface RequestRecord {
   upstream: string | undefined;
   status: number;
   ms: number;
-  /** Until the status line went out; undefined when none did. */
+  /** Until the status line went out (a whole answer's: its end); undefined when none did. */
   ttfbMs: number | undefined;
   stream: boolean;
   aborted: boolean;
@@ -58,13 +58,8 @@ export function requestLog(log: Logger, families: Families, sinks: readonly Requ
     const state = ctx.state;
     state.family = families.ofRequest(ctx);
     const res = ctx.res;
-    let ttfb: number | undefined;
-    const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => typeof res;
-    res.writeHead = (...args: unknown[]) => {
-      ttfb ??= performance.now() - started;
-      return writeHead(...args);
-    };
     res.on('close', () => {
+      const ms = performance.now() - started;
       const record: RequestRecord = {
         at: Date.now(),
         method: ctx.method,
@@ -76,8 +71,8 @@ export function requestLog(log: Logger, families: Families, sinks: readonly Requ
         upstream: state.upstream,
         // A client gone before any answer: nginx's 499 ("client closed request").
         status: res.headersSent ? res.statusCode : 499,
-        ms: round(performance.now() - started),
-        ttfbMs: ttfb === undefined ? undefined : round(ttfb),
+        ms: round(ms),
+        ttfbMs: res.headersSent ? round(state.firstByteAt === undefined ? ms : state.firstByteAt - started) : undefined,
         stream: state.stream ?? false,
         aborted: !res.writableFinished,
         usage: state.usage,

@@ -5,12 +5,13 @@ import { HttpError } from '../http/errors.ts';
 import { ClientGone } from './client-gone.ts';
 import { proxyErrors } from './errors.ts';
 import type { ProtocolSpec } from './protocols/protocol.ts';
+import { usageTapInterceptor, type TappedOptions, type UsageTap } from './usage/tap.ts';
 
 /** An upstream with its connection pool and its protocol. */
 export interface Upstream {
   readonly config: UpstreamConfig;
   readonly protocol: ProtocolSpec;
-  readonly pool: Pool;
+  readonly pool: Dispatcher;
   /** The path part of `base_url` (`/v1` for OpenAI-style), without a trailing slash. */
   readonly basePath: string;
 }
@@ -20,7 +21,7 @@ export function createUpstream(config: UpstreamConfig, protocol: ProtocolSpec): 
   return {
     config,
     protocol,
-    pool: new Pool(url.origin, { keepAliveTimeout: 30_000, connect: { timeout: 10_000 } }),
+    pool: new Pool(url.origin, { keepAliveTimeout: 30_000, connect: { timeout: 10_000 } }).compose(usageTapInterceptor),
     basePath: url.pathname.replace(/\/+$/, ''),
   };
 }
@@ -58,6 +59,8 @@ export interface UpstreamRequest {
   body?: Buffer | string | Readable | null;
   /** Aborts the upstream call: the client went away, or a time limit passed. */
   signal?: AbortSignal | ClientGone;
+  /** Reads the answer's tokens on the way (pass-through). */
+  usageTap?: UsageTap | undefined;
 }
 
 /**
@@ -77,8 +80,9 @@ export function upstreamFailure(upstream: Upstream, error: unknown): HttpError {
 }
 
 /** undici's options for a request to an upstream: credentials swapped, the upstream's timeouts. */
-function dispatchOptions(upstream: Upstream, request: UpstreamRequest): Dispatcher.RequestOptions {
+function dispatchOptions(upstream: Upstream, request: UpstreamRequest): Dispatcher.RequestOptions & TappedOptions {
   return {
+    usageTap: request.usageTap,
     method: request.method,
     path: upstream.basePath + request.path + (request.query ? `?${request.query}` : ''),
     headers: upstreamHeaders(upstream, request.headers ?? {}),

@@ -40,7 +40,20 @@ export const CREATED = Math.floor(Date.now() / 1000);
 
 /** The last number written for `field` in a JSON text (or a piece of one): usage comes last in bodies and streams. */
 export function lastNumber(text: string, field: string): number | undefined {
-  let found: number | undefined;
-  for (const match of text.matchAll(new RegExp(`"${field}"\\s*:\\s*(\\d+)`, 'g'))) found = Number(match[1]);
-  return found;
+  const name = `"${field}"`;
+  let at = text.lastIndexOf(name);
+  while (at !== -1) {
+    // Past the name: blanks, a colon, blanks, then the digits.
+    let i = at + name.length;
+    while (text.charCodeAt(i) === 0x20) i++;
+    if (text.charCodeAt(i) === 0x3a) {
+      i++;
+      while (text.charCodeAt(i) === 0x20) i++;
+      let end = i;
+      while (text.charCodeAt(end) >= 0x30 && text.charCodeAt(end) <= 0x39) end++;
+      if (end > i) return Number(text.slice(i, end));
+    }
+    at = at === 0 ? -1 : text.lastIndexOf(name, at - 1);
+  }
+  return undefined;
 }

@@ -217,6 +217,7 @@ export class Translator {
     };
 
     ctx.respond = false;
+    ctx.state.firstByteAt = performance.now();
     res.writeHead(200, {
       'content-type': client.streamContentType?.(conv) ?? 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',

@@ -83,6 +83,8 @@ export function openUsageDb(file: string): DatabaseSync {
   return db;
 }
 
+const HOUR_MS = 3_600_000;
+
 export interface UsageStoreOptions {
   file: string;
   log: Logger;
@@ -97,6 +99,7 @@ export class UsageStore {
   readonly #pending = new Map<string, Sum>();
   readonly #timer: NodeJS.Timeout;
   #db: DatabaseSync | undefined;
+  #hour = { start: 0, text: '' };
 
   constructor(options: UsageStoreOptions) {
     this.#options = options;
@@ -105,8 +108,8 @@ export class UsageStore {
   }
 
   record(r: UsageRecord): void {
-    const hour = new Date(r.at).toISOString().slice(0, 13);
-    const id = JSON.stringify([hour, r.key, r.model, r.upstream, r.status]);
+    const hour = this.#hourOf(r.at);
+    const id = `${hour}\0${r.key}\0${r.model}\0${r.upstream}\0${r.status}`;
     let sum = this.#pending.get(id);
     if (!sum) {
       const { key, model, upstream, status } = r;
@@ -119,6 +122,15 @@ export class UsageStore {
     sum.cached += r.cached;
     sum.estimated += r.estimated ? 1 : 0;
     sum.ms += r.ms;
+  }
+
+  /** `2026-11-24T16` for a time in that UTC hour; made once an hour. */
+  #hourOf(at: number): string {
+    if (at < this.#hour.start || at >= this.#hour.start + HOUR_MS) {
+      const start = at - (at % HOUR_MS);
+      this.#hour = { start, text: new Date(start).toISOString().slice(0, 13) };
+    }
+    return this.#hour.text;
   }
 
   /** Writes what has been recorded; on failure it stays pending for the next try. */

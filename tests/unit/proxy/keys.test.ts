@@ -50,9 +50,20 @@ describe('KeyRing', () => {
 describe('budgetPeriod', () => {
   it('is the UTC day or month, ending at the next one', () => {
     const now = Date.UTC(2026, 10, 30, 23, 59);
-    expect(budgetPeriod('day', now)).toEqual({ id: '2026-11-30', endsAt: Date.UTC(2026, 11, 1) });
-    expect(budgetPeriod('month', now)).toEqual({ id: '2026-11', endsAt: Date.UTC(2026, 11, 1) });
-    expect(budgetPeriod('month', Date.UTC(2026, 11, 31))).toEqual({ id: '2026-12', endsAt: Date.UTC(2027, 0, 1) });
+    expect(budgetPeriod('day', now)).toEqual({
+      id: '2026-11-30',
+      startsAt: Date.UTC(2026, 10, 30),
+      endsAt: Date.UTC(2026, 11, 1),
+    });
+    expect(budgetPeriod('month', now)).toEqual({
+      id: '2026-11',
+      startsAt: Date.UTC(2026, 10, 1),
+      endsAt: Date.UTC(2026, 11, 1),
+    });
+    expect(budgetPeriod('month', Date.UTC(2026, 11, 31))).toMatchObject({
+      id: '2026-12',
+      endsAt: Date.UTC(2027, 0, 1),
+    });
   });
 });
 
