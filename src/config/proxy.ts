@@ -10,6 +10,7 @@ import { mcpServersSchema, resolveMcpServers, type McpServers } from './mcp.ts';
 import { apiKeyOf, apiKeySchema, fail, httpUrl, nonEmptyString } from './shape.ts';
 import { uniqueNames, validateItem } from './items.ts';
 import { resolveKeys, type ClientKeyConfig } from './keys.ts';
+import { routingConfig, routingSchema, type RoutingConfig } from './routing.ts';
 import { usageSchema } from './usage.ts';
 import type { CatalogTimes } from '../proxy/models.ts';
 import { PROTOCOL_NAMES, PROTOCOLS, type Protocol } from '../proxy/protocols/registry.ts';
@@ -80,6 +81,8 @@ export interface ProxyConfig {
   usage: { dbPath: string; flushMs: number };
   /** GET /metrics without an admin key. */
   metricsPublic: boolean;
+  /** Fallback, load balancing and cooldowns among the upstreams of a model. */
+  routing: RoutingConfig;
   /** Limits of what translation remembers between requests. */
   stores: StoresConfig;
   /** How long upstreams' model lists are kept, and how long a fetch may take. */
@@ -163,6 +166,7 @@ function proxySchema(env: NodeJS.ProcessEnv) {
       },
       mcp: { servers: mcpServersSchema },
       usage: usageSchema(env),
+      routing: routingSchema,
       metrics: {
         public: {
           doc: 'Whether GET /metrics is open to any client (else it needs an admin key).',
@@ -395,6 +399,7 @@ export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConf
     mcpServers,
     usage: { dbPath: path.resolve(cwd, p.usage.db), flushMs: p.usage.flush_interval },
     metricsPublic: p.metrics.public,
+    routing: routingConfig(p.routing),
     stores: { responses: storeLimits(p.stores.responses), reasoning: storeLimits(p.stores.reasoning) },
     modelLists: {
       ttlMs: p.model_lists.ttl,

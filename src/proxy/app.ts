@@ -10,6 +10,7 @@ import { ClientCredentials } from './credentials.ts';
 import { bodyModelEndpoint, pathModelEndpoint, type EndpointDeps } from './endpoints.ts';
 import { proxyErrors } from './errors.ts';
 import { Families } from './families.ts';
+import { Fallback } from './fallback.ts';
 import { adminOnly, detectModel, healthz, metricsEndpoint, telemetrySink, usageEndpoint, warmup } from './internal.ts';
 import { mcpRoutes } from './mcp/index.ts';
 import { ModelCatalog, modelInfo, modelList } from './models.ts';
@@ -103,7 +104,8 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   const credentials = new ClientCredentials(protocols);
   const translator = new Translator(options.stores ?? memoryStores(config.stores), log);
   const streams = new OpenStreams();
-  const admission = new Admission(options.state ?? memoryState());
+  const state = options.state ?? memoryState();
+  const admission = new Admission(state);
   const metrics = options.metrics ?? new ProxyMetrics();
   metrics.streamsInFlight = () => streams.size;
   const sinks: RequestSink[] = [(record) => metrics.observe(record)];
@@ -117,6 +119,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     translator,
     streams,
     admission,
+    fallback: new Fallback(config.routing, state),
   };
   const mcp = mcpRoutes(config.mcpServers, { env, log, maxBodyBytes: config.maxBodyBytes });
 

@@ -1,16 +1,18 @@
 import type { RouterMiddleware } from '@koa/router';
 import { parseJsonObject, readBody } from './body.ts';
-import { clientGone } from './client-gone.ts';
-import type { ProxyContext, ProxyMiddleware, ProxyState } from './context.ts';
+import { clientGone, type ClientGone } from './client-gone.ts';
+import type { Attempt, ProxyContext, ProxyMiddleware, ProxyState } from './context.ts';
 import type { ClientCredentials } from './credentials.ts';
 import type { OpenStreams } from './open-streams.ts';
 import type { Admission } from './keys.ts';
+import { RETRY_STATUSES, retryAfterMs, retryable, type Fallback } from './fallback.ts';
+import { HttpError } from '../http/errors.ts';
 import { proxyErrors } from './errors.ts';
 import { boundaryOf, multipartStream, readMultipartHead, withModel } from './multipart.ts';
-import { forward } from './passthrough.ts';
+import { forward, type Forwarded } from './passthrough.ts';
 import type { BodyRoute, Operation, PathRoute } from './protocols/protocol.ts';
 import type { Protocol, ProtocolRecord } from './protocols/registry.ts';
-import { passesThrough, type ModelRouter, type Route } from './routing.ts';
+import { passesThrough, type ModelRouter, type Resolution, type Route } from './routing.ts';
 import { TranslateError, type JsonObject } from './translate/model.ts';
 import type { Translator } from './translate/handler.ts';
 
@@ -22,6 +24,7 @@ export interface EndpointDeps {
   translator: Translator;
   streams: OpenStreams;
   admission: Admission;
+  fallback: Fallback;
 }
 
 /** The key's allowlist and limits, once the model is known (nothing to check with auth off). */
@@ -63,29 +66,74 @@ interface ModelRequest {
   bytes: (mappedModel: string) => Buffer;
 }
 
-/** Routes a parsed model request: pass through, translate, or count locally. */
+/**
+ * Routes a parsed model request: count locally, or try its upstreams in the
+ * order Fallback gives, each passed through or translated, moving on to the
+ * next only while nothing has gone to the client.
+ */
 async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelRequest): Promise<void> {
   const { operation, model } = request;
   const stream = operation.stream ?? request.body['stream'] === true;
   ctx.state.model = model;
   ctx.state.stream = stream;
   await admit(ctx, deps, model);
-  const resolution = deps.router.resolve(model);
-  const passThrough = resolution !== undefined && passesThrough(request.family, operation, resolution.upstream.config);
-  if (operation.count && !passThrough) {
+  const first = deps.router.resolve(model);
+  if (operation.count && !(first && passesThrough(request.family, operation, first.upstream.config))) {
     countLocally(ctx, operation.count, request.body, model);
     return;
   }
-  if (!resolution) throw proxyErrors.modelNotFound(model);
-  const { upstream, mappedModel } = resolution;
-  ctx.state.upstream = upstream.config.name;
+  if (!first) throw proxyErrors.modelNotFound(model);
+  const group = deps.router.candidates(model);
+  // A sole upstream is always tried: with nowhere else to go, cooling it down would only refuse sooner.
+  const fallback = group.length > 1 ? deps.fallback : undefined;
+  const tries = fallback ? (await fallback.order(model, group)).slice(0, fallback.retries + 1) : group;
   const signal = clientGone(ctx);
-  if (passThrough) {
+  const attempts: Attempt[] = (ctx.state.attempts = []);
+  for (const [i, candidate] of tries.entries()) {
+    const name = candidate.upstream.config.name;
+    const last = i === tries.length - 1;
+    ctx.state.upstream = name;
+    ctx.set('x-gatehouse-upstream', name);
+    const started = performance.now();
+    const done = fallback?.busy(name);
+    const took = () => Math.round(performance.now() - started);
+    try {
+      const answer = await attempt(ctx, deps, request, candidate, { stream, signal, retryable: !last });
+      const status = answer?.status ?? 200;
+      attempts.push({ upstream: name, outcome: status, ms: took() });
+      if (!RETRY_STATUSES.has(status)) {
+        await fallback?.succeeded(name);
+        return;
+      }
+      await fallback?.failed(name, retryAfterMs(answer?.retryAfter, Date.now()));
+      if (!answer?.heldBack) return;
+    } catch (error) {
+      attempts.push({ upstream: name, outcome: error instanceof HttpError ? error.status : 'error', ms: took() });
+      if (!retryable(error)) throw error;
+      await fallback?.failed(name, retryAfterMs(error.headers['retry-after'], Date.now()));
+      if (last || ctx.res.headersSent || signal.left) throw error;
+    } finally {
+      done?.();
+    }
+  }
+}
+
+/** One upstream's try: passed through, or translated when it speaks another protocol. */
+async function attempt(
+  ctx: ProxyContext,
+  deps: EndpointDeps,
+  request: ModelRequest,
+  { upstream, mappedModel }: Resolution,
+  { stream, signal, retryable }: { stream: boolean; signal: ClientGone; retryable: boolean },
+): Promise<Forwarded | undefined> {
+  const { operation, model } = request;
+  if (passesThrough(request.family, operation, upstream.config)) {
     const path = operation.upstreamPath(mappedModel);
     const { credentials, streams } = deps;
     const streamed = stream ? { streams, operation } : undefined;
     const body = request.bytes(mappedModel);
-    return forward(ctx, { upstream, path, body, signal, credentials, stream: streamed, usage: upstream.protocol });
+    const usage = upstream.protocol;
+    return forward(ctx, { upstream, path, body, signal, credentials, stream: streamed, usage, retryable });
   }
   const route: Route = {
     family: request.family,
@@ -100,7 +148,8 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
     signal,
     streams: deps.streams,
   };
-  return deps.translator.handle(ctx, route);
+  await deps.translator.handle(ctx, route);
+  return undefined;
 }
 
 /** A JSON endpoint whose model is the body's `model`. */

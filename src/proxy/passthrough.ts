@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import type { Readable } from 'node:stream';
+import { Writable, type Readable } from 'node:stream';
 import type { ClientGone } from './client-gone.ts';
+import { RETRY_STATUSES } from './fallback.ts';
 import type { ProxyContext } from './context.ts';
 import { HOP_BY_HOP, type ClientCredentials } from './credentials.ts';
 import type { OpenStreams, StreamCut } from './open-streams.ts';
@@ -33,7 +34,22 @@ export interface ForwardRequest {
   stream?: { streams: OpenStreams; operation: Operation } | undefined;
   /** Whose usage fields to read from the answer into ctx.state.usage. */
   usage?: ProtocolSpec | undefined;
+  /** Another upstream may be tried: an answer with one of RETRY_STATUSES is not passed on. */
+  retryable?: boolean;
 }
+
+/** How an upstream answered: its status, and whether the answer was held back for another upstream to try. */
+export interface Forwarded {
+  status: number;
+  heldBack: boolean;
+  retryAfter: string | undefined;
+}
+
+/** Where a held-back answer's body goes. */
+const discard = () =>
+  new Writable({
+    write: (_chunk, _encoding, done) => done(),
+  });
 
 /** What the client sent: the buffer's size, else its declared length. */
 function bodyBytes(body: Buffer | Readable, ctx: ProxyContext): number {
@@ -71,7 +87,7 @@ function passThroughCut(res: ServerResponse, operation: Operation): StreamCut {
  * body in a stream pipeline, and the body stream and pipe alone cost a
  * measurable share of the per-request budget.
  */
-export async function forward(ctx: ProxyContext, request: ForwardRequest): Promise<void> {
+export async function forward(ctx: ProxyContext, request: ForwardRequest): Promise<Forwarded | undefined> {
   const { upstream, signal, credentials, stream } = request;
   const upstreamRequest: UpstreamRequest = {
     method: 'POST',
@@ -86,8 +102,13 @@ export async function forward(ctx: ProxyContext, request: ForwardRequest): Promi
         ctx.state.usage = usage;
       }),
   };
+  let answer: Forwarded | undefined;
   try {
     await streamUpstream(upstream, upstreamRequest, ({ statusCode, headers: upstreamHeaders }) => {
+      const retryAfter = upstreamHeaders['retry-after'];
+      const heldBack = request.retryable === true && RETRY_STATUSES.has(statusCode);
+      answer = { status: statusCode, heldBack, retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined };
+      if (heldBack) return discard();
       ctx.res.writeHead(statusCode, relayedHeaders(upstreamHeaders));
       // Only now: had writeHead refused a header, the error answer would still go out.
       ctx.respond = false;
@@ -100,7 +121,8 @@ export async function forward(ctx: ProxyContext, request: ForwardRequest): Promi
     // Under way, the response has been cut (an upstream failing mid-body must
     // not leave the client hanging) or its client left: nothing more to send.
     // A client gone before any answer is errorHandler's to leave unanswered.
-    if (ctx.res.headersSent) return;
+    if (ctx.res.headersSent) return answer;
     throw error;
   }
+  return answer;
 }

@@ -84,6 +84,8 @@ export function requestLog(log: Logger, families: Families, sinks: readonly Requ
         key: record.key,
         model: record.model,
         upstream: record.upstream,
+        // Only when fallback tried more than one upstream.
+        attempts: state.attempts && state.attempts.length > 1 ? state.attempts : undefined,
         status: record.status,
         ms: record.ms,
         stream: record.stream,

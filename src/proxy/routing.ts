@@ -83,6 +83,16 @@ export class ModelRouter {
     return Object.hasOwn(this.aliases, model) ? (this.aliases[model] as string) : model;
   }
 
+  /** Every upstream whose globs match, in file order: the candidates fallback and load balancing pick from. */
+  candidates(model: string): Resolution[] {
+    const mappedModel = this.mapped(model);
+    const found: Resolution[] = [];
+    for (const { upstream, patterns } of this.#matchers) {
+      if (patterns.some((p) => p.test(mappedModel))) found.push({ upstream, mappedModel });
+    }
+    return found;
+  }
+
   resolve(model: string): Resolution | undefined {
     const mappedModel = this.mapped(model);
     for (const { upstream, patterns } of this.#matchers) {
