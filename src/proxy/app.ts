@@ -106,8 +106,10 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   const streams = new OpenStreams();
   const state = options.state ?? memoryState();
   const admission = new Admission(state);
+  const fallback = new Fallback(config.routing, state);
   const metrics = options.metrics ?? new ProxyMetrics();
   metrics.streamsInFlight = () => streams.size;
+  metrics.cooling = () => fallback.cooling(config.upstreams.map((u) => u.name));
   const sinks: RequestSink[] = [(record) => metrics.observe(record)];
   if (options.usage) sinks.push(usageSink(options.usage));
   const admin = (handler: ProxyMiddleware) => adminOnly(config.effectiveAuthMode, handler);
@@ -119,7 +121,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     translator,
     streams,
     admission,
-    fallback: new Fallback(config.routing, state),
+    fallback,
   };
   const mcp = mcpRoutes(config.mcpServers, { env, log, maxBodyBytes: config.maxBodyBytes });
 

@@ -96,11 +96,22 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
     ctx.set('x-gatehouse-upstream', name);
     const started = performance.now();
     const done = fallback?.busy(name);
-    const took = () => Math.round(performance.now() - started);
+    // Filled in as soon as the outcome is known: a passed-through answer may end (and be logged) before this resumes.
+    const entry: Attempt = { upstream: name, outcome: 'pending', ms: 0 };
+    attempts.push(entry);
+    const settle = (outcome: number | string) => {
+      entry.outcome = outcome;
+      entry.ms = Math.round(performance.now() - started);
+    };
     try {
-      const answer = await attempt(ctx, deps, request, candidate, { stream, signal, retryable: !last });
+      const answer = await attempt(ctx, deps, request, candidate, {
+        stream,
+        signal,
+        retryable: !last,
+        onStatus: settle,
+      });
       const status = answer?.status ?? 200;
-      attempts.push({ upstream: name, outcome: status, ms: took() });
+      if (entry.outcome === 'pending') settle(status);
       if (!RETRY_STATUSES.has(status)) {
         await fallback?.succeeded(name);
         return;
@@ -108,7 +119,7 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
       await fallback?.failed(name, retryAfterMs(answer?.retryAfter, Date.now()));
       if (!answer?.heldBack) return;
     } catch (error) {
-      attempts.push({ upstream: name, outcome: error instanceof HttpError ? error.status : 'error', ms: took() });
+      settle(error instanceof HttpError ? error.status : 'error');
       if (!retryable(error)) throw error;
       await fallback?.failed(name, retryAfterMs(error.headers['retry-after'], Date.now()));
       if (last || ctx.res.headersSent || signal.left) throw error;
@@ -124,16 +135,17 @@ async function attempt(
   deps: EndpointDeps,
   request: ModelRequest,
   { upstream, mappedModel }: Resolution,
-  { stream, signal, retryable }: { stream: boolean; signal: ClientGone; retryable: boolean },
+  options: { stream: boolean; signal: ClientGone; retryable: boolean; onStatus: (status: number) => void },
 ): Promise<Forwarded | undefined> {
   const { operation, model } = request;
+  const { stream, signal, retryable, onStatus } = options;
   if (passesThrough(request.family, operation, upstream.config)) {
     const path = operation.upstreamPath(mappedModel);
     const { credentials, streams } = deps;
     const streamed = stream ? { streams, operation } : undefined;
     const body = request.bytes(mappedModel);
     const usage = upstream.protocol;
-    return forward(ctx, { upstream, path, body, signal, credentials, stream: streamed, usage, retryable });
+    return forward(ctx, { upstream, path, body, signal, credentials, stream: streamed, usage, retryable, onStatus });
   }
   const route: Route = {
     family: request.family,

@@ -90,6 +90,12 @@ export class Fallback {
     return ready;
   }
 
+  /** Whether each upstream is cooling down now (for metrics). */
+  async cooling(names: readonly string[]): Promise<Map<string, boolean>> {
+    const until = await Promise.all(names.map((name) => this.#state.leases.until(`cool:${name}`)));
+    return new Map(names.map((name, i) => [name, until[i] !== undefined]));
+  }
+
   #load(candidate: Resolution): number {
     return this.#busy.get(candidate.upstream.config.name) ?? 0;
   }

@@ -44,6 +44,29 @@ export class ProxyMetrics {
       this.#streams.set(this.streamsInFlight());
     },
   });
+  readonly #attempts = new Counter({
+    name: 'gatehouse_upstream_attempts_total',
+    help: 'Tries of an upstream, by outcome (its status, or what went wrong before one came).',
+    labelNames: ['upstream', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly #retries = new Counter({
+    name: 'gatehouse_upstream_retries_total',
+    help: 'Tries of an upstream after another failed for the same request (fallback).',
+    labelNames: ['upstream'] as const,
+    registers: [this.registry],
+  });
+  /** Upstream names and whether each is cooling down now: the app's, which a reload replaces. */
+  cooling: () => Promise<Map<string, boolean>> = () => Promise.resolve(new Map<string, boolean>());
+  readonly #cooling: Gauge = new Gauge({
+    name: 'gatehouse_upstream_cooling_down',
+    help: '1 while an upstream is left out after failures or a retry-after (circuit open), else 0.',
+    labelNames: ['upstream'] as const,
+    registers: [this.registry],
+    collect: async () => {
+      for (const [upstream, cooling] of await this.cooling()) this.#cooling.set({ upstream }, cooling ? 1 : 0);
+    },
+  });
   readonly usageWriteFailures = new Counter({
     name: 'gatehouse_usage_write_failures_total',
     help: 'Batches of usage that could not be written to the usage file (kept for the next try).',
@@ -66,11 +89,17 @@ export class ProxyMetrics {
     }),
   });
   readonly #tokensOf = labelled(this.#tokens);
+  readonly #attemptOf = labelled(this.#attempts);
+  readonly #retryOf = labelled(this.#retries);
 
   observe(r: RequestRecord): void {
     const upstream = r.upstream ?? '';
     const family = r.family ?? '';
     this.#request(family, r.endpoint, String(r.status), upstream, r.key ?? '').inc();
+    r.attempts.forEach((attempt, i) => {
+      this.#attemptOf(attempt.upstream, String(attempt.outcome)).inc();
+      if (i > 0) this.#retryOf(attempt.upstream).inc();
+    });
     if (r.upstream === undefined) return;
     const times = this.#timesOf(family, upstream);
     times.duration.observe(r.ms / 1000);

@@ -36,6 +36,8 @@ export interface ForwardRequest {
   usage?: ProtocolSpec | undefined;
   /** Another upstream may be tried: an answer with one of RETRY_STATUSES is not passed on. */
   retryable?: boolean;
+  /** Told the upstream's status as soon as it is known (before the answer goes on and may end). */
+  onStatus?: (status: number) => void;
 }
 
 /** How an upstream answered: its status, and whether the answer was held back for another upstream to try. */
@@ -108,6 +110,7 @@ export async function forward(ctx: ProxyContext, request: ForwardRequest): Promi
       const retryAfter = upstreamHeaders['retry-after'];
       const heldBack = request.retryable === true && RETRY_STATUSES.has(statusCode);
       answer = { status: statusCode, heldBack, retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined };
+      request.onStatus?.(statusCode);
       if (heldBack) return discard();
       ctx.res.writeHead(statusCode, relayedHeaders(upstreamHeaders));
       // Only now: had writeHead refused a header, the error answer would still go out.

@@ -1,5 +1,5 @@
 import type { Logger } from '../log.ts';
-import type { ProxyMiddleware, TokenUsage } from './context.ts';
+import type { Attempt, ProxyMiddleware, TokenUsage } from './context.ts';
 import type { Families, Family } from './families.ts';
 import { PROTOCOLS } from './protocols/registry.ts';
 
@@ -38,6 +38,8 @@ export interface RequestRecord {
   stream: boolean;
   aborted: boolean;
   usage: TokenUsage | undefined;
+  /** Every upstream tried (fallback), in order. */
+  attempts: readonly Attempt[];
 }
 
 /** What else is told of every finished request (usage, metrics). */
@@ -76,6 +78,7 @@ export function requestLog(log: Logger, families: Families, sinks: readonly Requ
         stream: state.stream ?? false,
         aborted: !res.writableFinished,
         usage: state.usage,
+        attempts: state.attempts ?? [],
       };
       const line = {
         method: record.method,
@@ -85,7 +88,7 @@ export function requestLog(log: Logger, families: Families, sinks: readonly Requ
         model: record.model,
         upstream: record.upstream,
         // Only when fallback tried more than one upstream.
-        attempts: state.attempts && state.attempts.length > 1 ? state.attempts : undefined,
+        attempts: record.attempts.length > 1 ? record.attempts : undefined,
         status: record.status,
         ms: record.ms,
         stream: record.stream,

@@ -162,5 +162,16 @@ describe('proxy fallback (container)', () => {
     const res = await post('/v1/chat/completions', { model: 'gpt-c', messages });
     expect(hits.get('s503')).toBe(seen);
     expect(res.headers.get('x-gatehouse-upstream')).toBe('ok-c');
+    const metrics = await (
+      await fetch(`${proxy.base}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })
+    ).text();
+    expect(metrics).toMatch(/^gatehouse_upstream_cooling_down\{upstream="s503"\} 1$/m);
+    expect(metrics).toMatch(/^gatehouse_upstream_cooling_down\{upstream="ok-c"\} 0$/m);
+    expect(metrics).toMatch(/^gatehouse_upstream_attempts_total\{upstream="s429",outcome="429"\} 1$/m);
+    // ok-a answered every gpt-a request after another upstream had failed it.
+    const retries = /^gatehouse_upstream_retries_total\{upstream="ok-a"\} (\d+)$/m.exec(metrics)?.[1];
+    const answered = /^gatehouse_upstream_attempts_total\{upstream="ok-a",outcome="200"\} (\d+)$/m.exec(metrics)?.[1];
+    expect(Number(retries)).toBeGreaterThan(0);
+    expect(retries).toBe(answered);
   });
 });
