@@ -55,6 +55,7 @@ async function main(): Promise<number> {
     stdout: process.stdout,
     stderr: process.stderr,
     shutdown: controller.signal,
+    onHangup: (listener) => process.on('SIGHUP', listener),
   };
   try {
     const command = await load();

@@ -10,6 +10,8 @@ export interface CommandContext {
   stderr: Writable;
   /** Aborted on SIGINT/SIGTERM; the reason is the signal name. */
   shutdown: AbortSignal;
+  /** Calls `listener` on each SIGHUP (the proxy reloads its configuration); absent where there is none. */
+  onHangup?: (listener: () => void) => void;
 }
 
 /** A subcommand resolves with the process exit code. */

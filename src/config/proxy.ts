@@ -334,6 +334,12 @@ export function parseProxyArgs(argv: string[]): { configFile: string | undefined
   return { configFile };
 }
 
+/** The configuration file: `--config`, else env `PROXY_CONFIG`, as an absolute path; undefined for none. */
+export function proxyConfigFile({ argv, env, cwd }: ProxyLoadOptions): string | undefined {
+  const file = parseProxyArgs(argv).configFile ?? env['PROXY_CONFIG'];
+  return file ? path.resolve(cwd, file) : undefined;
+}
+
 export interface ProxyLoadOptions {
   argv: string[];
   env: NodeJS.ProcessEnv;
@@ -346,10 +352,9 @@ export interface ProxyLoadOptions {
  * naming the key, and the proxy does not start.
  */
 export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConfig {
-  const { configFile } = parseProxyArgs(argv);
-  const file = configFile ?? env['PROXY_CONFIG'];
+  const file = proxyConfigFile({ argv, env, cwd });
   const config = convict(proxySchema(env), { env, args: [] });
-  if (file) config.load(readConfigFile(path.resolve(cwd, file)));
+  if (file) config.load(readConfigFile(file));
   validated(config);
 
   const p = config.get('proxy');

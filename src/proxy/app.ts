@@ -12,7 +12,7 @@ import { proxyErrors } from './errors.ts';
 import { Families } from './families.ts';
 import { Fallback } from './fallback.ts';
 import { adminOnly, detectModel, healthz, metricsEndpoint, telemetrySink, usageEndpoint, warmup } from './internal.ts';
-import { mcpRoutes } from './mcp/index.ts';
+import { mcpRoutes, type McpGateway } from './mcp/index.ts';
 import { ModelCatalog, modelInfo, modelList } from './models.ts';
 import { OpenStreams } from './open-streams.ts';
 import type { ProtocolSpec } from './protocols/protocol.ts';
@@ -29,6 +29,7 @@ import { closeUpstreams, createUpstream } from './upstreams.ts';
 
 export interface ProxyApp {
   app: Koa<ProxyState>;
+  mcp: McpGateway;
   /**
    * Ends MCP sessions: stdio processes stop and answer their pending calls,
    * remote relays end. Runs while the server drains, so those answers still go out.
@@ -59,6 +60,8 @@ export interface ProxyAppOptions {
   metrics?: ProxyMetrics;
   /** Where finished model requests are summed (default: nowhere). */
   usage?: UsageStore;
+  /** The MCP gateway of an app this one replaces (a reload keeps its sessions). */
+  mcp?: McpGateway;
 }
 
 type Method = 'GET' | 'POST';
@@ -123,7 +126,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     admission,
     fallback,
   };
-  const mcp = mcpRoutes(config.mcpServers, { env, log, maxBodyBytes: config.maxBodyBytes });
+  const mcp = options.mcp ?? mcpRoutes(config.mcpServers, { env, log, maxBodyBytes: config.maxBodyBytes });
 
   // Routes without parameters, also looked up by exact path (see exactRoutes).
   const fixed: [Method, string, ProxyMiddleware][] = [
@@ -183,6 +186,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
 
   return {
     app,
+    mcp,
     endMcpSessions: () => mcp.close(),
     drain: () => {
       draining = true;

@@ -1,11 +1,17 @@
 import { once } from 'node:events';
+import { watch } from 'node:fs';
+import path from 'node:path';
+import type { Logger } from '../log.ts';
 import { createServer } from 'node:http';
 import type { CommandContext } from '../command.ts';
-import { loadProxyConfig } from '../config/proxy.ts';
+import { loadProxyConfig, proxyConfigFile } from '../config/proxy.ts';
 import { close, listen } from '../http/server.ts';
 import { createLogger } from '../log.ts';
 import { createProxyApp } from './app.ts';
+import { LiveProxy } from './live.ts';
 import { ProxyMetrics } from './metrics.ts';
+import { memoryState } from './state/shared.ts';
+import { memoryStores } from './translate/stores.ts';
 import { REDACTED_PATHS } from './request-log.ts';
 import { UsageStore } from './usage/store.ts';
 
@@ -33,9 +39,17 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
     flushMs: config.usage.flushMs,
     onWriteFailure: () => metrics.usageWriteFailures.inc(),
   });
-  const proxy = createProxyApp(config, { env: ctx.env, log, metrics, usage });
-  const handle = proxy.app.callback();
-  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => void handle(req, res));
+  // What outlives a reload: shared state, translation memory, metrics, usage.
+  const shared = { env: ctx.env, log, metrics, usage, state: memoryState(), stores: memoryStores(config.stores) };
+  const proxy = new LiveProxy(
+    config,
+    (next, previous) => createProxyApp(next, { ...shared, ...(previous && { mcp: previous.mcp }) }),
+    log,
+  );
+  const reload = () => proxy.reload(() => loadProxyConfig(ctx));
+  ctx.onHangup?.(reload);
+  const stopWatching = watchFile(proxyConfigFile(ctx), reload, log);
+  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => proxy.handle(req, res));
   try {
     const address = await listen(server, { port: config.port, host: config.host });
     log.info(
@@ -43,6 +57,7 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
         url: `http://${address.address}:${address.port}`,
         auth_mode: config.effectiveAuthMode,
         upstreams: config.upstreams.map((u) => u.name),
+        config: proxyConfigFile(ctx),
         keys: config.keys.length,
         usage_db: config.usage.dbPath,
       },
@@ -54,6 +69,7 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
     log.flush();
     return 0;
   } finally {
+    stopWatching();
     proxy.drain();
     await Promise.allSettled([close(server, config.shutdownGraceMs, () => proxy.cutStreams()), proxy.endMcpSessions()]);
     clearInterval(flushTimer);
@@ -61,5 +77,29 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
     // After the last request: its usage is in the file before the process exits.
     usage.close();
     await flushed();
+  }
+}
+
+/** Editors write a file anew: its folder is watched, and a burst of changes is one reload. */
+const SETTLE_MS = 200;
+
+/** Calls `reload` when `file` changes; returns the function that stops watching. */
+function watchFile(file: string | undefined, reload: () => void, log: Logger): () => void {
+  if (file === undefined) return () => undefined;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const watcher = watch(path.dirname(file), (_event, name) => {
+      if (name !== path.basename(file)) return;
+      clearTimeout(timer);
+      timer = setTimeout(reload, SETTLE_MS);
+    });
+    watcher.on('error', (error) => log.warn({ err: error.message }, 'configuration file no longer watched'));
+    return () => {
+      clearTimeout(timer);
+      watcher.close();
+    };
+  } catch (error) {
+    log.warn({ err: (error as Error).message, file }, 'configuration file not watched: reload with SIGHUP');
+    return () => undefined;
   }
 }

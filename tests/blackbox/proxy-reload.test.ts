@@ -1,0 +1,84 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeUpstream } from '../support/fake-upstream.ts';
+import { HOST_FROM_CONTAINER, startProxyContainer, type ProxyContainer } from '../support/proxy-container.ts';
+
+const run = promisify(execFile);
+const KEYS = { alice: 'alice-reload-key-0123456789', bob: 'bob-reload-key-0123456789' };
+
+/** Hot reload of the configuration file, under load, on the built image. */
+describe('proxy configuration reload (container)', () => {
+  let fake: FakeUpstream;
+  let proxy: ProxyContainer;
+  let config: (keys: unknown[], extra?: Record<string, unknown>) => unknown;
+  const dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-reload-'));
+
+  beforeAll(async () => {
+    // Slow enough streams that many are under way when the file changes.
+    fake = await FakeUpstream.start({ host: '0.0.0.0', eventDelayMs: 150 });
+    const base = `http://${HOST_FROM_CONTAINER}:${fake.port}/openai/v1`;
+    config = (keys, extra = {}) => ({
+      proxy: {
+        allow_lan_access: true,
+        keys,
+        upstreams: [{ name: 'oa', protocol: 'openai', base_url: base, api_key: 'u', models: ['gpt-*'] }],
+        ...extra,
+      },
+    });
+    proxy = await startProxyContainer(config([{ name: 'alice', key_env: 'ALICE_KEY' }]), {
+      ALICE_KEY: KEYS.alice,
+      BOB_KEY: KEYS.bob,
+    });
+  });
+  afterAll(async () => {
+    await (proxy as ProxyContainer | undefined)?.stop();
+    await (fake as FakeUpstream | undefined)?.close();
+  });
+
+  /** Replaces the file in the container, then sends SIGHUP (the watcher may have reloaded already). */
+  async function rewrite(content: unknown): Promise<void> {
+    const file = path.join(dir, 'proxy.json');
+    writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content));
+    const id = proxy.container.getId();
+    await run('docker', ['cp', file, `${id}:/config/proxy.json`]);
+    await run('docker', ['kill', '--signal', 'HUP', id]);
+  }
+
+  const chat = (key: string, stream: boolean) =>
+    fetch(`${proxy.base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o', stream, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+
+  it('applies a new file to new requests while 64 streams started before it finish on the old one', async () => {
+    const streams = Array.from({ length: 64 }, async () => {
+      const res = await chat(KEYS.alice, true);
+      return { status: res.status, text: await res.text() };
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await rewrite(config([{ name: 'bob', key_env: 'BOB_KEY' }]));
+    await expect.poll(() => proxy.logs()).toContain('configuration reloaded');
+    const done = await Promise.all(streams);
+    expect(done.filter((d) => d.status !== 200 || !d.text.includes('[DONE]'))).toEqual([]);
+    expect((await chat(KEYS.bob, false)).status).toBe(200);
+    // alice was removed: refused from the next request on.
+    expect((await chat(KEYS.alice, false)).status).toBe(401);
+  });
+
+  it('refuses a broken file with a line naming the key, and the configuration in force stays', async () => {
+    const broken = config([{ name: 'bob', key_env: 'BOB_KEY' }]) as { proxy: { upstreams: unknown[] } };
+    broken.proxy.upstreams = [{ name: 'oa', protocol: 'openai', models: ['gpt-*'] }];
+    await rewrite(broken);
+    // One log line: the error (naming the key), then the message.
+    await expect.poll(() => proxy.logs()).toMatch(/proxy\.upstreams\[0\]\.base_url[^\n]*configuration not reloaded/);
+    await rewrite('{ not json');
+    await expect.poll(() => proxy.logs()).toMatch(/neither JSON nor YAML[^\n]*configuration not reloaded/);
+    expect((await chat(KEYS.bob, false)).status).toBe(200);
+    expect((await chat(KEYS.alice, false)).status).toBe(401);
+  });
+});
