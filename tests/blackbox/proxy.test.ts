@@ -49,8 +49,10 @@ describe('gatehouse proxy (container): same-protocol forwarding', () => {
         proxy: {
           allow_lan_access: true,
           max_body_bytes: MAX_BODY,
+          // No fallback here: these suites check what one upstream's answer or failure becomes (fallback has its own).
+          routing: { retries: 0 },
           upstreams: [
-            // First match wins: the specific ones go first.
+            // The first match is tried: the specific ones go first.
             {
               name: 'oa-down',
               protocol: 'openai',
