@@ -39,6 +39,8 @@ export interface ProxyState {
   /** performance.now() when a streamed answer's status line went out (a whole answer's goes out at its end). */
   firstByteAt?: number;
   usage?: TokenUsage;
+  /** A stream the proxy ended early with an error event (upstream failed mid-body, shutdown): that error's kind. */
+  cut?: string;
 }
 
 export type ProxyContext = ParameterizedContext<ProxyState>;

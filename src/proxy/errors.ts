@@ -53,6 +53,8 @@ export const proxyErrors = {
     new HttpError(status, message, { kind: UPSTREAM_ERROR_KIND, headers }),
   upstreamUnreachable: (upstream: string) =>
     new HttpError(502, `Upstream ${upstream} is unreachable`, { kind: 'upstream_unreachable' }),
+  upstreamBrokeOff: (upstream: string) =>
+    new HttpError(502, `Upstream ${upstream} broke off its answer`, { kind: 'upstream_broke_off' }),
   /** Cuts the streams still open when the shutdown grace runs out (as their protocol's error event). */
   shuttingDown: () => new HttpError(503, 'The proxy is shutting down', { kind: 'shutting_down' }),
   upstreamTimeout: (upstream: string, ms: number) =>

@@ -7,7 +7,7 @@ import { HOP_BY_HOP, type ClientCredentials } from './credentials.ts';
 import type { OpenStreams, StreamCut } from './open-streams.ts';
 import type { Operation, ProtocolSpec } from './protocols/protocol.ts';
 import { streamErrorEvent } from './translate/handler.ts';
-import { streamUpstream, type Upstream, type UpstreamRequest } from './upstreams.ts';
+import { streamUpstream, upstreamFailure, type Upstream, type UpstreamRequest } from './upstreams.ts';
 import { UsageTap } from './usage/tap.ts';
 
 /** The upstream's response headers as the client gets them: without hop-by-hop headers. */
@@ -66,7 +66,8 @@ const EVENT_END = /(?:\n\n|\r\r|\r\n\r\n)$/;
  * The upstream's chunks need not end where an event does, so the last bytes
  * written are kept: a cut inside an event ends that event first.
  */
-function passThroughCut(res: ServerResponse, operation: Operation): StreamCut {
+function passThroughCut(ctx: ProxyContext, operation: Operation): StreamCut {
+  const res = ctx.res;
   let tail = '';
   const write = res.write.bind(res) as (chunk: Buffer) => boolean;
   // undici's stream() writes each chunk with a single-argument write().
@@ -75,9 +76,25 @@ function passThroughCut(res: ServerResponse, operation: Operation): StreamCut {
     return write(chunk);
   }) as ServerResponse['write'];
   return (error) => {
+    ctx.state.cut = error.kind ?? String(error.status);
     const event = streamErrorEvent(operation.client, error);
     if (event === undefined) res.destroy();
     else res.end(EVENT_END.test(tail) ? event : `\n\n${event}`);
+  };
+}
+
+/**
+ * undici destroys the response it writes into when the upstream's body fails
+ * (reset, body timeout): for a stream under way, the client gets its
+ * protocol's error event instead of a connection closed mid-answer, as a
+ * translated stream does. A client that left is only let go.
+ */
+function cutOnUpstreamFailure(res: ServerResponse, upstream: Upstream, signal: ClientGone, cut: StreamCut): void {
+  const destroy = res.destroy.bind(res);
+  res.destroy = (error?: Error) => {
+    if (error === undefined || signal.left || res.writableEnded || res.destroyed) return destroy(error);
+    cut(upstreamFailure(upstream, error, true));
+    return res;
   };
 }
 
@@ -116,7 +133,9 @@ export async function forward(ctx: ProxyContext, request: ForwardRequest): Promi
       // Only now: had writeHead refused a header, the error answer would still go out.
       ctx.respond = false;
       if (stream && String(upstreamHeaders['content-type']).startsWith('text/event-stream')) {
-        stream.streams.add(ctx.res, passThroughCut(ctx.res, stream.operation));
+        const cut = passThroughCut(ctx, stream.operation);
+        cutOnUpstreamFailure(ctx.res, upstream, signal, cut);
+        stream.streams.add(ctx.res, cut);
       }
       return ctx.res;
     });

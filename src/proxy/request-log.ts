@@ -40,6 +40,8 @@ export interface RequestRecord {
   usage: TokenUsage | undefined;
   /** Every upstream tried (fallback), in order. */
   attempts: readonly Attempt[];
+  /** The kind of the error event that ended a stream early. */
+  cut: string | undefined;
 }
 
 /** What else is told of every finished request (usage, metrics). */
@@ -79,6 +81,7 @@ export function requestLog(log: Logger, families: Families, sinks: readonly Requ
         aborted: !res.writableFinished,
         usage: state.usage,
         attempts: state.attempts ?? [],
+        cut: state.cut,
       };
       const line = {
         method: record.method,
@@ -92,6 +95,7 @@ export function requestLog(log: Logger, families: Families, sinks: readonly Requ
         status: record.status,
         ms: record.ms,
         stream: record.stream,
+        cut: record.cut,
         // pino leaves out undefined values.
         aborted: record.aborted || undefined,
       };

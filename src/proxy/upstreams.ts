@@ -65,17 +65,21 @@ export interface UpstreamRequest {
 
 /**
  * Maps a failed upstream call to the proxy's error: a timeout is 504, anything
- * else on the way (refused, reset, DNS) is 502. An HttpError raised while the
- * request body was streaming (413) stays what it is.
+ * else on the way (refused, reset, DNS) is 502, and so is an answer whose body
+ * broke off once its status had come (`answering`). An HttpError raised while
+ * the request body was streaming (413) stays what it is.
  */
-export function upstreamFailure(upstream: Upstream, error: unknown): HttpError {
+export function upstreamFailure(upstream: Upstream, error: unknown, answering = false): HttpError {
   if (error instanceof HttpError) return error;
   if (error instanceof Error && error.cause instanceof HttpError) return error.cause;
   const code = (error as { code?: unknown }).code;
+  const { name, timeoutMs } = upstream.config;
   const failure =
     code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT'
-      ? proxyErrors.upstreamTimeout(upstream.config.name, upstream.config.timeoutMs)
-      : proxyErrors.upstreamUnreachable(upstream.config.name);
+      ? proxyErrors.upstreamTimeout(name, timeoutMs)
+      : answering
+        ? proxyErrors.upstreamBrokeOff(name)
+        : proxyErrors.upstreamUnreachable(name);
   return new HttpError(failure.status, failure.message, { kind: failure.kind, cause: error });
 }
 

@@ -1,11 +1,11 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   closedPort,
   HOST_FROM_CONTAINER,
-  readUntil,
   startProxyContainer,
   type ProxyContainer,
 } from '../support/proxy-container.ts';
@@ -145,13 +145,38 @@ describe('proxy fallback (container)', () => {
     expect(hits.get('ok-c')).toBeUndefined();
   });
 
-  it('never retries a stream that failed after its first event', async () => {
-    const res = await post('/v1/chat/completions', { model: 'gpt-mid', messages, stream: true });
-    expect(res.status).toBe(200);
-    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
-    const text = await readUntil(reader, (t) => t.includes('Hel')).catch((e: unknown) => String(e));
-    expect(text).toContain('Hel');
-    await res.text().catch(() => undefined);
+  it("never retries a stream that failed after its first event: it ends with the client's error event", async () => {
+    // The official SDK reads the passed-through stream and throws on its error event.
+    const openai = new OpenAI({ baseURL: `${proxy.base}/v1`, apiKey: KEY, maxRetries: 0 });
+    const stream = await openai.chat.completions.create({
+      model: 'gpt-mid',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+    });
+    let text = '';
+    const read = async () => {
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    };
+    await expect(read()).rejects.toMatchObject({ message: expect.stringContaining('Upstream midstream broke off') });
+    expect(text).toBe('Hel');
+    await expect.poll(() => proxy.logs()).toMatch(/"model":"gpt-mid".*"cut":"upstream_broke_off"/);
+
+    // Translated for an Anthropic client: Anthropic's error event.
+    const translated = await post(
+      '/v1/messages',
+      { model: 'gpt-mid', max_tokens: 9, messages, stream: true },
+      { 'anthropic-version': '2023-06-01' },
+    );
+    expect(translated.status).toBe(200);
+    const events = (await translated.text()).trim().split('\n\n');
+    expect(events.join('\n')).toContain('"text":"Hel"');
+    expect(events.at(-1)).toBe(
+      'event: error\ndata: ' +
+        JSON.stringify({
+          type: 'error',
+          error: { type: 'api_error', message: 'Upstream midstream broke off its answer' },
+        }),
+    );
     expect(hits.get('ok-mid')).toBeUndefined();
   });
 

@@ -66,7 +66,7 @@ async function readAll(route: Route, response: Dispatcher.ResponseData): Promise
   try {
     return await response.body.text();
   } catch (error) {
-    throw upstreamFailure(route.upstream, error);
+    throw upstreamFailure(route.upstream, error, true);
   }
 }
 
@@ -216,6 +216,11 @@ export class Translator {
       res.end(encoder.end());
     };
 
+    const cut = (error: HttpError): void => {
+      ctx.state.cut = error.kind ?? String(error.status);
+      finish([errorEvent(error)]);
+    };
+
     ctx.respond = false;
     ctx.state.firstByteAt = performance.now();
     res.writeHead(200, {
@@ -255,11 +260,11 @@ export class Translator {
         res.destroy();
         return;
       }
-      finish([errorEvent(upstreamFailure(route.upstream, error))]);
+      cut(upstreamFailure(route.upstream, error, true));
     });
     route.streams.add(res, (error) => {
       body.destroy();
-      finish([errorEvent(error)]);
+      cut(error);
     });
   }
 }
