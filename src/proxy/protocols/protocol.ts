@@ -133,11 +133,11 @@ export interface ProtocolSpec {
     status?(upstreamStatus: number): number;
   };
   /**
-   * Token counts in a passed-through answer, read from its first and last
-   * bytes (a JSON body's usage, a stream's first and final events); undefined
-   * when they name none.
+   * Token counts in a passed-through answer, read from its usage objects (a
+   * JSON body's, or a stream's first and last: usage/tap.ts finds them); the
+   * last number a field has counts. Undefined when they name none.
    */
-  usage(head: string, tail: string): UpstreamUsage | undefined;
+  usage(text: string): UpstreamUsage | undefined;
   readonly models: {
     /** Client-facing GET paths: the list, and one model by `:model`. */
     readonly listPaths: readonly string[];

@@ -11,6 +11,36 @@ import type { ProtocolSpec } from '../protocols/protocol.ts';
 
 const HEAD_BYTES = 4096;
 const TAIL_BYTES = 8192;
+/** How much of the JSON after a usage object's name is read: the object, whatever follows it in a protocol. */
+const USAGE_BYTES = 1024;
+/** Every protocol's usage object is named `usage` or `usageMetadata` (Gemini). */
+const USAGE_NAME = 'usage';
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const CAPITAL_M = 0x4d;
+
+/**
+ * The answer's usage objects, as the text `ProtocolSpec.usage` reads: the
+ * first and the last (a stream's start and end), each from its name on. Found
+ * in the bytes, not in a string of them: a stream's head and tail are some
+ * 12 KB, and searching them as text cost more than the rest of the proxy's
+ * work on a streamed request.
+ */
+export function usageText(answer: Buffer): string {
+  let first = -1;
+  let last = -1;
+  for (let at = answer.indexOf(USAGE_NAME); at !== -1; at = answer.indexOf(USAGE_NAME, at + USAGE_NAME.length)) {
+    // A name, not text in a string: `"usage"` or `"usageMetadata"`, its quote not escaped.
+    if (answer[at - 1] !== QUOTE || answer[at - 2] === BACKSLASH) continue;
+    const after = answer[at + USAGE_NAME.length];
+    if (after !== QUOTE && after !== CAPITAL_M) continue;
+    if (first === -1) first = at;
+    last = at;
+  }
+  if (first === -1) return '';
+  const window = (at: number) => answer.toString('latin1', at, at + USAGE_BYTES);
+  return first === last ? window(first) : window(first) + window(last);
+}
 
 /** Keeps an answer's first and last bytes, and tells `done` its tokens once it has ended well. */
 export class UsageTap {
@@ -47,8 +77,9 @@ export class UsageTap {
   /** The upstream's counts; a token per 4 bytes of request and answer when it names none. */
   end(): void {
     if (!this.ok) return;
-    const text = (parts: Buffer[]) => Buffer.concat(parts).toString('latin1');
-    const read = this.#spec.usage(text(this.#head), text(this.#tail));
+    const parts = this.#tail.length === 0 ? this.#head : this.#head.concat(this.#tail);
+    const text = usageText(parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts));
+    const read = text === '' ? undefined : this.#spec.usage(text);
     this.#done(
       read
         ? { ...read, estimated: false }

@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest';
 import type { ClientKeyConfig } from '../../../src/config/keys.ts';
 import { HttpError } from '../../../src/http/errors.ts';
 import { Admission, budgetPeriod, KeyRing, type ClientKey } from '../../../src/proxy/keys.ts';
-import { PROTOCOLS } from '../../../src/proxy/protocols/registry.ts';
 import { memoryState } from '../../../src/proxy/state/shared.ts';
 
 const sha = (key: string) => createHash('sha256').update(key).digest('hex');
@@ -142,46 +141,5 @@ describe('Admission', () => {
     for (const error of [await refusal(a.admit(k, 'x')), await refusal(a.admit(k, 'y'))]) {
       expect(error.message).not.toContain('key-of-k');
     }
-  });
-});
-
-describe('usage read from a passed-through answer', () => {
-  it.each([
-    [
-      'openai',
-      '{"id":"c","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":4}}}',
-      '',
-      { input: 12, output: 5, cached: 4 },
-    ],
-    [
-      'openai',
-      'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n',
-      'data: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2}}\n\ndata: [DONE]\n\n',
-      { input: 7, output: 2, cached: 0 },
-    ],
-    [
-      'openai',
-      'event: response.created\ndata: {}\n\n',
-      'event: response.completed\ndata: {"response":{"usage":{"input_tokens":9,"output_tokens":3}}}\n\n',
-      { input: 9, output: 3, cached: 0 },
-    ],
-    [
-      'anthropic',
-      'event: message_start\ndata: {"message":{"usage":{"input_tokens":20,"cache_read_input_tokens":8,"output_tokens":1}}}\n\n',
-      'event: message_delta\ndata: {"usage":{"output_tokens":42}}\n\n',
-      { input: 20, output: 42, cached: 8 },
-    ],
-    [
-      'gemini',
-      'data: {"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":1}}\r\n\r\n',
-      'data: {"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":6,"thoughtsTokenCount":4}}\r\n\r\n',
-      { input: 3, output: 10, cached: 0 },
-    ],
-  ] as const)('%s: %s…', (protocol, head, tail, expected) => {
-    expect(PROTOCOLS[protocol].usage(head, tail)).toEqual(expected);
-  });
-
-  it('is undefined when the answer names no tokens', () => {
-    for (const spec of Object.values(PROTOCOLS)) expect(spec.usage('{"a":1}', '')).toBeUndefined();
   });
 });

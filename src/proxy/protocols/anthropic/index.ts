@@ -58,9 +58,8 @@ export const anthropic: ProtocolSpec = {
   },
   adapter,
   errors,
-  // A stream's input tokens come in message_start (the head), its output tokens in the last message_delta.
-  usage(head, tail) {
-    const text = head + tail;
+  // A stream's input tokens come in message_start (the first usage object), its output tokens in the last message_delta.
+  usage(text) {
     const input = lastNumber(text, 'input_tokens');
     const output = lastNumber(text, 'output_tokens');
     if (input === undefined && output === undefined) return undefined;

@@ -101,8 +101,7 @@ export const gemini: ProtocolSpec = {
   adapter,
   errors,
   // Every streamed chunk carries usageMetadata; the last one counts. Thinking tokens are output too.
-  usage(head, tail) {
-    const text = head + tail;
+  usage(text) {
     const input = lastNumber(text, 'promptTokenCount');
     const output = lastNumber(text, 'candidatesTokenCount');
     if (input === undefined && output === undefined) return undefined;

@@ -63,8 +63,7 @@ export const openai: ProtocolSpec = {
   adapter: openaiChat,
   errors,
   // Chat names prompt/completion tokens, Responses input/output tokens; both name cached_tokens.
-  usage(head, tail) {
-    const text = head + tail;
+  usage(text) {
     const input = lastNumber(text, 'prompt_tokens') ?? lastNumber(text, 'input_tokens');
     const output = lastNumber(text, 'completion_tokens') ?? lastNumber(text, 'output_tokens');
     if (input === undefined && output === undefined) return undefined;
