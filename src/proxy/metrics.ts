@@ -2,20 +2,68 @@
  * Prometheus metrics (prom-client): one registry per process, so they outlive
  * anything rebuilt from configuration. Labels carry names (families,
  * upstreams, key names, models), never a key.
+ *
+ * A request's counts are added to plain numbers, found by one lookup per
+ * request, and handed to prom-client's counters when /metrics is read: a
+ * prom-client child hashes its labels on every inc(), and the six counts of
+ * a request cost more than the rest of its accounting.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RequestRecord } from './request-log.ts';
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
+/** One series' count, kept until a scrape hands it to its counter. */
+interface Cell<L extends string> {
+  labels: Record<L, string>;
+  value: number;
+}
+
+/** A prom-client Counter fed from cells when scraped. */
+class TalliedCounter<L extends string> {
+  readonly #cells = new Map<string, Cell<L>>();
+
+  constructor(registry: Registry, name: string, help: string, labelNames: readonly L[]) {
+    const cells = this.#cells;
+    new Counter<L>({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const cell of cells.values()) this.inc(cell.labels, cell.value);
+      },
+    });
+  }
+
+  /** The cell of these label values (`id`: the values joined, made by the caller once). */
+  cell(id: string, labels: () => Record<L, string>): Cell<L> {
+    let cell = this.#cells.get(id);
+    if (!cell) this.#cells.set(id, (cell = { labels: labels(), value: 0 }));
+    return cell;
+  }
+}
+
+type Timer = ReturnType<Histogram['labels']>;
+
+/** Everything a request of one kind (family, endpoint, status, upstream, key, model) counts into. */
+interface Shape {
+  labels: { family: string; endpoint: string; status: string; upstream: string; key: string; model: string };
+  requests: Cell<string>;
+  /** Made when first needed: requests that reached no upstream or named no model have none. */
+  times?: { duration: Timer; ttfb: Timer };
+  tokens?: { input: Cell<string>; output: Cell<string>; cached: Cell<string> };
+}
+
 export class ProxyMetrics {
   readonly registry = new Registry();
-  readonly #requests = new Counter({
-    name: 'gatehouse_requests_total',
-    help: 'Requests answered, by client family, endpoint, status, upstream and key name.',
-    labelNames: ['family', 'endpoint', 'status', 'upstream', 'key'] as const,
-    registers: [this.registry],
-  });
+  readonly #requests = new TalliedCounter(
+    this.registry,
+    'gatehouse_requests_total',
+    'Requests answered, by client family, endpoint, status, upstream and key name.',
+    ['family', 'endpoint', 'status', 'upstream', 'key'],
+  );
   readonly #duration = new Histogram({
     name: 'gatehouse_request_duration_seconds',
     help: 'Time from the request to the end of its answer (streams included).',
@@ -30,12 +78,12 @@ export class ProxyMetrics {
     buckets: LATENCY_BUCKETS,
     registers: [this.registry],
   });
-  readonly #tokens = new Counter({
-    name: 'gatehouse_tokens_total',
-    help: 'Tokens of model requests, by key name, model and direction (input, output, cached input).',
-    labelNames: ['key', 'model', 'direction'] as const,
-    registers: [this.registry],
-  });
+  readonly #tokens = new TalliedCounter(
+    this.registry,
+    'gatehouse_tokens_total',
+    'Tokens of model requests, by key name, model and direction (input, output, cached input).',
+    ['key', 'model', 'direction'],
+  );
   readonly #streams: Gauge = new Gauge({
     name: 'gatehouse_streams_in_flight',
     help: 'Streamed answers under way.',
@@ -44,18 +92,18 @@ export class ProxyMetrics {
       this.#streams.set(this.streamsInFlight());
     },
   });
-  readonly #attempts = new Counter({
-    name: 'gatehouse_upstream_attempts_total',
-    help: 'Tries of an upstream, by outcome (its status, or what went wrong before one came).',
-    labelNames: ['upstream', 'outcome'] as const,
-    registers: [this.registry],
-  });
-  readonly #retries = new Counter({
-    name: 'gatehouse_upstream_retries_total',
-    help: 'Tries of an upstream after another failed for the same request (fallback).',
-    labelNames: ['upstream'] as const,
-    registers: [this.registry],
-  });
+  readonly #attempts = new TalliedCounter(
+    this.registry,
+    'gatehouse_upstream_attempts_total',
+    'Tries of an upstream, by outcome (its status, or what went wrong before one came).',
+    ['upstream', 'outcome'],
+  );
+  readonly #retries = new TalliedCounter(
+    this.registry,
+    'gatehouse_upstream_retries_total',
+    'Tries of an upstream after another failed for the same request (fallback).',
+    ['upstream'],
+  );
   /** Upstream names and whether each is cooling down now: the app's, which a reload replaces. */
   cooling: () => Promise<Map<string, boolean>> = () => Promise.resolve(new Map<string, boolean>());
   readonly #cooling: Gauge = new Gauge({
@@ -76,49 +124,60 @@ export class ProxyMetrics {
   /** Counts the streams under way when scraped: the app's, which a reload replaces. */
   streamsInFlight: () => number = () => 0;
 
+  readonly #shapes = new Map<string, Shape>();
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'gatehouse_' });
   }
 
-  // Children per label values, made once: prom-client would otherwise hash a labels object on every call.
-  readonly #request = labelled(this.#requests);
-  readonly #timesOf = labelled({
-    labels: (family: string, upstream: string) => ({
-      duration: this.#duration.labels(family, upstream),
-      ttfb: this.#ttfb.labels(family, upstream),
-    }),
-  });
-  readonly #tokensOf = labelled(this.#tokens);
-  readonly #attemptOf = labelled(this.#attempts);
-  readonly #retryOf = labelled(this.#retries);
+  #shape(id: string): Shape {
+    let shape = this.#shapes.get(id);
+    if (shape) return shape;
+    const [family = '', endpoint = '', status = '', upstream = '', key = '', model = ''] = id.split('\0');
+    shape = {
+      labels: { family, endpoint, status, upstream, key, model },
+      requests: this.#requests.cell(id.slice(0, id.lastIndexOf('\0')), () => ({
+        family,
+        endpoint,
+        status,
+        upstream,
+        key,
+      })),
+    };
+    this.#shapes.set(id, shape);
+    return shape;
+  }
+
+  #times({ labels: { family, upstream } }: Shape): NonNullable<Shape['times']> {
+    return { duration: this.#duration.labels(family, upstream), ttfb: this.#ttfb.labels(family, upstream) };
+  }
+
+  #tokensOf({ labels: { key, model } }: Shape): NonNullable<Shape['tokens']> {
+    const cell = (direction: string) =>
+      this.#tokens.cell(`${key}\0${model}\0${direction}`, () => ({ key, model, direction }));
+    return { input: cell('input'), output: cell('output'), cached: cell('cached') };
+  }
 
   observe(r: RequestRecord): void {
-    const upstream = r.upstream ?? '';
-    const family = r.family ?? '';
-    this.#request(family, r.endpoint, String(r.status), upstream, r.key ?? '').inc();
-    r.attempts.forEach((attempt, i) => {
-      this.#attemptOf(attempt.upstream, String(attempt.outcome)).inc();
-      if (i > 0) this.#retryOf(attempt.upstream).inc();
-    });
+    const shape = this.#shape(
+      `${r.family ?? ''}\0${r.endpoint}\0${String(r.status)}\0${r.upstream ?? ''}\0${r.key ?? ''}\0${r.model ?? ''}`,
+    );
+    shape.requests.value++;
+    for (let i = 0; i < r.attempts.length; i++) {
+      const { upstream, outcome } = r.attempts[i] as RequestRecord['attempts'][number];
+      const o = String(outcome);
+      this.#attempts.cell(`${upstream}\0${o}`, () => ({ upstream, outcome: o })).value++;
+      if (i > 0) this.#retries.cell(upstream, () => ({ upstream })).value++;
+    }
     if (r.upstream === undefined) return;
-    const times = this.#timesOf(family, upstream);
+    const times = (shape.times ??= this.#times(shape));
     times.duration.observe(r.ms / 1000);
     if (r.ttfbMs !== undefined) times.ttfb.observe(r.ttfbMs / 1000);
     if (r.usage && r.model !== undefined) {
-      const key = r.key ?? '';
-      this.#tokensOf(key, r.model, 'input').inc(r.usage.input);
-      this.#tokensOf(key, r.model, 'output').inc(r.usage.output);
-      this.#tokensOf(key, r.model, 'cached').inc(r.usage.cached);
+      const tokens = (shape.tokens ??= this.#tokensOf(shape));
+      tokens.input.value += r.usage.input;
+      tokens.output.value += r.usage.output;
+      tokens.cached.value += r.usage.cached;
     }
   }
-}
-
-function labelled<T>(metric: { labels(...values: string[]): T }): (...values: string[]) => T {
-  const children = new Map<string, T>();
-  return (...values) => {
-    const id = values.join('\0');
-    let child = children.get(id);
-    if (!child) children.set(id, (child = metric.labels(...values)));
-    return child;
-  };
 }
