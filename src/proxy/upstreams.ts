@@ -1,11 +1,11 @@
 import type { Readable } from 'node:stream';
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/proxy.ts';
 import { HttpError } from '../http/errors.ts';
 import { ClientGone } from './client-gone.ts';
 import { proxyErrors } from './errors.ts';
 import type { ProtocolSpec } from './protocols/protocol.ts';
-import { usageTapInterceptor, type TappedOptions, type UsageTap } from './usage/tap.ts';
+import { TappedPool, type TappedOptions, type UsageTap } from './usage/tap.ts';
 
 /** An upstream with its connection pool and its protocol. */
 export interface Upstream {
@@ -21,7 +21,7 @@ export function createUpstream(config: UpstreamConfig, protocol: ProtocolSpec): 
   return {
     config,
     protocol,
-    pool: new Pool(url.origin, { keepAliveTimeout: 30_000, connect: { timeout: 10_000 } }).compose(usageTapInterceptor),
+    pool: new TappedPool(url.origin, { keepAliveTimeout: 30_000, connect: { timeout: 10_000 } }),
     basePath: url.pathname.replace(/\/+$/, ''),
   };
 }

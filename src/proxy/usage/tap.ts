@@ -5,7 +5,7 @@
  * response's own `write` to watch them cost every request more than the
  * reading itself.
  */
-import type { Dispatcher } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import type { TokenUsage } from '../context.ts';
 import type { ProtocolSpec } from '../protocols/protocol.ts';
 
@@ -133,7 +133,13 @@ export interface TappedOptions extends Dispatcher.DispatchOptions {
   usageTap?: UsageTap;
 }
 
-/** The interceptor every upstream pool is composed with: calls whose options carry a tap are watched. */
-export const usageTapInterceptor: Dispatcher.DispatcherComposeInterceptor =
-  (dispatch) => (options: TappedOptions, handler) =>
-    dispatch(options, options.usageTap ? new TappedHandler(handler, options.usageTap) : handler);
+/**
+ * The pool every upstream is called through: calls whose options carry a tap
+ * are watched. A subclass, not Pool.compose(): a composed pool is a Proxy
+ * that copies each call's options, a cost on every request for nothing here.
+ */
+export class TappedPool extends Pool {
+  override dispatch(options: TappedOptions, handler: Dispatcher.DispatchHandler): boolean {
+    return super.dispatch(options, options.usageTap ? new TappedHandler(handler, options.usageTap) : handler);
+  }
+}

@@ -58,7 +58,7 @@ export const anthropic: ProtocolSpec = {
   },
   adapter,
   errors,
-  // A stream's input tokens come in message_start (the first usage object), its output tokens in the last message_delta.
+  // A stream's input tokens come in message_start (its first usage), its output tokens in the last message_delta.
   usage(text) {
     const input = lastNumber(text, 'input_tokens');
     const output = lastNumber(text, 'output_tokens');
