@@ -20,12 +20,14 @@ const answer = (text: string) => ({
 
 /**
  * OpenAI-style upstreams on one server, told apart by their first path
- * segment: `ok-<name>` answers (JSON or a 3-event stream), `s<status>` fails
- * with that status (429 with retry-after: 30), `midstream` sends one event and
- * drops the connection.
+ * segment: `ok-<name>` answers (JSON or a 3-event stream), `s<status>[-…]`
+ * fails with that status (429 with retry-after: 30), `hang[-…]` never answers,
+ * `midstream` sends one event and drops the connection, and `flaky` fails with
+ * 503 while `health.flaky` is false.
  */
-function upstreams(): { server: Server; hits: Map<string, number> } {
+function upstreams(): { server: Server; hits: Map<string, number>; health: { flaky: boolean } } {
   const hits = new Map<string, number>();
+  const health = { flaky: false };
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -33,8 +35,11 @@ function upstreams(): { server: Server; hits: Map<string, number> } {
       const name = (req.url ?? '').split('/')[1] ?? '';
       hits.set(name, (hits.get(name) ?? 0) + 1);
       const stream = Buffer.concat(chunks).toString().includes('"stream":true');
-      const status = /^s(\d{3})$/.exec(name)?.[1];
-      if (status) {
+      const status = /^s(\d{3})(?:-|$)/.exec(name)?.[1] ?? (name === 'flaky' && !health.flaky ? '503' : undefined);
+      if (name.startsWith('hang')) {
+        // No status line until the proxy has long given up.
+        setTimeout(() => res.destroy(), 20_000).unref();
+      } else if (status) {
         const headers: Record<string, string> = { 'content-type': 'application/json' };
         if (status === '429') headers['retry-after'] = '30';
         res.writeHead(Number(status), headers).end(JSON.stringify({ error: { message: `from ${name}`, type: 'x' } }));
@@ -53,7 +58,7 @@ function upstreams(): { server: Server; hits: Map<string, number> } {
       }
     });
   });
-  return { server, hits };
+  return { server, hits, health };
 }
 
 describe('proxy fallback (container)', () => {
@@ -180,7 +185,7 @@ describe('proxy fallback (container)', () => {
     expect(hits.get('ok-mid')).toBeUndefined();
   });
 
-  it('cools an upstream down after failures in a row (the probe after the cooldown is unit-tested)', async () => {
+  it('cools an upstream down after failures in a row (the probe after the cooldown: below)', async () => {
     // s503 has failed twice already (gpt-a, gpt-c); a third failure cools it down.
     await post('/v1/chat/completions', { model: 'gpt-c', messages });
     const seen = hits.get('s503');
@@ -198,5 +203,134 @@ describe('proxy fallback (container)', () => {
     const answered = /^gatehouse_upstream_attempts_total\{upstream="ok-a",outcome="200"\} (\d+)$/m.exec(metrics)?.[1];
     expect(Number(retries)).toBeGreaterThan(0);
     expect(retries).toBe(answered);
+  });
+});
+
+/**
+ * Every failure the issue lists, each before the answer's first byte, plain and
+ * streaming, passed through and translated: three upstreams per case (the
+ * failure under test, another failure, one that answers), each used by one case
+ * only so no cooldown gets in the way. Then the half-open probe on the image.
+ */
+describe('proxy fallback: each failure it moves past, and the probe after a cooldown (container)', () => {
+  let proxy: ProxyContainer;
+  const { server, hits, health } = upstreams();
+  const FAILURES = ['refused', 'hang', 's429', 's500', 's502', 's503', 's504', 's529'] as const;
+  const CASES = FAILURES.flatMap((failure, i) =>
+    (['plain', 'stream'] as const).flatMap((kind) =>
+      (['openai', 'anthropic'] as const).map((client) => ({
+        failure,
+        // The second upstream fails another listed way.
+        other: FAILURES[(i + 3) % FAILURES.length] ?? 's500',
+        kind,
+        client,
+        id: `${failure}-${kind}-${client}`,
+      })),
+    ),
+  );
+  const COOLDOWN_MS = 2_000;
+
+  beforeAll(async () => {
+    server.listen(0, '0.0.0.0');
+    await once(server, 'listening');
+    const port = (server.address() as AddressInfo).port;
+    const down = await closedPort();
+    const at = (name: string, model: string) => ({
+      name,
+      protocol: 'openai',
+      base_url: `http://${HOST_FROM_CONTAINER}:${name.startsWith('refused') ? down : port}/${name}/v1`,
+      api_key: 'u',
+      models: [model],
+      // A hanging upstream is given up on after a second (plus undici's slack).
+      timeout_ms: 1_000,
+    });
+    proxy = await startProxyContainer(
+      {
+        proxy: {
+          allow_lan_access: true,
+          routing: { retries: 2, cooldown: `${COOLDOWN_MS}ms`, failures_to_cool: 2 },
+          upstreams: [
+            ...CASES.flatMap((c) => [
+              at(`${c.failure}-1-${c.id}`, `m-${c.id}`),
+              at(`${c.other}-2-${c.id}`, `m-${c.id}`),
+              at(`ok-3-${c.id}`, `m-${c.id}`),
+            ]),
+            at('flaky', 'gpt-probe'),
+            at('ok-probe', 'gpt-probe'),
+          ],
+        },
+      },
+      { PROXY_API_KEY: KEY },
+    );
+  });
+  afterAll(async () => {
+    await (proxy as ProxyContainer | undefined)?.stop();
+    server.closeAllConnections();
+    server.close();
+  });
+
+  const post = (path: string, body: unknown) =>
+    fetch(`${proxy.base}${path}`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${KEY}`,
+        'content-type': 'application/json',
+        'anthropic-version': '2023-06-01',
+      },
+      body: JSON.stringify(body),
+    });
+  const messages = [{ role: 'user', content: 'hi' }];
+
+  it.each(CASES)('$failure, then $other: the third upstream answers ($kind, $client client)', async (c) => {
+    const model = `m-${c.id}`;
+    const stream = c.kind === 'stream';
+    const res =
+      c.client === 'openai'
+        ? await post('/v1/chat/completions', { model, messages, stream })
+        : await post('/v1/messages', { model, max_tokens: 9, messages, stream });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-gatehouse-upstream')).toBe(`ok-3-${c.id}`);
+    const text = await res.text();
+    // What the answer says, whole: the JSON answer's text, or the stream's three events' text joined.
+    const said = [...text.matchAll(/"(?:text|content)":"([^"]*)"/g)].map((m) => m[1]).join('');
+    expect(said).toBe(`Hello from ok-3-${c.id}`);
+    if (stream) expect(text).toMatch(c.client === 'openai' ? /data: \[DONE\]\n\n$/ : /event: message_stop\n/);
+    const failed = [`${c.failure}-1-${c.id}`, `${c.other}-2-${c.id}`];
+    // A refused connection never reaches the upstream; every other failure was tried once.
+    expect(failed.map((name) => hits.get(name) ?? 0)).toEqual(failed.map((n) => (n.startsWith('refused') ? 0 : 1)));
+    await expect
+      .poll(() => proxy.logs())
+      .toMatch(
+        new RegExp(
+          `"attempts":\\[\\{"upstream":"${failed[0]}","outcome":[^}]+\\},\\{"upstream":"${failed[1]}",` +
+            `"outcome":[^}]+\\},\\{"upstream":"ok-3-${c.id}","outcome":200,`,
+        ),
+      );
+  });
+
+  it('cools a failing upstream down, lets one request probe it after the cooldown, and takes it back', async () => {
+    const send = async () => {
+      const res = await post('/v1/chat/completions', { model: 'gpt-probe', messages });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      return res.headers.get('x-gatehouse-upstream');
+    };
+    // Two failures in a row cool it down: the next requests leave it out.
+    expect([await send(), await send()]).toEqual(['ok-probe', 'ok-probe']);
+    expect(hits.get('flaky')).toBe(2);
+    expect(await send()).toBe('ok-probe');
+    expect(hits.get('flaky')).toBe(2);
+    // After the cooldown one request probes it; it still fails, so it cools down again.
+    await new Promise((resolve) => setTimeout(resolve, COOLDOWN_MS + 300));
+    expect(await Promise.all(Array.from({ length: 5 }, send))).toEqual(Array(5).fill('ok-probe'));
+    expect(hits.get('flaky')).toBe(3);
+    expect(await send()).toBe('ok-probe');
+    expect(hits.get('flaky')).toBe(3);
+    // It recovers: after the next cooldown the probe succeeds and it serves again, first in file order.
+    health.flaky = true;
+    await new Promise((resolve) => setTimeout(resolve, COOLDOWN_MS + 300));
+    expect(await send()).toBe('flaky');
+    expect([await send(), await send()]).toEqual(['flaky', 'flaky']);
+    expect(hits.get('flaky')).toBe(6);
   });
 });
