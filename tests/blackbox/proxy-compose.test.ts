@@ -19,6 +19,7 @@ describe('docker compose: the proxy service', () => {
   let configDir: string;
   let port: number;
   let compose: StartedDockerComposeEnvironment;
+  const project = `gatehouse-proxy-test-${process.pid}`;
   const env = () => ({
     GATEHOUSE_IMAGE: IMAGE,
     GATEHOUSE_CONFIG_DIR: configDir,
@@ -46,7 +47,7 @@ describe('docker compose: the proxy service', () => {
       ].join('\n'),
     );
     compose = await new DockerComposeEnvironment(ROOT, 'docker-compose.yml')
-      .withProjectName(`gatehouse-proxy-test-${process.pid}`)
+      .withProjectName(project)
       .withEnvironment({ ...env(), PROXY_API_KEY: KEY, OPENAI_API_KEY: 'sk-compose-upstream' })
       .withWaitStrategy('proxy-1', Wait.forHealthCheck())
       .withStartupTimeout(60_000)
@@ -92,5 +93,29 @@ describe('docker compose: the proxy service', () => {
       { cwd, env: bare, timeout: 60_000 },
     ).catch((e: unknown) => e as { code: number; stderr: string });
     expect(refused).toMatchObject({ code: 1, stderr: expect.stringContaining('needs a key: set PROXY_API_KEY') });
+  });
+
+  it('keeps usage in the named volume proxy-data, across a recreated container', async () => {
+    const usage = async () => {
+      const id = (await run('docker', ['compose', '-p', project, 'ps', '-q', 'proxy'], { cwd: ROOT })).stdout.trim();
+      const { stdout } = await run('docker', ['exec', id, 'gatehouse', 'usage', '--json']);
+      return { id, rows: (JSON.parse(stdout) as { rows: { group: string; requests: number }[] }).rows };
+    };
+    // The first test's request, written within a second of its answer.
+    await expect
+      .poll(async () => (await usage()).rows, { timeout: 10_000 })
+      .toEqual([expect.objectContaining({ group: 'default', requests: 1 })]);
+    const before = await usage();
+    const { stdout } = await run('docker', ['inspect', before.id, '--format', '{{json .Mounts}}']);
+    expect(JSON.parse(stdout)).toContainEqual(
+      expect.objectContaining({ Type: 'volume', Name: `${project}_proxy-data`, Destination: '/data' }),
+    );
+    await run('docker', ['compose', '-p', project, 'up', '-d', '--force-recreate', '--wait', 'proxy'], {
+      cwd: ROOT,
+      env: { ...process.env, ...env(), PROXY_API_KEY: KEY, OPENAI_API_KEY: 'sk-compose-upstream' },
+    });
+    const after = await usage();
+    expect(after.id).not.toBe(before.id);
+    expect(after.rows).toEqual(before.rows);
   });
 });

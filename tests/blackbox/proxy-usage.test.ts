@@ -175,4 +175,36 @@ describe('proxy usage and metrics (container)', () => {
     const table = await run('docker', ['exec', proxy.container.getId(), 'gatehouse', 'usage']);
     expect(table.stdout).toMatch(/^alice\s+\d+/m);
   });
+
+  it('gatehouse usage: --since, --key, --by upstream|day agree on the totals; a bad flag is a clear error', async () => {
+    const usage = async (...args: string[]) => {
+      const { stdout } = await run('docker', ['exec', proxy.container.getId(), 'gatehouse', 'usage', ...args]);
+      return (JSON.parse(stdout) as { by: string; rows: Record<string, number | string>[] }).rows;
+    };
+    const total = (rows: Record<string, number | string>[]) => rows.reduce((n, r) => n + Number(r['requests']), 0);
+    const alice = await usage('--key', 'alice', '--since', '1h', '--json');
+    expect(alice).toEqual([expect.objectContaining({ group: 'alice' })]);
+    const byUpstream = await usage('--key=alice', '--by', 'upstream', '--json');
+    expect(byUpstream.map((r) => r['group']).sort()).toEqual(['an', 'ge', 'oa']);
+    expect(total(byUpstream)).toBe(alice[0]?.['requests']);
+    const byDay = await usage('--by', 'day', '--json', '--since', '2d');
+    expect(byDay.map((r) => r['group'])).toContain(new Date().toISOString().slice(0, 10));
+    expect(total(byDay)).toBe(total(await usage('--json')));
+    // No key of that name: no rows, not an error.
+    expect(await usage('--key', 'nobody', '--json')).toEqual([]);
+    const table = await run('docker', ['exec', proxy.container.getId(), 'gatehouse', 'usage', '--by', 'upstream']);
+    expect(table.stdout.split('\n')[0]).toMatch(/^upstream\s+requests\s+input\s+output/);
+    for (const [args, message] of [
+      [['--by', 'colour'], 'by must be one of key, model, upstream, day'],
+      [['--since', 'last week'], 'since must be a duration'],
+      [['--colour'], 'unknown argument "--colour"'],
+      [['--key'], '--key needs a value'],
+    ] as const) {
+      const refused = await run('docker', ['exec', proxy.container.getId(), 'gatehouse', 'usage', ...args]).catch(
+        (e: unknown) => e as { code: number; stdout: string; stderr: string },
+      );
+      expect(refused).toMatchObject({ code: 1, stdout: '', stderr: expect.stringContaining(message) });
+      expect((refused as { stderr: string }).stderr).toContain('usage: gatehouse usage');
+    }
+  });
 });
