@@ -169,7 +169,7 @@ function proxySchema(env: NodeJS.ProcessEnv) {
       routing: routingSchema,
       metrics: {
         public: {
-          doc: 'Whether GET /metrics is open to any client (else it needs an admin key).',
+          doc: 'Whether GET /metrics needs no key, from a host the proxy serves (else it needs an admin key).',
           format: 'strict-boolean',
           default: false,
           env: 'PROXY_METRICS_PUBLIC',

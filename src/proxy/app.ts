@@ -3,7 +3,7 @@ import Koa, { type Next } from 'koa';
 import type { ProxyConfig } from '../config/proxy.ts';
 import { errorHandler, noSniff } from '../http/middleware.ts';
 import type { Logger } from '../log.ts';
-import { authenticate } from './auth.ts';
+import { authenticate, keyRule } from './auth.ts';
 import { allowedOrigins, keylessHosts } from './browser.ts';
 import type { ProxyContext, ProxyMiddleware, ProxyState } from './context.ts';
 import { ClientCredentials } from './credentials.ts';
@@ -11,7 +11,16 @@ import { bodyModelEndpoint, pathModelEndpoint, type EndpointDeps } from './endpo
 import { proxyErrors } from './errors.ts';
 import { Families } from './families.ts';
 import { Fallback } from './fallback.ts';
-import { adminOnly, detectModel, healthz, metricsEndpoint, telemetrySink, usageEndpoint, warmup } from './internal.ts';
+import {
+  adminOnly,
+  detectModel,
+  healthz,
+  METRICS_PATH,
+  metricsEndpoint,
+  telemetrySink,
+  usageEndpoint,
+  warmup,
+} from './internal.ts';
 import { mcpRoutes, type McpGateway } from './mcp/index.ts';
 import { ModelCatalog, modelInfo, modelList } from './models.ts';
 import { OpenStreams } from './open-streams.ts';
@@ -116,6 +125,8 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   const sinks: RequestSink[] = [(record) => metrics.observe(record)];
   if (options.usage) sinks.push(usageSink(options.usage));
   const admin = (handler: ProxyMiddleware) => adminOnly(config.effectiveAuthMode, handler);
+  // Public metrics are read like /healthz: no key, from a host the proxy serves (a scraper's name in allowed_hosts).
+  const keyed = keyRule(config.effectiveAuthMode, config.metricsPublic ? [METRICS_PATH] : []);
   const deps: EndpointDeps = {
     router: models,
     maxBodyBytes: config.maxBodyBytes,
@@ -135,7 +146,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     ['POST', '/v1/api/event_logging/batch', telemetrySink()],
     ['POST', '/internal/warmup', warmup(models)],
     ['POST', '/v1/models/detect', detectModel(models)],
-    ['GET', '/metrics', config.metricsPublic ? metricsEndpoint(metrics) : admin(metricsEndpoint(metrics))],
+    ['GET', METRICS_PATH, config.metricsPublic ? metricsEndpoint(metrics) : admin(metricsEndpoint(metrics))],
     ['GET', '/internal/usage', admin(usageEndpoint(options.usage))],
   ];
   const router = new Router<ProxyState>();
@@ -174,8 +185,8 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     .use(errorHandler(families.render, log))
     .use(noSniff())
     .use(allowedOrigins(config.corsAllowedOrigins, protocols))
-    .use(keylessHosts(config.effectiveAuthMode, config.allowedHosts))
-    .use(authenticate(config.effectiveAuthMode, new KeyRing(config.apiKey, config.keys), credentials))
+    .use(keylessHosts(keyed, config.allowedHosts))
+    .use(authenticate(keyed, new KeyRing(config.apiKey, config.keys), credentials))
     .use(spendTokens(admission, log))
     .use(mcp)
     .use(exactRoutes(fixed))

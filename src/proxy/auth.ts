@@ -19,6 +19,14 @@ export function needsKey(mode: EffectiveAuthMode, path: string): boolean {
   }
 }
 
+/** Whether a request to a path must carry a key (OPTIONS aside). */
+export type KeyRule = (path: string) => boolean;
+
+/** The auth_mode table, less the paths configuration leaves open (`/metrics` with `proxy.metrics.public`). */
+export function keyRule(mode: EffectiveAuthMode, open: readonly string[] = []): KeyRule {
+  return (path) => needsKey(mode, path) && !open.includes(path);
+}
+
 /**
  * The auth_mode table. A presented key is looked up by its SHA-256 in the
  * KeyRing (the single api_key is the key `default`); a disabled or expired
@@ -26,14 +34,14 @@ export function needsKey(mode: EffectiveAuthMode, path: string): boolean {
  * passes: a browser's preflight carries no credentials.
  */
 export function authenticate(
-  mode: EffectiveAuthMode,
+  keyed: KeyRule,
   keys: KeyRing,
   credentials: ClientCredentials,
   now: () => number = Date.now,
 ): ProxyMiddleware {
   // Not async: one promise fewer per request (koa-compose turns the throw into a rejection).
   return (ctx, next) => {
-    if (ctx.method !== 'OPTIONS' && needsKey(mode, ctx.path)) {
+    if (ctx.method !== 'OPTIONS' && keyed(ctx.path)) {
       const key = keys.find(credentials.presented(ctx), now());
       if (key === undefined) throw proxyErrors.unauthorized();
       if (key instanceof HttpError) throw key;

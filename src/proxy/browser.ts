@@ -1,8 +1,7 @@
 import cors from '@koa/cors';
 import type { Context, Middleware, Next } from 'koa';
-import type { EffectiveAuthMode } from '../config/proxy.ts';
 import { hostGuard } from '../http/host-guard.ts';
-import { needsKey } from './auth.ts';
+import type { KeyRule } from './auth.ts';
 import { proxyErrors } from './errors.ts';
 import type { ProtocolRecord } from './protocols/registry.ts';
 
@@ -45,7 +44,7 @@ export function allowedOrigins(origins: readonly string[], protocols: ProtocolRe
  * a rebound page has no key to send, and LAN clients use whatever name the
  * machine has.
  */
-export function keylessHosts(mode: EffectiveAuthMode, allowed: readonly string[]): Middleware {
+export function keylessHosts(keyed: KeyRule, allowed: readonly string[]): Middleware {
   const guard = hostGuard(allowed, proxyErrors.hostNotAllowed);
-  return (ctx: Context, next: Next): unknown => (needsKey(mode, ctx.path) ? next() : guard(ctx, next));
+  return (ctx: Context, next: Next): unknown => (keyed(ctx.path) ? next() : guard(ctx, next));
 }

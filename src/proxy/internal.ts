@@ -128,6 +128,8 @@ export function adminOnly(mode: EffectiveAuthMode, handler: ProxyMiddleware): Pr
   };
 }
 
+export const METRICS_PATH = '/metrics';
+
 /** `GET /metrics`: Prometheus' text format. */
 export function metricsEndpoint(metrics: ProxyMetrics): ProxyMiddleware {
   return async (ctx) => {

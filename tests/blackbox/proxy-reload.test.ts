@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -80,5 +81,27 @@ describe('proxy configuration reload (container)', () => {
     await expect.poll(() => proxy.logs()).toMatch(/neither JSON nor YAML[^\n]*configuration not reloaded/);
     expect((await chat(KEYS.bob, false)).status).toBe(200);
     expect((await chat(KEYS.alice, false)).status).toBe(401);
+  });
+
+  it('proxy.metrics.public, once reloaded, opens /metrics without a key, to a host the proxy serves', async () => {
+    const metrics = (key?: string) =>
+      fetch(`${proxy.base}/metrics`, key === undefined ? {} : { headers: { authorization: `Bearer ${key}` } });
+    expect((await metrics(KEYS.bob)).status).toBe(403);
+    expect((await metrics()).status).toBe(401);
+    await rewrite(config([{ name: 'bob', key_env: 'BOB_KEY' }], { metrics: { public: true } }));
+    await expect.poll(async () => (await metrics()).status).toBe(200);
+    expect(await (await metrics()).text()).toMatch(/^gatehouse_requests_total\{[^}]*key="bob"/m);
+    // Keyless like /healthz, so a page rebound to the proxy's address (another Host) still cannot read it.
+    const rebound = await new Promise<number>((resolve, reject) => {
+      request(`${proxy.base}/metrics`, { headers: { host: 'scraper.lan' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(rebound).toBe(403);
+    // Other routes still need a key.
+    expect((await fetch(`${proxy.base}/internal/usage`)).status).toBe(401);
   });
 });

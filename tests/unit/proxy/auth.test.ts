@@ -6,7 +6,7 @@ import type { EffectiveAuthMode } from '../../../src/config/proxy.ts';
 import { errorHandler } from '../../../src/http/middleware.ts';
 import { createLogger } from '../../../src/log.ts';
 import { KeyRing } from '../../../src/proxy/keys.ts';
-import { authenticate, needsKey } from '../../../src/proxy/auth.ts';
+import { authenticate, keyRule, needsKey } from '../../../src/proxy/auth.ts';
 import { ClientCredentials } from '../../../src/proxy/credentials.ts';
 import { Families } from '../../../src/proxy/families.ts';
 import { PROTOCOLS } from '../../../src/proxy/protocols/registry.ts';
@@ -34,6 +34,20 @@ describe("needsKey: the spec's table", () => {
   });
 });
 
+describe('keyRule', () => {
+  it('leaves the open paths keyless, and only where the mode needs a key at all', () => {
+    const keyed = keyRule('strict', ['/metrics']);
+    expect([keyed('/metrics'), keyed('/metrics/'), keyed('/internal/usage'), keyed('/v1/messages')]).toEqual([
+      false,
+      true,
+      true,
+      true,
+    ]);
+    expect(keyRule('all_except_health', ['/metrics'])('/healthz')).toBe(false);
+    expect(keyRule('off', [])('/metrics')).toBe(false);
+  });
+});
+
 describe('authenticate', () => {
   const servers: Record<string, { server: Server; base: string }> = {};
 
@@ -42,7 +56,7 @@ describe('authenticate', () => {
       const app = new Koa();
       app
         .use(errorHandler(new Families(PROTOCOLS).render, createLogger('silent')))
-        .use(authenticate(mode, new KeyRing(KEY, []), new ClientCredentials(PROTOCOLS)))
+        .use(authenticate(keyRule(mode), new KeyRing(KEY, []), new ClientCredentials(PROTOCOLS)))
         .use((ctx) => {
           ctx.body = { ok: true };
         });
