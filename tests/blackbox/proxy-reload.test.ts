@@ -104,4 +104,13 @@ describe('proxy configuration reload (container)', () => {
     // Other routes still need a key.
     expect((await fetch(`${proxy.base}/internal/usage`)).status).toBe(401);
   });
+
+  it('a key disabled in the file is refused from the next request on, with its own message', async () => {
+    expect((await chat(KEYS.bob, false)).status).toBe(200);
+    await rewrite(config([{ name: 'bob', key_env: 'BOB_KEY', disabled: true }]));
+    await expect.poll(async () => (await chat(KEYS.bob, false)).status).toBe(401);
+    expect(await (await chat(KEYS.bob, false)).json()).toMatchObject({
+      error: { message: 'This API key is disabled' },
+    });
+  });
 });
