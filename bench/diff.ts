@@ -6,8 +6,9 @@
  * the base commit is packed (`git gc`, as in a clone) and a second commit
  * touching 1% of the files leaves its objects loose.
  *
- * Per size: fresh processes (`node src/cli.ts code-review`), each timed from
- * spawn to its first full response and paired with a `git diff HEAD` run;
+ * Per size: fresh processes (`node dist/src/cli.js code-review`, the compiled
+ * files the package and the image run, built first), each timed from spawn to
+ * its first full response and paired with a `git diff HEAD` run;
  * then one warm server, timed per request after two warm-ups, each request
  * paired with a `git diff HEAD` run (the order alternates). Ratios are
  * paired run by run: median and range. The server's peak RSS (VmHWM) is read
@@ -96,7 +97,7 @@ function startServer(repo: string): Promise<Server> {
   const env: NodeJS.ProcessEnv = { ...process.env, BROWSER: 'true', LOG_LEVEL: 'warn' };
   delete env['SERVICE_REMOTE'];
   delete env['SERVICE_PORT'];
-  const child = spawn(process.execPath, [path.join(root, 'src/cli.ts'), 'code-review', '--repo', repo], {
+  const child = spawn(process.execPath, [path.join(root, 'dist/src/cli.js'), 'code-review', '--repo', repo], {
     cwd: repo,
     // Local mode on a random port; `true` stands in for the browser.
     env,
@@ -219,6 +220,8 @@ const rss = (f: Figures) => `${median(f.rssMb).toFixed(0)} MB ${verdict(median(f
 async function main(): Promise<void> {
   const machine = `${os.cpus().length} CPUs, Node ${process.version}`;
   console.log(`bench:diff — ${RUNS} warm pairs and ${FRESH_RUNS} fresh-process pairs per size, ${machine}`);
+  // What users run is the compiled JavaScript, not src/*.ts with Node's type stripping (slower to load).
+  await run('npm', ['run', 'build:server'], { cwd: root });
   const all: Figures[] = [];
   for (const size of SIZES) all.push(await measure(shapeOf(size)));
   const rows: [string, (f: Figures) => string][] = [
