@@ -41,6 +41,19 @@ function clientLeft(ctx: Context): boolean {
   return ctx.res.destroyed && !ctx.res.writableFinished;
 }
 
+/**
+ * A middleware whose module is imported by the first request that reaches it:
+ * a process that never gets such a request never loads it (a fresh review
+ * server answers its first `GET /api/diff` sooner).
+ */
+export function builtOnFirstUse(build: () => Promise<Middleware>): Middleware {
+  let built: Promise<Middleware> | undefined;
+  return async (ctx: Context, next: Next) => {
+    const middleware = await (built ??= build());
+    await middleware(ctx, next);
+  };
+}
+
 /** Browsers must never second-guess a response's type. */
 export function noSniff(): Middleware {
   return async (ctx: Context, next: Next) => {

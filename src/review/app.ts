@@ -1,10 +1,9 @@
 import Router from '@koa/router';
 import Koa, { type Context, type Middleware, type Next } from 'koa';
-import { koaBody } from 'koa-body';
 import type { Logger } from 'pino';
 import type { ReviewConfig } from '../config/review.ts';
 import { hostGuard } from '../http/host-guard.ts';
-import { errorHandler, noSniff, renderPlainError, spaFallback } from '../http/middleware.ts';
+import { builtOnFirstUse, errorHandler, noSniff, renderPlainError, spaFallback } from '../http/middleware.ts';
 import { webDocument } from '../http/web-document.ts';
 import { listAgents } from './agents.ts';
 import { reviewErrors } from './errors.ts';
@@ -64,21 +63,31 @@ function jsonOrMultipartPosts(): Middleware {
   };
 }
 
-/** The decision bodies' JSON parser; a body that is not in its declared Content-Encoding is a 400. */
+/**
+ * The decision bodies' JSON parser; a body that is not in its declared Content-Encoding is a 400. Only POSTs
+ * carry a body here (no route takes PUT or PATCH), and koa-body (with zod and formidable, a third of the
+ * server's module loading) is imported by the first one.
+ */
 function jsonBody(): Middleware {
-  return koaBody({
-    json: true,
-    jsonStrict: false,
-    jsonLimit: JSON_BODY_LIMIT_BYTES,
-    multipart: false,
-    urlencoded: false,
-    text: false,
-    onError: (error) => {
-      // zlib's codes (Z_DATA_ERROR, Z_BUF_ERROR): a gzip or deflate header on bytes that are not.
-      if (/^Z_/.test(String((error as NodeJS.ErrnoException).code))) throw reviewErrors.badEncoding();
-      throw error;
-    },
+  const parse = builtOnFirstUse(async () => {
+    const { koaBody } = await import('koa-body');
+    return koaBody({
+      json: true,
+      jsonStrict: false,
+      jsonLimit: JSON_BODY_LIMIT_BYTES,
+      multipart: false,
+      urlencoded: false,
+      text: false,
+      onError: (error) => {
+        // zlib's codes (Z_DATA_ERROR, Z_BUF_ERROR): a gzip or deflate header on bytes that are not.
+        if (/^Z_/.test(String((error as NodeJS.ErrnoException).code))) throw reviewErrors.badEncoding();
+        throw error;
+      },
+    });
   });
+  return async (ctx: Context, next: Next) => {
+    await (ctx.method === 'POST' ? parse(ctx, next) : next());
+  };
 }
 
 /** The routes both review kinds serve: images, uploads and the agent list. */

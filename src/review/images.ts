@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, open, realpath, rename, rm, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { fileTypeFromBuffer } from 'file-type';
 import type { Context, Middleware, Next } from 'koa';
-import { koaBody } from 'koa-body';
 import type { Logger } from 'pino';
 import type { File } from 'formidable';
 import { HttpError } from '../http/errors.ts';
@@ -44,6 +42,8 @@ export async function createUploadDir(prefix: string): Promise<string> {
 async function sniffImage(handle: FileHandle): Promise<{ mime: string; ext: string } | undefined> {
   const head = Buffer.alloc(SNIFF_BYTES);
   const { bytesRead } = await handle.read(head, 0, SNIFF_BYTES, 0);
+  // Imported on first use, as koa-body below: a review that never sees an image never loads them.
+  const { fileTypeFromBuffer } = await import('file-type');
   const type = await fileTypeFromBuffer(head.subarray(0, bytesRead));
   const ext = type && IMAGE_TYPES[type.mime];
   return type && ext ? { mime: type.mime, ext } : undefined;
@@ -140,6 +140,7 @@ function multipartBody({ uploadDir, maxBytes }: ImageOptions): Middleware {
     } catch (error) {
       throw reviewErrors.uploadFailed(error);
     }
+    const { koaBody } = await import('koa-body');
     const parse = koaBody({
       multipart: true,
       json: false,
