@@ -25,20 +25,12 @@ export interface FileVersion {
 
 /**
  * Trees are immutable by id, so one cache lives as long as the server:
- * a warm server re-reads no tree it has seen. Flattened path maps are kept
- * for the last few root trees (HEAD rarely changes between two requests).
+ * a warm server re-reads no tree it has seen.
  */
 export class TreeCache {
   /** Beyond this many trees the cache starts over, so a long-lived server's memory stays bounded. */
   static readonly MAX_TREES = 100_000;
   readonly trees = new Map<string, TreeEntry[]>();
-  readonly flat = new Map<string, Map<string, FileVersion>>();
-
-  rememberFlat(oid: string, files: Map<string, FileVersion>): void {
-    const oldest = this.flat.keys().next();
-    if (this.flat.size >= 4 && !oldest.done) this.flat.delete(oldest.value);
-    this.flat.set(oid, files);
-  }
 }
 
 export function parseTree(content: Buffer, oid: string): TreeEntry[] {
@@ -68,27 +60,6 @@ export async function readTree(store: ObjectStore, cache: TreeCache, oid: string
     cache.trees.set(oid, entries);
   }
   return entries;
-}
-
-/** Every non-tree entry under `oid`, by full path. */
-export async function flattenTree(
-  store: ObjectStore,
-  cache: TreeCache,
-  oid: string,
-): Promise<Map<string, FileVersion>> {
-  const known = cache.flat.get(oid);
-  if (known) return known;
-  const files = new Map<string, FileVersion>();
-  const walk = async (treeOid: string, prefix: string): Promise<void> => {
-    for (const entry of await readTree(store, cache, treeOid)) {
-      const path = prefix + entry.name;
-      if (entry.mode === MODE_TREE) await walk(entry.oid, `${path}/`);
-      else files.set(path, { path, oid: entry.oid, mode: entry.mode });
-    }
-  };
-  await walk(oid, '');
-  cache.rememberFlat(oid, files);
-  return files;
 }
 
 /** A changed path: `old` missing means added, `new` missing means deleted. */

@@ -42,9 +42,9 @@ export class Worktree {
     return ASCII.test(path) ? this.rootText + path : Buffer.concat([this.root, Buffer.from(path, 'latin1')]);
   }
 
-  /** The file at `entry.path` now, or null when it is gone. */
+  /** The file at `entry.path` now, or null when it is gone; the entry itself when it is unchanged. */
   read(entry: IndexEntry): WorkingFile | null {
-    if (entry.trustIndex) return { oid: entry.oid, mode: entry.mode };
+    if (entry.trustIndex) return entry;
     const file = this.pathOf(entry.path);
     let st: fs.Stats | undefined;
     try {
@@ -57,10 +57,10 @@ export class Worktree {
     if (!st) return null;
     if (st.isDirectory()) {
       // A submodule's checkout: its commit is taken from the index (see docs).
-      return entry.mode === MODE_GITLINK ? { oid: entry.oid, mode: entry.mode } : null;
+      return entry.mode === MODE_GITLINK ? entry : null;
     }
     const mode = st.isSymbolicLink() ? MODE_SYMLINK : this.regularMode(st, entry.mode);
-    if (mode === entry.mode && this.statMatches(entry, st)) return { oid: entry.oid, mode };
+    if (mode === entry.mode && this.statMatches(entry, st)) return entry;
     let content: Buffer;
     try {
       content = mode === MODE_SYMLINK ? fs.readlinkSync(file, { encoding: 'buffer' }) : fs.readFileSync(file);

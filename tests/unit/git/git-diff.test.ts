@@ -453,6 +453,36 @@ describe('diff engine vs git diff', () => {
         r.git('add', 'sub');
       },
     ],
+    [
+      // git's cache-tree: folders whose id is still HEAD's tree id next to folders a staged change invalidated.
+      'unstaged edits in folders the cache-tree covers, beside staged adds and removals in others',
+      (r) => {
+        for (const folder of ['p/kept', 'p/edited', 'p/staged', 'q/removed', 'q/deep/er'])
+          r.write(`${folder}/one.txt`, `${folder} one\n`).write(`${folder}/two.txt`, `${folder} two\n`);
+        r.commitAll();
+        r.write('p/edited/one.txt', 'edited\n').remove('p/edited/two.txt').write('q/deep/er/two.txt', 'deep\n');
+        r.write('p/staged/three.txt', '3\n').git('add', 'p/staged/three.txt');
+        r.git('rm', '-q', '--cached', 'q/removed/one.txt');
+      },
+    ],
+    [
+      'an intent-to-add file in a folder after git write-tree (which leaves that folder without a cache-tree id)',
+      (r) => {
+        r.write('f/one.txt', '1\n').write('f/two.txt', '2\n').commitAll();
+        r.write('f/new.txt', 'new\n').git('add', '-N', 'f/new.txt');
+        r.git('write-tree');
+        r.write('f/one.txt', 'one\n');
+      },
+    ],
+    [
+      'an index whose folders were all staged again (no cache-tree id left)',
+      (r) => {
+        r.write('f/one.txt', '1\n').write('g/two.txt', '2\n').commitAll();
+        r.git('rm', '-r', '-q', '--cached', '.');
+        r.git('add', '-A');
+        r.write('g/two.txt', 'two\n');
+      },
+    ],
   ];
   for (const [name, change] of edgeCases) {
     it(`matches git for ${name}`, async () => {
