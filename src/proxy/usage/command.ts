@@ -1,8 +1,7 @@
 import { existsSync } from 'node:fs';
-import path from 'node:path';
 import type { Command } from '../../command.ts';
 import { ConfigError } from '../../config/errors.ts';
-import { usageDbPath } from '../../config/usage.ts';
+import { loadUsageSettings } from '../../config/proxy.ts';
 import { openUsageDb } from './store.ts';
 import { queryUsage, usageQuery, type UsageRow } from './query.ts';
 
@@ -61,7 +60,7 @@ export const runUsage: Command = (ctx) => {
   } catch (error) {
     throw new ConfigError(`${(error as Error).message} (${USAGE})`);
   }
-  const file = path.resolve(ctx.cwd, usageDbPath(ctx.env));
+  const file = loadUsageSettings({ argv: [], env: ctx.env, cwd: ctx.cwd }).dbPath;
   if (!existsSync(file)) throw new ConfigError(`no usage file at ${file} (set PROXY_USAGE_DB to the proxy's)`);
   const db = openUsageDb(file);
   try {
