@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeUpstream } from '../support/fake-upstream.ts';
 import { IMAGE } from '../support/image.ts';
 import { connectMcp, firstText } from '../support/mcp-client.ts';
-import { closedPort, HOST_FROM_CONTAINER } from '../support/proxy-container.ts';
+import { closedPort, HOST_FROM_CONTAINER, readUntil } from '../support/proxy-container.ts';
 import { buildRedisImage, REDIS_IMAGE } from '../support/redis-container.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
@@ -142,6 +142,21 @@ describe('docker compose: the proxy scaled out behind a load balancer', () => {
     };
     // Until HAProxy has found all three through Docker's DNS and checked them.
     await expect.poll(batch, { timeout: 20_000 }).toEqual(new Set(ips));
+  });
+
+  it('a stream passes through the load balancer event by event, not buffered', async () => {
+    const res = await fetch(`${lb}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-gated', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(res.status).toBe(200);
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    // The upstream holds the rest of its answer until released: the first event got here on its own.
+    const first = await readUntil(reader, (text) => text.includes('\n\n'));
+    expect(first).not.toContain('[DONE]');
+    fake.release();
+    expect(await readUntil(reader, (text) => text.includes('data: [DONE]'), first)).toContain('Hello');
   });
 
   it("a local MCP server's session stays on the replica that opened it", async () => {
