@@ -250,6 +250,8 @@ describe('docker compose: the proxy scaled out behind a load balancer', () => {
         ...(previous ? { previous_response_id: previous } : {}),
       });
       history.push({ role: 'user', content: input });
+      // (The scripted upstream gives every answer the same id, so each turn's answer is stored over the last
+      // one under that id: what counts is that the next replica reads it.)
       // The upstream (chat completions only) got the whole conversation, read from the store in Redis.
       expect(scripted.requests.at(-1)?.body.messages).toEqual(history);
       history.push({ role: 'assistant', content: answer.output_text });
@@ -301,6 +303,9 @@ describe('docker compose: the proxy scaled out behind a load balancer', () => {
     await expect.poll(() => usage(via(0))).toEqual([expect.objectContaining({ output_tokens: 15 })]);
     const totals = await usage(via(0));
     for (const base of replicas.slice(1)) expect(await usage(base)).toEqual(totals);
+    // `gatehouse usage` in any replica reads the same sums (docs/scale-out.md tells users to run it so).
+    const cli = await run('docker', ['exec', replica(2).getId(), 'gatehouse', 'usage', '--key', 'budget', '--json']);
+    expect((JSON.parse(cli.stdout) as { rows: unknown }).rows).toEqual(totals);
   });
 
   it('a cooldown decided on one replica is seen by the others', async () => {
