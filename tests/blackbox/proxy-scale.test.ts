@@ -391,7 +391,7 @@ describe('docker compose: the proxy scaled out behind a load balancer', () => {
     const outcomes = await traffic.stop();
     const failures = outcomes.filter((o) => !o.ok);
     console.log(`[scale] ${outcomes.length} requests, ${failures.length} failed`);
-    expect(outcomes.filter((o) => o.started > killedAt).length).toBeGreaterThan(200);
+    expect(outcomes.filter((o) => o.started > killedAt).length).toBeGreaterThan(100);
     // The load balancer spreads the 64 clients evenly: the victim had about a third of them under way.
     expect(failures.length).toBeGreaterThan(0);
     expect(failures.length).toBeLessThanOrEqual(Math.ceil(64 / REPLICAS) + 4);
