@@ -25,6 +25,12 @@
  * its single key; it prints both against the floor and the CPU the team
  * features add per request.
  *
+ * BENCH_REDIS=1 is the Redis case: gatehouse with 100 keys (as in the team case, so every limit is checked)
+ * and proxy.state.backend memory, beside the same with backend redis, in the same rounds, against a local
+ * redis-server this bench starts on a free loopback port (Debian's `redis-server` package, AOF on as in
+ * production: `apt-get install -y redis-server`); it prints the redis/memory req/s ratio and the p50 and
+ * CPU redis adds per request, paired round by round.
+ *
  * Env: BENCH_ROUNDS (6), BENCH_SECONDS per run (2), BENCH_MAX_REQUESTS per run (20000),
  * BENCH_CONCURRENCY (1,64), BENCH_ONLY (a scenario name part; `image` for the memory case
  * alone), BENCH_IMAGE_ROUNDS (4), BENCH_GATEHOUSE_NODE_ARGS (e.g. `--cpu-prof` to profile
@@ -33,7 +39,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -57,6 +63,7 @@ const TEAM_KEYS = 100;
 const teamKey = (i: number) => `bench-team-key-${String(i).padStart(3, '0')}`;
 /** The key the team case's clients present: one in the middle of the list. */
 const TEAM_CLIENT_KEY = teamKey(57);
+const REDIS = process.env['BENCH_REDIS'] === '1';
 const ROOT = path.resolve(import.meta.dirname, '..');
 
 interface Scenario {
@@ -229,12 +236,14 @@ interface GatehouseOptions {
   /** 100 keys with limits (the team case). */
   team?: boolean;
   name?: string;
+  /** proxy.state.backend redis at this URL. */
+  redisUrl?: string;
 }
 
 async function startGatehouse(
   upstreamPort: number,
   dir: string,
-  { root = ROOT, team = false, name = 'gatehouse' }: GatehouseOptions = {},
+  { root = ROOT, team = false, name = 'gatehouse', redisUrl }: GatehouseOptions = {},
 ): Promise<{ proc: ChildProcess; port: number }> {
   const port = await freePort();
   const config = path.join(dir, `${name}.json`);
@@ -255,6 +264,7 @@ async function startGatehouse(
         auth_mode: 'strict',
         api_key: API_KEY,
         ...(team ? { keys } : {}),
+        ...(redisUrl ? { state: { backend: 'redis', redis_url: redisUrl } } : {}),
         upstreams: [
           { name: 'bench', protocol: 'openai', base_url: `http://127.0.0.1:${upstreamPort}/v1`, models: ['gpt-*'] },
           {
@@ -461,6 +471,40 @@ function pairedRatio(ours: Result[], base: Result[]): string {
   return `${median(ratios).toFixed(0)}% (rounds ${sorted[0]?.toFixed(0)}–${sorted.at(-1)?.toFixed(0)}%)`;
 }
 
+/** `ours` minus `base` in `field`, round by round: the median and the range. */
+function pairedDifference(ours: Result[], base: Result[], field: 'p50' | 'cpu', scale = 1, unit = 'ms'): string {
+  const differences = ours.map((r, i) => (r[field] - (base[i]?.[field] ?? NaN)) * scale);
+  const sorted = [...differences].sort((x, y) => x - y);
+  const digits = unit === 'ms' ? 3 : 1;
+  return `${signed(median(differences), digits)} ${unit} (rounds ${sorted[0]?.toFixed(digits)}–${sorted.at(-1)?.toFixed(digits)})`;
+}
+
+/** A redis-server of its own on a free loopback port, AOF on; resolves once it answers. */
+async function startRedisServer(dir: string): Promise<{ proc: ChildProcess; url: string }> {
+  const port = await freePort();
+  const data = path.join(dir, 'redis');
+  mkdirSync(data);
+  const proc = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--dir', data, '--appendonly', 'yes', '--save', ''],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  await new Promise<void>((resolve, reject) => {
+    let output = '';
+    proc.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('Ready to accept connections')) resolve();
+    });
+    const failed = (why: string) =>
+      reject(new Error(`redis-server did not start (apt-get install -y redis-server): ${why}`));
+    proc.on('error', (error) => failed(error.message));
+    proc.on('exit', () => failed(output));
+  });
+  return { proc, url: `redis://127.0.0.1:${port}` };
+}
+
 function medianResult(results: Result[]): Result {
   return {
     rps: median(results.map((r) => r.rps)),
@@ -479,11 +523,17 @@ async function main(): Promise<void> {
     children.push(upstream.proc);
     const floor = await child(['floor', String(upstream.port)]);
     children.push(floor.proc);
-    const gatehouse = await startGatehouse(upstream.port, dir, { team: TEAM_BASELINE !== undefined });
+    const gatehouse = await startGatehouse(upstream.port, dir, { team: TEAM_BASELINE !== undefined || REDIS });
     children.push(gatehouse.proc);
+    const redisServer = REDIS ? await startRedisServer(dir) : undefined;
+    if (redisServer) children.push(redisServer.proc);
+    const withRedis = redisServer
+      ? await startGatehouse(upstream.port, dir, { team: true, name: 'redis', redisUrl: redisServer.url })
+      : undefined;
+    if (withRedis) children.push(withRedis.proc);
     const baseline = TEAM_BASELINE === undefined ? undefined : await startBaseline(TEAM_BASELINE, upstream.port, dir);
     if (baseline) children.push(baseline.proc);
-    const gatehouseKey = baseline ? TEAM_CLIENT_KEY : API_KEY;
+    const gatehouseKey = baseline || withRedis ? TEAM_CLIENT_KEY : API_KEY;
     console.log(
       `gatehouse proxy benchmark: ${ROUNDS} rounds × ${SECONDS} s per run, loopback, ${os.cpus().length} CPUs, Node ${process.version}\n`,
     );
@@ -492,6 +542,8 @@ async function main(): Promise<void> {
     const paired: string[] = [];
     /** The team case: gatehouse with 100 keys, usage and metrics vs the baseline ref, in the same rounds. */
     const team: string[] = [];
+    /** The Redis case: the same gatehouse with backend redis vs memory, in the same rounds. */
+    const redisRows: string[] = [];
     for (const scenario of SCENARIOS.filter((s) => s.name.includes(ONLY))) {
       for (const concurrency of CONCURRENCY) {
         const runs = {
@@ -500,6 +552,7 @@ async function main(): Promise<void> {
           gatehouse: [] as Result[],
           passThrough: [] as Result[],
           baseline: [] as Result[],
+          redis: [] as Result[],
         };
         const passThrough = SCENARIOS.find((s) => s.name === scenario.passThrough);
         const proxied = [
@@ -518,6 +571,17 @@ async function main(): Promise<void> {
             : []),
           ...(baseline
             ? [{ into: runs.baseline, port: baseline.port, pid: baseline.proc.pid, request: scenario, key: API_KEY }]
+            : []),
+          ...(withRedis
+            ? [
+                {
+                  into: runs.redis,
+                  port: withRedis.port,
+                  pid: withRedis.proc.pid,
+                  request: scenario,
+                  key: gatehouseKey,
+                },
+              ]
             : []),
         ];
         for (let round = 0; round < ROUNDS; round++) {
@@ -565,6 +629,12 @@ async function main(): Promise<void> {
           );
           console.log(`  baseline  ${fmt(b)}\n  team      ${team.at(-1) ?? ''}`);
         }
+        if (withRedis) {
+          redisRows.push(
+            `| ${name ?? ''} | ${fmt(g)} | ${fmt(medianResult(runs.redis))} | ${pairedRatio(runs.redis, runs.gatehouse)} | ${pairedDifference(runs.redis, runs.gatehouse, 'p50')} | ${pairedDifference(runs.redis, runs.gatehouse, 'cpu', 1000, 'µs')} |`,
+          );
+          console.log(`  redis     ${redisRows.at(-1) ?? ''}`);
+        }
       }
     }
     console.log('\n| scenario | direct | floor | gatehouse | gatehouse vs floor |\n|---|---|---|---|---|');
@@ -580,6 +650,12 @@ async function main(): Promise<void> {
         `\n| team case (100 keys, usage, metrics) vs ${TEAM_BASELINE ?? ''} | team vs floor | baseline vs floor | baseline | CPU added per request (paired) |\n|---|---|---|---|---|`,
       );
       for (const row of team) console.log(row);
+    }
+    if (redisRows.length > 0) {
+      console.log(
+        '\n| Redis case (100 keys with limits, usage) | memory | redis | redis vs memory req/s (paired) | p50 added (paired) | CPU added per request (paired) |\n|---|---|---|---|---|---|',
+      );
+      for (const row of redisRows) console.log(row);
     }
     if ('image'.includes(ONLY) && !baseline) await imageCase(upstream.port, dir);
   } finally {

@@ -11,6 +11,7 @@ import { apiKeyOf, apiKeySchema, fail, httpUrl, nonEmptyString } from './shape.t
 import { uniqueNames, validateItem } from './items.ts';
 import { resolveKeys, type ClientKeyConfig } from './keys.ts';
 import { routingConfig, routingSchema, type RoutingConfig } from './routing.ts';
+import { stateConfig, stateSchema, type StateConfig } from './state.ts';
 import { usageSchema } from './usage.ts';
 import type { CatalogTimes } from '../proxy/models.ts';
 import { PROTOCOL_NAMES, PROTOCOLS, type Protocol } from '../proxy/protocols/registry.ts';
@@ -77,8 +78,10 @@ export interface ProxyConfig {
   modelAliases: Record<string, string>;
   /** Resolved against the env: credentials are plain values. */
   mcpServers: McpServers;
-  /** Where usage is written, and how often. */
+  /** Where usage is written (with the memory backend), and how often. */
   usage: { dbPath: string; flushMs: number };
+  /** Where state replicas share lives: this process's memory or Redis. */
+  state: StateConfig;
   /** GET /metrics without an admin key. */
   metricsPublic: boolean;
   /** Fallback, load balancing and cooldowns among the upstreams of a model. */
@@ -166,6 +169,7 @@ function proxySchema(env: NodeJS.ProcessEnv) {
       },
       mcp: { servers: mcpServersSchema },
       usage: usageSchema(env),
+      state: stateSchema,
       routing: routingSchema,
       metrics: {
         public: {
@@ -386,6 +390,9 @@ export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConf
   const modelAliases = resolveAliases(p.model_aliases);
   const mcpServers = resolveMcpServers(p.mcp.servers, env);
   if (upstreams.length === 0) warnings.push('no proxy.upstreams configured: every model request will answer 404');
+  const state = stateConfig(p.state);
+  if (state.backend === 'memory' && p.state.redis_url !== '')
+    warnings.push('proxy.state.redis_url is set but proxy.state.backend is memory: Redis is not used');
 
   return {
     port: p.port,
@@ -403,6 +410,7 @@ export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConf
     modelAliases,
     mcpServers,
     usage: { dbPath: path.resolve(cwd, p.usage.db), flushMs: p.usage.flush_interval },
+    state,
     metricsPublic: p.metrics.public,
     routing: routingConfig(p.routing),
     stores: { responses: storeLimits(p.stores.responses), reasoning: storeLimits(p.stores.reasoning) },
@@ -414,4 +422,25 @@ export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConf
     logLevel: config.get('log.level'),
     warnings,
   };
+}
+
+/** Where the proxy keeps usage, as `gatehouse usage` reads it. */
+export interface UsageSettings {
+  dbPath: string;
+  state: StateConfig;
+}
+
+/**
+ * What `gatehouse usage` needs of the proxy's configuration: proxy.usage and proxy.state from the same file
+ * (`--config`, else PROXY_CONFIG) and env vars as the proxy reads them. The rest of the file is not read: it may
+ * name variables only the proxy's environment has.
+ */
+export function loadUsageSettings({ argv, env, cwd }: ProxyLoadOptions): UsageSettings {
+  const file = proxyConfigFile({ argv, env, cwd });
+  const config = convict({ proxy: { usage: usageSchema(env), state: stateSchema } }, { env, args: [] });
+  const proxy = file ? readConfigFile(file)['proxy'] : undefined;
+  if (isObject(proxy)) config.load({ proxy: { usage: proxy['usage'] ?? {}, state: proxy['state'] ?? {} } });
+  validated(config);
+  const p = config.get('proxy');
+  return { dbPath: path.resolve(cwd, p.usage.db), state: stateConfig(p.state) };
 }

@@ -1,8 +1,5 @@
 import os from 'node:os';
 import path from 'node:path';
-import convict from 'convict';
-import { validated } from './errors.ts';
-import { registerFormats } from './formats.ts';
 
 /** `proxy.usage`: where usage is kept. Read by the proxy and by `gatehouse usage`, declared once here. */
 export function usageSchema(env: NodeJS.ProcessEnv) {
@@ -20,10 +17,4 @@ export function usageSchema(env: NodeJS.ProcessEnv) {
       env: 'PROXY_USAGE_FLUSH_INTERVAL',
     },
   };
-}
-
-/** The usage file `gatehouse usage` reads: PROXY_USAGE_DB, else the default. */
-export function usageDbPath(env: NodeJS.ProcessEnv): string {
-  registerFormats();
-  return validated(convict(usageSchema(env), { env, args: [] })).get('db');
 }

@@ -30,6 +30,7 @@ import { Admission, KeyRing, spendTokens } from './keys.ts';
 import { ProxyMetrics } from './metrics.ts';
 import { requestLog, type RequestSink } from './request-log.ts';
 import { usageSink, type UsageStore } from './usage/store.ts';
+import { StateGuard } from './state/guard.ts';
 import { memoryState, type SharedState } from './state/shared.ts';
 import { ModelRouter } from './routing.ts';
 import { Translator } from './translate/handler.ts';
@@ -65,6 +66,8 @@ export interface ProxyAppOptions {
   stores?: TranslationStores;
   /** State replicas share: limits, budgets, cooldowns (default: this process's memory). */
   state?: SharedState;
+  /** What stands in for state and stores while their backend is away (default: this app's own). */
+  guard?: StateGuard;
   /** The process's metrics (default: this app's own). */
   metrics?: ProxyMetrics;
   /** Where finished model requests are summed (default: nowhere). */
@@ -114,11 +117,12 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   const catalog = new ModelCatalog(models, log, config.modelLists);
   const families = new Families(protocols);
   const credentials = new ClientCredentials(protocols);
-  const translator = new Translator(options.stores ?? memoryStores(config.stores), log);
+  const guard = options.guard ?? new StateGuard(log, config.state.onUnavailable);
+  const translator = new Translator(guard.stores(options.stores ?? memoryStores(config.stores)), log);
   const streams = new OpenStreams();
   const state = options.state ?? memoryState();
-  const admission = new Admission(state);
-  const fallback = new Fallback(config.routing, state);
+  const admission = new Admission(guard.limits(state));
+  const fallback = new Fallback(config.routing, guard.routing(state));
   const metrics = options.metrics ?? new ProxyMetrics();
   metrics.streamsInFlight = () => streams.size;
   metrics.cooling = () => fallback.cooling(config.upstreams.map((u) => u.name));

@@ -10,9 +10,9 @@ import { createLogger } from '../log.ts';
 import { createProxyApp } from './app.ts';
 import { LiveProxy } from './live.ts';
 import { ProxyMetrics } from './metrics.ts';
-import { memoryState } from './state/shared.ts';
-import { memoryStores } from './translate/stores.ts';
 import { REDACTED_PATHS } from './request-log.ts';
+import { openStateBackend } from './state/backend.ts';
+import { StateGuard } from './state/guard.ts';
 import { UsageStore } from './usage/store.ts';
 
 /** Log lines are written in batches: at most this many characters or this long after the fact. */
@@ -33,14 +33,17 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
   const flushed = () => new Promise<void>((resolve) => log.flush(() => resolve()));
   for (const warning of config.warnings) log.warn(warning);
   const metrics = new ProxyMetrics();
+  const backend = openStateBackend(config, log);
   const usage = new UsageStore({
-    file: config.usage.dbPath,
+    backend: backend.usage,
     log,
     flushMs: config.usage.flushMs,
     onWriteFailure: () => metrics.usageWriteFailures.inc(),
   });
-  // What outlives a reload: shared state, translation memory, metrics, usage.
-  const shared = { env: ctx.env, log, metrics, usage, state: memoryState(), stores: memoryStores(config.stores) };
+  // What outlives a reload: shared state and what stands in for it while it is away, translation memory,
+  // metrics, usage.
+  const guard = new StateGuard(log, config.state.onUnavailable);
+  const shared = { env: ctx.env, log, metrics, usage, state: backend.state, stores: backend.stores, guard };
   const proxy = new LiveProxy(
     config,
     (next, previous) => createProxyApp(next, { ...shared, ...(previous && { mcp: previous.mcp }) }),
@@ -59,7 +62,8 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
         upstreams: config.upstreams.map((u) => u.name),
         config: proxyConfigFile(ctx),
         keys: config.keys.length,
-        usage_db: config.usage.dbPath,
+        state: config.state.backend,
+        usage: backend.usage.where,
       },
       'proxy listening',
     );
@@ -74,8 +78,9 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
     await Promise.allSettled([close(server, config.shutdownGraceMs, () => proxy.cutStreams()), proxy.endMcpSessions()]);
     clearInterval(flushTimer);
     await proxy.close();
-    // After the last request: its usage is in the file before the process exits.
-    usage.close();
+    // After the last request: its usage is written before the process exits, then the backend is closed.
+    await usage.close();
+    await backend.state.close();
     await flushed();
   }
 }

@@ -9,6 +9,9 @@ import { HttpError } from '../http/errors.ts';
 /** The kind of an upstream's own error relayed in a translated answer (also mid-stream). */
 export const UPSTREAM_ERROR_KIND = 'upstream_error';
 
+/** What a client is told to wait while Redis is away: about the longest pause between reconnection attempts. */
+const STATE_RETRY_AFTER_S = 2;
+
 export const proxyErrors = {
   unauthorized: () => new HttpError(401, 'Invalid or missing API key', { kind: 'invalid_api_key' }),
   originNotAllowed: (origin: string) =>
@@ -57,6 +60,12 @@ export const proxyErrors = {
     new HttpError(502, `Upstream ${upstream} broke off its answer`, { kind: 'upstream_broke_off' }),
   /** Cuts the streams still open when the shutdown grace runs out (as their protocol's error event). */
   shuttingDown: () => new HttpError(503, 'The proxy is shutting down', { kind: 'shutting_down' }),
+  /** Redis (proxy.state) cannot be reached: a stored conversation, or a limit with on_unavailable deny. */
+  stateUnavailable: () =>
+    new HttpError(503, "The proxy's shared state (Redis) cannot be reached; retry shortly", {
+      kind: 'state_unavailable',
+      headers: { 'retry-after': String(STATE_RETRY_AFTER_S) },
+    }),
   upstreamTimeout: (upstream: string, ms: number) =>
     new HttpError(504, `Upstream ${upstream} did not answer within ${ms} ms`, { kind: 'upstream_timeout' }),
 } as const;

@@ -6,7 +6,7 @@ import { proxyErrors } from './errors.ts';
 import type { ProxyMetrics } from './metrics.ts';
 import type { ModelRouter } from './routing.ts';
 import { sendUpstream, type Upstream, type UpstreamRequest } from './upstreams.ts';
-import { usageQuery, type UsageQuery } from './usage/query.ts';
+import { usageQuery, type UsageQuery, type UsageRow } from './usage/query.ts';
 import type { UsageStore } from './usage/store.ts';
 
 /** Small JSON bodies only: warmup and detect carry a model name at most. */
@@ -140,7 +140,7 @@ export function metricsEndpoint(metrics: ProxyMetrics): ProxyMiddleware {
 
 /** `GET /internal/usage?since=7d&key=NAME&by=key|model|upstream|day`: what `gatehouse usage --json` prints. */
 export function usageEndpoint(store: UsageStore | undefined): ProxyMiddleware {
-  return (ctx) => {
+  return async (ctx) => {
     if (!store) throw proxyErrors.usageNotKept();
     const param = (name: string) => {
       const value = ctx.query[name];
@@ -153,6 +153,13 @@ export function usageEndpoint(store: UsageStore | undefined): ProxyMiddleware {
     } catch (error) {
       throw proxyErrors.invalidRequest((error as Error).message);
     }
-    ctx.body = { since: new Date(query.since).toISOString(), by: query.by, rows: store.query(query) };
+    let rows: UsageRow[];
+    try {
+      rows = await store.query(query);
+    } catch {
+      // The sums are in Redis and it is away.
+      throw proxyErrors.stateUnavailable();
+    }
+    ctx.body = { since: new Date(query.since).toISOString(), by: query.by, rows };
   };
 }

@@ -109,14 +109,19 @@ export class Admission {
   async admit(key: ClientKey, model: string): Promise<void> {
     if (!key.allows(model)) throw keyErrors.modelNotAllowed(model);
     const { windows, counters } = this.#state;
-    if (key.budget) {
-      const period = this.#period(key.budget.period);
-      const spent = await counters.get(`budget:${key.name}:${period.id}`);
-      if (spent >= key.budget.tokens) throw keyErrors.limited('token budget', period.endsAt - this.#now());
+    const { budget, tpm } = key;
+    const period = budget && this.#period(budget.period);
+    // Both reads at once: with a shared backend each is a round trip.
+    const [spent, used] = await Promise.all([
+      period && counters.get(`budget:${key.name}:${period.id}`),
+      tpm !== undefined ? windows.sum(`tpm:${key.name}`, MINUTE) : undefined,
+    ]);
+    if (budget && period && spent !== undefined && spent >= budget.tokens) {
+      throw keyErrors.limited('token budget', period.endsAt - this.#now());
     }
-    if (key.tpm !== undefined && (await windows.sum(`tpm:${key.name}`, MINUTE)) >= key.tpm) {
+    if (tpm !== undefined && used !== undefined && used >= tpm) {
       // Taking nothing only works out when there will be room again.
-      const room = await windows.take(`tpm:${key.name}`, 0, key.tpm - 1, MINUTE);
+      const room = await windows.take(`tpm:${key.name}`, 0, tpm - 1, MINUTE);
       if (!room.ok) throw keyErrors.limited('tokens per minute', room.retryAfterMs);
     }
     if (key.rpm !== undefined) {

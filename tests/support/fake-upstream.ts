@@ -29,6 +29,8 @@ export interface RecordedRequest {
   query: URLSearchParams;
   headers: IncomingHttpHeaders;
   body: Buffer;
+  /** The address the request came from (which container, when several proxies share this upstream). */
+  remote: string;
   /** True once the client hung up before the response ended. */
   aborted: boolean;
 }
@@ -146,6 +148,7 @@ export class FakeUpstream {
       query: url.searchParams,
       headers: req.headers,
       body: Buffer.concat(chunks),
+      remote: req.socket.remoteAddress ?? '',
       aborted: false,
     };
     this.requests.push(record);

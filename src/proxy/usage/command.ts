@@ -1,16 +1,19 @@
 import { existsSync } from 'node:fs';
-import path from 'node:path';
 import type { Command } from '../../command.ts';
 import { ConfigError } from '../../config/errors.ts';
-import { usageDbPath } from '../../config/usage.ts';
-import { openUsageDb } from './store.ts';
-import { queryUsage, usageQuery, type UsageRow } from './query.ts';
+import { loadUsageSettings, type UsageSettings } from '../../config/proxy.ts';
+import { createLogger } from '../../log.ts';
+import { RedisConnection, redisAddress } from '../state/redis.ts';
+import { usageQuery, type UsageQuery, type UsageRow } from './query.ts';
+import { redisUsage } from './redis.ts';
+import { sqliteUsage } from './store.ts';
 
-const USAGE = 'usage: gatehouse usage [--since 7d] [--key NAME] [--by key|model|upstream|day] [--json]';
+const USAGE = 'usage: gatehouse usage [--since 7d] [--key NAME] [--by key|model|upstream|day] [--json] [--config FILE]';
 
-type UsageArgs = { since?: string; key?: string; by?: string; json: boolean };
+type UsageArgs = { since?: string; key?: string; by?: string; config?: string; json: boolean };
 
 const FLAGS = new Map([
+  ['--config', 'config'],
   ['--since', 'since'],
   ['--key', 'key'],
   ['--by', 'by'],
@@ -52,8 +55,36 @@ function table(by: string, rows: UsageRow[]): string {
   return `${all.map(line).join('\n')}\n`;
 }
 
-/** `gatehouse usage`: sums from the proxy's usage file (PROXY_USAGE_DB, else ~/.gatehouse/usage.db). */
-export const runUsage: Command = (ctx) => {
+/** How long `gatehouse usage` waits for Redis to answer. */
+const CONNECT_MS = 5_000;
+
+/** The sums from where the proxy keeps them: its usage file, or Redis. */
+async function readUsage({ dbPath, state }: UsageSettings, query: UsageQuery): Promise<UsageRow[]> {
+  if (state.redisUrl === undefined) {
+    if (!existsSync(dbPath)) throw new ConfigError(`no usage file at ${dbPath} (set PROXY_USAGE_DB to the proxy's)`);
+    const file = sqliteUsage(dbPath);
+    try {
+      return await file.query(query);
+    } finally {
+      await file.close();
+    }
+  }
+  const where = `redis ${redisAddress(state.redisUrl)}`;
+  const conn = new RedisConnection(state.redisUrl, state.commandTimeoutMs, createLogger('silent'));
+  try {
+    await conn.ready(CONNECT_MS);
+    return await redisUsage(conn, state.keyPrefix, where).query(query);
+  } finally {
+    await conn.close();
+  }
+}
+
+/**
+ * `gatehouse usage`: sums from where the proxy keeps them, read from the proxy's own settings (`--config FILE`,
+ * else PROXY_CONFIG, and env): the usage file (PROXY_USAGE_DB, else ~/.gatehouse/usage.db), or Redis with
+ * proxy.state.backend redis.
+ */
+export const runUsage: Command = async (ctx) => {
   const args = parseArgs(ctx.argv);
   let query;
   try {
@@ -61,18 +92,12 @@ export const runUsage: Command = (ctx) => {
   } catch (error) {
     throw new ConfigError(`${(error as Error).message} (${USAGE})`);
   }
-  const file = path.resolve(ctx.cwd, usageDbPath(ctx.env));
-  if (!existsSync(file)) throw new ConfigError(`no usage file at ${file} (set PROXY_USAGE_DB to the proxy's)`);
-  const db = openUsageDb(file);
-  try {
-    const rows = queryUsage(db, query);
-    ctx.stdout.write(
-      args.json
-        ? `${JSON.stringify({ since: new Date(query.since).toISOString(), by: query.by, rows })}\n`
-        : table(query.by, rows),
-    );
-  } finally {
-    db.close();
-  }
-  return Promise.resolve(0);
+  const argv = args.config === undefined ? [] : ['--config', args.config];
+  const rows = await readUsage(loadUsageSettings({ argv, env: ctx.env, cwd: ctx.cwd }), query);
+  ctx.stdout.write(
+    args.json
+      ? `${JSON.stringify({ since: new Date(query.since).toISOString(), by: query.by, rows })}\n`
+      : table(query.by, rows),
+  );
+  return 0;
 };

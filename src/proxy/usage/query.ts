@@ -59,3 +59,53 @@ export function queryUsage(db: DatabaseSync, q: UsageQuery): UsageRow[] {
   const params = q.key === undefined ? [hour] : [hour, q.key];
   return db.prepare(sql).all(...params) as unknown as UsageRow[];
 }
+
+/** What one hour × key × model × upstream × status adds up to. */
+export interface UsageSum {
+  hour: string;
+  key: string;
+  model: string;
+  upstream: string;
+  status: number;
+  requests: number;
+  input: number;
+  output: number;
+  cached: number;
+  estimated: number;
+  ms: number;
+}
+
+const GROUP_OF: Record<UsageGroup, (s: UsageSum) => string> = {
+  key: (s) => s.key,
+  model: (s) => s.model,
+  upstream: (s) => s.upstream,
+  day: (s) => s.hour.slice(0, 10),
+};
+
+/** queryUsage's answer computed from sums read elsewhere (Redis): the same rows, in the same order. */
+export function sumUsage(sums: readonly UsageSum[], q: UsageQuery): UsageRow[] {
+  const hour = new Date(q.since).toISOString().slice(0, 13);
+  const groups = new Map<string, UsageRow & { ms: number }>();
+  for (const s of sums) {
+    if (s.hour < hour || (q.key !== undefined && s.key !== q.key)) continue;
+    const group = GROUP_OF[q.by](s);
+    let row = groups.get(group);
+    if (!row) {
+      const zero = { requests: 0, input_tokens: 0, output_tokens: 0, cached_tokens: 0, estimated_requests: 0 };
+      row = { group, ...zero, errors: 0, avg_ms: 0, ms: 0 };
+      groups.set(group, row);
+    }
+    row.requests += s.requests;
+    row.input_tokens += s.input;
+    row.output_tokens += s.output;
+    row.cached_tokens += s.cached;
+    row.estimated_requests += s.estimated;
+    if (s.status >= 400) row.errors += s.requests;
+    row.ms += s.ms;
+  }
+  // SQLite orders text by its bytes; for UTF-16 strings that is code point order.
+  const byBytes = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
+  return [...groups.values()]
+    .sort((a, b) => byBytes(a.group, b.group))
+    .map(({ ms, ...row }) => ({ ...row, avg_ms: Math.round((ms / row.requests) * 10) / 10 }));
+}

@@ -1,17 +1,19 @@
 /**
  * Usage accounting: every model request's tokens, status and time, summed per
- * hour × key × model × upstream × status in a SQLite file (Node's own
- * node:sqlite). Requests only add to a sum in memory; a timer writes the sums
- * in one transaction, so the request path never waits on the disk, and a
- * write that fails (a full disk, a locked file) is logged, counted and tried
- * again with the next batch.
+ * hour × key × model × upstream × status, in a SQLite file (Node's own
+ * node:sqlite) with the memory state backend, in Redis with the redis one
+ * (usage/redis.ts). Requests only add to a sum in memory; a timer writes the
+ * sums in one batch (a transaction, a MULTI), so the request path never waits
+ * on the disk or the network, and a batch that fails (a full disk, Redis away)
+ * is logged, counted and written again, once, before the next one.
  */
+import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { Logger } from '../../log.ts';
 import type { RequestSink } from '../request-log.ts';
-import { queryUsage, type UsageQuery, type UsageRow } from './query.ts';
+import { queryUsage, type UsageQuery, type UsageRow, type UsageSum } from './query.ts';
 
 /** One finished request. */
 export interface UsageRecord {
@@ -26,20 +28,6 @@ export interface UsageRecord {
   cached: number;
   /** The tokens are the proxy's estimate: the upstream reported none. */
   estimated: boolean;
-  ms: number;
-}
-
-interface Sum {
-  hour: string;
-  key: string;
-  model: string;
-  upstream: string;
-  status: number;
-  requests: number;
-  input: number;
-  output: number;
-  cached: number;
-  estimated: number;
   ms: number;
 }
 
@@ -85,8 +73,66 @@ export function openUsageDb(file: string): DatabaseSync {
 
 const HOUR_MS = 3_600_000;
 
+/** Sums to add, all or none; `id` tells a batch written again after a failure from a new one. */
+export interface UsageBatch {
+  id: string;
+  sums: UsageSum[];
+}
+
+/** Where usage sums are kept: the SQLite file (memory backend) or Redis. */
+export interface UsageBackend {
+  /** Where the sums go, for log lines. */
+  readonly where: string;
+  /** Adds a batch's sums; a batch written again after a failure whose outcome is unknown is added once. */
+  write(batch: UsageBatch): Promise<void>;
+  query(q: UsageQuery): Promise<UsageRow[]>;
+  close(): Promise<void>;
+}
+
+/** The usage file: each batch in one transaction (a failed one is rolled back, so writing it again is safe). */
+export function sqliteUsage(file: string): UsageBackend {
+  let db: DatabaseSync | undefined;
+  const open = (): DatabaseSync => (db ??= openUsageDb(file));
+  return {
+    where: file,
+    write: (batch) => {
+      const usage = open();
+      const upsert = usage.prepare(UPSERT);
+      usage.exec('BEGIN');
+      try {
+        for (const s of batch.sums) {
+          upsert.run(
+            s.hour,
+            s.key,
+            s.model,
+            s.upstream,
+            s.status,
+            s.requests,
+            s.input,
+            s.output,
+            s.cached,
+            s.estimated,
+            s.ms,
+          );
+        }
+        usage.exec('COMMIT');
+      } catch (error) {
+        usage.exec('ROLLBACK');
+        throw error;
+      }
+      return Promise.resolve();
+    },
+    query: (q) => Promise.resolve(queryUsage(open(), q)),
+    close: () => {
+      db?.close();
+      db = undefined;
+      return Promise.resolve();
+    },
+  };
+}
+
 export interface UsageStoreOptions {
-  file: string;
+  backend: UsageBackend;
   log: Logger;
   /** How often the sums are written. */
   flushMs: number;
@@ -96,14 +142,17 @@ export interface UsageStoreOptions {
 
 export class UsageStore {
   readonly #options: UsageStoreOptions;
-  readonly #pending = new Map<string, Sum>();
+  #pending = new Map<string, UsageSum>();
+  /** A batch whose write failed: written again as it was, before anything recorded since. */
+  #unsent: UsageBatch | undefined;
+  /** The last write begun: writes follow one another. */
+  #writing: Promise<void> = Promise.resolve();
   readonly #timer: NodeJS.Timeout;
-  #db: DatabaseSync | undefined;
   #hour = { start: 0, text: '' };
 
   constructor(options: UsageStoreOptions) {
     this.#options = options;
-    this.#timer = setInterval(() => this.flush(), options.flushMs);
+    this.#timer = setInterval(() => void this.flush(), options.flushMs);
     this.#timer.unref();
   }
 
@@ -133,58 +182,45 @@ export class UsageStore {
     return this.#hour.text;
   }
 
-  /** Writes what has been recorded; on failure it stays pending for the next try. */
-  flush(): void {
-    if (this.#pending.size === 0) return;
-    try {
-      this.#db ??= openUsageDb(this.#options.file);
-      const db = this.#db;
-      const upsert = db.prepare(UPSERT);
-      db.exec('BEGIN');
-      try {
-        for (const s of this.#pending.values()) {
-          upsert.run(
-            s.hour,
-            s.key,
-            s.model,
-            s.upstream,
-            s.status,
-            s.requests,
-            s.input,
-            s.output,
-            s.cached,
-            s.estimated,
-            s.ms,
-          );
-        }
-        db.exec('COMMIT');
-      } catch (error) {
-        db.exec('ROLLBACK');
-        throw error;
+  /** Writes what has been recorded; what fails stays for the next try. Never rejects. */
+  flush(): Promise<void> {
+    this.#writing = this.#writing.then(() => this.#write());
+    return this.#writing;
+  }
+
+  async #write(): Promise<void> {
+    for (;;) {
+      let batch = this.#unsent;
+      if (!batch) {
+        if (this.#pending.size === 0) return;
+        batch = this.#unsent = { id: randomUUID(), sums: [...this.#pending.values()] };
+        this.#pending = new Map();
       }
-      this.#pending.clear();
-    } catch (error) {
-      this.#options.onWriteFailure?.();
-      this.#options.log.error(
-        { err: (error as Error).message, file: this.#options.file, pending: this.#pending.size },
-        'usage not written; kept for the next try',
-      );
+      try {
+        await this.#options.backend.write(batch);
+        this.#unsent = undefined;
+      } catch (error) {
+        this.#options.onWriteFailure?.();
+        this.#options.log.error(
+          { err: (error as Error).message, where: this.#options.backend.where, pending: batch.sums.length },
+          'usage not written; kept for the next try',
+        );
+        return;
+      }
     }
   }
 
-  /** Sums from the file, after writing what is pending. */
-  query(q: UsageQuery): UsageRow[] {
-    this.flush();
-    this.#db ??= openUsageDb(this.#options.file);
-    return queryUsage(this.#db, q);
+  /** Sums from the backend, after writing what is pending. */
+  async query(q: UsageQuery): Promise<UsageRow[]> {
+    await this.flush();
+    return this.#options.backend.query(q);
   }
 
-  /** Writes what is pending and closes the file (shutdown). */
-  close(): void {
+  /** Writes what is pending and closes the backend (shutdown). */
+  async close(): Promise<void> {
     clearInterval(this.#timer);
-    this.flush();
-    this.#db?.close();
-    this.#db = undefined;
+    await this.flush();
+    await this.#options.backend.close();
   }
 }
 

@@ -3,8 +3,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../../src/config/errors.ts';
 import { loadProxyConfig } from '../../../src/config/proxy.ts';
+import { configFailure } from '../../support/config-failure.ts';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-keys-config-'));
 let files = 0;
@@ -15,16 +15,6 @@ function load(proxy: Record<string, unknown>, env: Record<string, string> = { AL
   const file = path.join(dir, `c-${files++}.${ext}`);
   writeFileSync(file, typeof proxy === 'string' ? proxy : JSON.stringify({ proxy }));
   return loadProxyConfig({ argv: ['--config', file], env, cwd: dir });
-}
-
-function failure(run: () => unknown): string {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return (error as Error).message;
-  }
-  throw new Error('expected a ConfigError');
 }
 
 describe('proxy.keys', () => {
@@ -76,7 +66,7 @@ describe('proxy.keys', () => {
   });
 
   it('needs a key of some kind when auth is on: proxy.keys is enough', () => {
-    expect(failure(() => load({ auth_mode: 'strict' }))).toMatch(/proxy\.api_key: auth_mode strict needs a key/);
+    expect(configFailure(() => load({ auth_mode: 'strict' }))).toMatch(/proxy\.api_key: auth_mode strict needs a key/);
     expect(load({ allow_lan_access: true, keys: [{ name: 'a', key_env: 'ALICE_KEY' }] }).keys).toHaveLength(1);
   });
 
@@ -112,16 +102,16 @@ describe('proxy.keys', () => {
     ],
     ['alice', 'proxy.keys[0]: must be an object (a key)'],
   ])('%j is a startup error naming the key', (keys, message) => {
-    expect(failure(() => load({ keys }))).toContain(`invalid configuration: ${message}`);
+    expect(configFailure(() => load({ keys }))).toContain(`invalid configuration: ${message}`);
   });
 
   it('applies the api_key rules to a key read from the env, and never prints it', () => {
-    const message = failure(() =>
+    const message = configFailure(() =>
       load({ allow_lan_access: true, keys: [{ name: 'a', key_env: 'SHORT' }] }, { SHORT: 'short-key' }),
     );
     expect(message).toContain('proxy.keys[0].key_env: SHORT must be at least 16 characters');
     expect(message).not.toContain('short-key');
-    expect(failure(() => load({ keys: [{ name: 'a', key_env: 'PAD' }] }, { PAD: ' padded ' }))).toContain(
+    expect(configFailure(() => load({ keys: [{ name: 'a', key_env: 'PAD' }] }, { PAD: ' padded ' }))).toContain(
       'PAD must not be blank or begin or end with whitespace',
     );
   });

@@ -2,8 +2,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../../src/config/errors.ts';
 import { loadProxyConfig } from '../../../src/config/proxy.ts';
+import { configFailure } from '../../support/config-failure.ts';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-proxy-config-'));
 let files = 0;
@@ -24,16 +24,6 @@ const upstream = (extra: Record<string, unknown> = {}) => ({
   models: ['gpt-*'],
   ...extra,
 });
-
-function failure(run: () => unknown): string {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return (error as Error).message;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('loadProxyConfig', () => {
   it('defaults: port 8045, loopback, auto → off, 50 MiB bodies, no upstreams', () => {
@@ -194,11 +184,11 @@ describe('loadProxyConfig', () => {
     [{ model_aliases: { fast: 3 } }, /proxy\.model_aliases\.fast: must be a non-empty string/],
     [{ mcp: { servers: { 'bad name!': { url: 'https://x' } } } }, /proxy\.mcp\.servers\.bad name!/],
   ])('%j is a startup error naming the key', (proxy, message) => {
-    expect(failure(() => withProxy(proxy))).toMatch(message);
+    expect(configFailure(() => withProxy(proxy))).toMatch(message);
   });
 
   it('never prints an upstream key in an error', () => {
-    const message = failure(() =>
+    const message = configFailure(() =>
       withProxy({ upstreams: [upstream({ api_key: 'sk-very-secret', base_url: 'nope' })] }),
     );
     expect(message).not.toContain('sk-very-secret');
@@ -210,7 +200,7 @@ describe('loadProxyConfig', () => {
     [{ allow_lan_access: true }, /proxy\.api_key: auth_mode auto \(with allow_lan_access\) needs a key/],
     [{ auth_mode: 'off', allow_lan_access: true, api_key: 'k' }, /proxy\.auth_mode: off with allow_lan_access true/],
   ])('%j refuses to start', (proxy, message) => {
-    expect(failure(() => withProxy(proxy))).toMatch(message);
+    expect(configFailure(() => withProxy(proxy))).toMatch(message);
   });
 
   it.each([
@@ -221,7 +211,7 @@ describe('loadProxyConfig', () => {
     [{ cors: { allowed_origins: ['app.example'] } }, /proxy\.cors\.allowed_origins\[0\]: must be an absolute http/],
     [{ cors: { allowed_origins: ['http://app.example/ui'] } }, /proxy\.cors\.allowed_origins\[0\]: must be an origin/],
   ])('%j refuses to start (keys and browser origins)', (proxy, message) => {
-    expect(failure(() => withProxy(proxy))).toMatch(message);
+    expect(configFailure(() => withProxy(proxy))).toMatch(message);
   });
 
   it('reads browser origins and keyless hosts from the file or the env; * where keys are required', () => {
@@ -247,13 +237,15 @@ describe('loadProxyConfig', () => {
   });
 
   it('reports a missing or unparsable file and bad arguments', () => {
-    expect(failure(() => load({}, ['--config', path.join(dir, 'missing.yaml')]))).toMatch(
+    expect(configFailure(() => load({}, ['--config', path.join(dir, 'missing.yaml')]))).toMatch(
       /cannot read the configuration file .*missing\.yaml: ENOENT/,
     );
-    expect(failure(() => load({}, ['--config', file('proxy: [unclosed', 'yaml')]))).toMatch(/neither JSON nor YAML/);
-    expect(failure(() => load({}, ['--config', file('[1, 2]')]))).toMatch(/must hold an object/);
-    expect(failure(() => load({}, ['--verbose']))).toMatch(/unknown argument "--verbose"/);
-    expect(failure(() => load({}, ['--config']))).toMatch(/--config needs a file/);
+    expect(configFailure(() => load({}, ['--config', file('proxy: [unclosed', 'yaml')]))).toMatch(
+      /neither JSON nor YAML/,
+    );
+    expect(configFailure(() => load({}, ['--config', file('[1, 2]')]))).toMatch(/must hold an object/);
+    expect(configFailure(() => load({}, ['--verbose']))).toMatch(/unknown argument "--verbose"/);
+    expect(configFailure(() => load({}, ['--config']))).toMatch(/--config needs a file/);
     expect(load({}, [`--config=${file({ proxy: { port: 9300 } })}`]).port).toBe(9300);
   });
 });
@@ -286,6 +278,6 @@ describe('what translation remembers, and model lists: limits and times as keys'
     [{ stores: { responses: { max_bites: 1 } } }, 'proxy.stores.responses.max_bites'],
     [{ model_lists: { timeout: '5 minutes' } }, 'proxy.model_lists.timeout'],
   ])('refuses %j naming %s', (proxy, key) => {
-    expect(failure(() => withProxy(proxy))).toContain(key);
+    expect(configFailure(() => withProxy(proxy))).toContain(key);
   });
 });

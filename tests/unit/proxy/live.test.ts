@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/config/errors.ts';
 import type { ProxyConfig } from '../../../src/config/proxy.ts';
@@ -55,5 +56,16 @@ describe('LiveProxy', () => {
     live.handle(request('/c'), response());
     expect(app.handled).toEqual(['/c']);
     expect(live.config.port).toBe(1);
+  });
+
+  it('says which changed settings need a restart: proxy.state among them', () => {
+    const lines: { msg: string; settings?: string[] }[] = [];
+    const log = pino({ level: 'warn' }, { write: (line: string) => lines.push(JSON.parse(line) as never) });
+    const live = new LiveProxy(config(1), () => fakeApp('any') as unknown as ProxyApp, log);
+    const redis = { ...config(1), state: { backend: 'redis', redisUrl: 'redis://r:6379' } } as ProxyConfig;
+    expect(live.reload(() => redis)).toBe(true);
+    expect(lines).toEqual([
+      expect.objectContaining({ msg: 'these settings take effect only after a restart', settings: ['state'] }),
+    ]);
   });
 });

@@ -5,8 +5,14 @@ import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/log.ts';
 import { runUsage } from '../../../src/proxy/usage/command.ts';
-import { usageQuery } from '../../../src/proxy/usage/query.ts';
-import { UsageStore, type UsageRecord } from '../../../src/proxy/usage/store.ts';
+import { sumUsage, usageQuery, type UsageSum } from '../../../src/proxy/usage/query.ts';
+import {
+  sqliteUsage,
+  UsageStore,
+  type UsageBackend,
+  type UsageBatch,
+  type UsageRecord,
+} from '../../../src/proxy/usage/store.ts';
 
 const log = createLogger('silent');
 const NOW = Date.UTC(2026, 10, 24, 16);
@@ -32,9 +38,9 @@ function fresh(): { dir: string; file: string } {
 }
 
 describe('UsageStore', () => {
-  it('sums records per key, model, upstream and day, from `since` and for one key', () => {
+  it('sums records per key, model, upstream and day, from `since` and for one key', async () => {
     const { file } = fresh();
-    const store = new UsageStore({ file, log, flushMs: 60_000 });
+    const store = new UsageStore({ backend: sqliteUsage(file), log, flushMs: 60_000 });
     store.record(record({}));
     store.record(record({ ms: 300, estimated: true }));
     store.record(
@@ -42,7 +48,7 @@ describe('UsageStore', () => {
     );
     store.record(record({ at: NOW - 2 * 24 * HOUR, input: 1000 }));
     const q = (raw: { since?: string; key?: string; by?: string }) => store.query(usageQuery(raw, NOW + HOUR));
-    expect(q({ by: 'key', since: '1d' })).toEqual([
+    expect(await q({ by: 'key', since: '1d' })).toEqual([
       {
         group: 'alice',
         requests: 2,
@@ -55,35 +61,40 @@ describe('UsageStore', () => {
       },
       expect.objectContaining({ group: 'bob', requests: 1, errors: 1 }),
     ]);
-    expect(q({ by: 'model', since: '7d' }).map((r) => [r.group, r.input_tokens])).toEqual([
+    expect((await q({ by: 'model', since: '7d' })).map((r) => [r.group, r.input_tokens])).toEqual([
       ['claude-x', 0],
       ['gpt-4o', 1020],
     ]);
-    expect(q({ by: 'upstream', key: 'bob' }).map((r) => r.group)).toEqual(['an']);
-    expect(q({ by: 'day' }).map((r) => [r.group, r.requests])).toEqual([
+    expect((await q({ by: 'upstream', key: 'bob' })).map((r) => r.group)).toEqual(['an']);
+    expect((await q({ by: 'day' })).map((r) => [r.group, r.requests])).toEqual([
       ['2026-11-22', 1],
       ['2026-11-24', 3],
     ]);
-    store.close();
+    await store.close();
   });
 
-  it('keeps what it could not write, counts the failure, and writes it all on the next try', () => {
+  it('keeps what it could not write, counts the failure, and writes it all on the next try', async () => {
     const { dir, file } = fresh();
     // The file's folder cannot be made: a file stands where it should be.
     writeFileSync(path.join(dir, 'sub'), '');
     let failures = 0;
-    const store = new UsageStore({ file, log, flushMs: 60_000, onWriteFailure: () => failures++ });
+    const store = new UsageStore({
+      backend: sqliteUsage(file),
+      log,
+      flushMs: 60_000,
+      onWriteFailure: () => failures++,
+    });
     store.record(record({}));
-    store.flush();
+    await store.flush();
     store.record(record({}));
-    store.flush();
+    await store.flush();
     expect(failures).toBe(2);
     rmSync(path.join(dir, 'sub'));
     mkdirSync(path.join(dir, 'sub'));
-    store.flush();
+    await store.flush();
     expect(failures).toBe(2);
-    expect(store.query(usageQuery({}, NOW))[0]).toMatchObject({ requests: 2, input_tokens: 20 });
-    store.close();
+    expect((await store.query(usageQuery({}, NOW)))[0]).toMatchObject({ requests: 2, input_tokens: 20 });
+    await store.close();
   });
 
   it('refuses a bad query with a message', () => {
@@ -113,10 +124,10 @@ describe('gatehouse usage', () => {
 
   it('prints a table, or the JSON /internal/usage answers', async () => {
     const { file } = fresh();
-    const store = new UsageStore({ file, log, flushMs: 60_000 });
+    const store = new UsageStore({ backend: sqliteUsage(file), log, flushMs: 60_000 });
     store.record(record({ at: Date.now() }));
     store.record(record({ at: Date.now(), key: 'bob', output: 123_456 }));
-    store.close();
+    await store.close();
     const table = await run(['--by', 'key'], file);
     expect(table.split('\n')[0]).toMatch(/^key\s+requests\s+input\s+output\s+cached\s+estimated\s+errors\s+avg ms$/);
     expect(table).toMatch(/^bob\s+1\s+10\s+123456\s+2\s+0\s+0\s+100$/m);
@@ -130,5 +141,92 @@ describe('gatehouse usage', () => {
     await expect(run(['--since'], file)).rejects.toThrow('--since needs a value');
     await expect(run(['--by', 'colour'], file)).rejects.toThrow('by must be one of');
     await expect(run([], file)).rejects.toThrow(`no usage file at ${file}`);
+  });
+});
+
+describe('UsageStore batches', () => {
+  /** A backend that keeps batches by id, as Redis' batch markers do, and fails as told. */
+  function fakeBackend() {
+    const applied = new Map<string, UsageBatch>();
+    const attempts: string[] = [];
+    let fail: 'no' | 'before' | 'after' = 'no';
+    const backend: UsageBackend = {
+      where: 'fake',
+      write: async (batch) => {
+        attempts.push(batch.id);
+        await Promise.resolve();
+        if (fail === 'before') throw new Error('The client is offline');
+        if (!applied.has(batch.id)) applied.set(batch.id, structuredClone(batch));
+        if (fail === 'after') throw new Error('redis did not answer within 500 ms');
+      },
+      query: () => Promise.resolve([]),
+      close: () => Promise.resolve(),
+    };
+    const total = () => [...applied.values()].flatMap((b) => b.sums).reduce((n, s) => n + s.requests, 0);
+    return { backend, applied, attempts, total, failing: (how: typeof fail) => (fail = how) };
+  }
+
+  it('writes a failed batch again as it was, before what came since, and counts it once', async () => {
+    const fake = fakeBackend();
+    let failures = 0;
+    const store = new UsageStore({ backend: fake.backend, log, flushMs: 60_000, onWriteFailure: () => failures++ });
+    store.record(record({}));
+    // Its MULTI ran but the answer was lost: the outcome is unknown to the store.
+    fake.failing('after');
+    await store.flush();
+    store.record(record({ key: 'bob' }));
+    fake.failing('before');
+    await store.flush();
+    expect(failures).toBe(2);
+    fake.failing('no');
+    await store.flush();
+    const [first, second, third, fourth] = fake.attempts;
+    expect([second, third]).toEqual([first, first]);
+    expect(fourth).not.toBe(first);
+    expect(fake.applied.size).toBe(2);
+    expect(fake.total()).toBe(2);
+    expect([...fake.applied.values()].map((b) => b.sums.map((s) => s.key))).toEqual([['alice'], ['bob']]);
+    await store.close();
+  });
+
+  it('writes one batch at a time however often it is asked', async () => {
+    const fake = fakeBackend();
+    const store = new UsageStore({ backend: fake.backend, log, flushMs: 60_000 });
+    store.record(record({}));
+    await Promise.all([store.flush(), store.flush(), store.flush()]);
+    expect(fake.attempts).toHaveLength(1);
+    expect(fake.total()).toBe(1);
+    await store.close();
+  });
+});
+
+describe('sumUsage', () => {
+  it('answers what the SQLite query answers for the same sums', async () => {
+    const { file } = fresh();
+    const store = new UsageStore({ backend: sqliteUsage(file), log, flushMs: 60_000 });
+    const keys = ['alice', 'bob', 'Zed', 'ünï'];
+    const sums: UsageSum[] = [];
+    for (let i = 0; i < 200; i++) {
+      const r = record({
+        at: NOW - (i % 9) * 7 * HOUR,
+        key: keys[i % 4],
+        model: ['gpt-4o', 'claude-x', 'm'][i % 3],
+        upstream: ['oa', 'an'][i % 2],
+        status: [200, 429, 500, 200, 201][i % 5],
+        input: i * 3,
+        output: i,
+        cached: i % 7,
+        estimated: i % 11 === 0,
+        ms: 10 + ((i * 37) % 101) + 0.25,
+      });
+      store.record(r);
+      const hour = new Date(r.at - (r.at % HOUR)).toISOString().slice(0, 13);
+      sums.push({ ...r, hour, requests: 1, estimated: r.estimated ? 1 : 0 });
+    }
+    for (const raw of [{}, { by: 'model', since: '1d' }, { by: 'day', key: 'bob' }, { by: 'upstream', since: '30h' }]) {
+      const q = usageQuery(raw, NOW + HOUR);
+      expect(sumUsage(sums, q)).toEqual(await store.query(q));
+    }
+    await store.close();
   });
 });

@@ -1,0 +1,36 @@
+/**
+ * The state backend proxy.state names, opened once per process (it outlives reloads): SharedState, the
+ * translation stores and where usage is summed. memory: this process's maps and the usage file; redis: one
+ * connection for all three, under key_prefix.
+ */
+import type { ProxyConfig } from '../../config/proxy.ts';
+import type { Logger } from '../../log.ts';
+import { memoryStores, type TranslationStores } from '../translate/stores.ts';
+import { redisUsage } from '../usage/redis.ts';
+import { sqliteUsage, type UsageBackend } from '../usage/store.ts';
+import { RedisConnection, redisAddress, redisState, redisStore } from './redis.ts';
+import { memoryState, type SharedState } from './shared.ts';
+
+export interface StateBackend {
+  /** close() ends the backend's connection: after the usage store's last write. */
+  state: SharedState;
+  stores: TranslationStores;
+  usage: UsageBackend;
+}
+
+export function openStateBackend(config: Pick<ProxyConfig, 'state' | 'stores' | 'usage'>, log: Logger): StateBackend {
+  const { state, stores } = config;
+  if (state.redisUrl === undefined) {
+    return { state: memoryState(), stores: memoryStores(stores), usage: sqliteUsage(config.usage.dbPath) };
+  }
+  const conn = new RedisConnection(state.redisUrl, state.commandTimeoutMs, log);
+  const prefix = state.keyPrefix;
+  return {
+    state: redisState(conn, prefix),
+    stores: {
+      responses: redisStore(conn, `${prefix}responses:`, stores.responses),
+      reasoning: redisStore(conn, `${prefix}reasoning:`, stores.reasoning),
+    },
+    usage: redisUsage(conn, prefix, `redis ${redisAddress(state.redisUrl)}`),
+  };
+}

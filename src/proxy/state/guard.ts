@@ -1,0 +1,134 @@
+/**
+ * What the proxy does while its state backend (Redis) cannot be reached, in one place between the backend and
+ * its callers, so that limits, fallback and translation keep their code as it is:
+ *   - limits and budgets: skipped (on_unavailable allow) or refused with 503 state_unavailable (deny);
+ *   - cooldowns and probes: nothing is cooling down (routing goes on);
+ *   - a stored Responses conversation: 503 state_unavailable (it exists, it cannot be read now);
+ *   - carried reasoning: none (the request goes as the client sent it);
+ *   - writes (tokens spent, failures, answers to remember): skipped.
+ * The outage is logged once when it begins and once when it ends. While it lasts, one call a second goes to
+ * the backend to find out whether it is back and the others answer at once: a backend that hangs would
+ * otherwise hold every request for the command timeout.
+ */
+import type { OnUnavailable } from '../../config/state.ts';
+import type { Logger } from '../../log.ts';
+import { proxyErrors } from '../errors.ts';
+import type { Store, TranslationStores } from '../translate/stores.ts';
+import type { Admission, SharedState } from './shared.ts';
+
+/** How often a call goes through to a backend that is away. */
+const PROBE_MS = 1_000;
+
+const ADMITTED: Admission = { ok: true };
+
+export class StateGuard {
+  readonly #log: Logger;
+  readonly #onUnavailable: OnUnavailable;
+  readonly #now: () => number;
+  #down = false;
+  #probeAt = 0;
+
+  constructor(log: Logger, onUnavailable: OnUnavailable, now: () => number = Date.now) {
+    this.#log = log;
+    this.#onUnavailable = onUnavailable;
+    this.#now = now;
+  }
+
+  /** What limits and budgets read: on_unavailable decides whether they are skipped or refuse. */
+  limits(state: SharedState): SharedState {
+    return this.#state(state, this.#onUnavailable === 'deny');
+  }
+
+  /** What routing reads: while the backend is away no upstream is cooling down. */
+  routing(state: SharedState): SharedState {
+    return this.#state(state, false);
+  }
+
+  stores(stores: TranslationStores): TranslationStores {
+    return {
+      responses: this.#store(stores.responses, () => {
+        throw proxyErrors.stateUnavailable();
+      }),
+      reasoning: this.#store(stores.reasoning, () => undefined),
+    };
+  }
+
+  #state(inner: SharedState, refuse: boolean): SharedState {
+    const read = <T>(call: () => Promise<T>, open: T): Promise<T> =>
+      this.#run(call, () => {
+        if (refuse) throw proxyErrors.stateUnavailable();
+        return open;
+      });
+    const write = (call: () => Promise<unknown>): Promise<void> =>
+      this.#run(call, () => undefined).then(() => undefined);
+    const { windows, counters, leases } = inner;
+    return {
+      windows: {
+        take: (key, amount, limit, windowMs) => read(() => windows.take(key, amount, limit, windowMs), ADMITTED),
+        add: (key, amount, windowMs) => write(() => windows.add(key, amount, windowMs)),
+        sum: (key, windowMs) => read(() => windows.sum(key, windowMs), 0),
+      },
+      counters: {
+        // Nothing was counted: a failure in a row is not one more.
+        add: (key, amount, expiresAt) =>
+          this.#run(
+            () => counters.add(key, amount, expiresAt),
+            () => 0,
+          ),
+        get: (key) => read(() => counters.get(key), 0),
+        delete: (key) => write(() => counters.delete(key)),
+      },
+      leases: {
+        // The probe after a cooldown goes ahead: with nothing shared, every replica may send its own.
+        claim: (key, ttlMs) => read(() => leases.claim(key, ttlMs), true),
+        hold: (key, until) => write(() => leases.hold(key, until)),
+        until: (key) => read(() => leases.until(key), undefined),
+        release: (key) => write(() => leases.release(key)),
+      },
+      close: () => inner.close(),
+    };
+  }
+
+  #store<V>(inner: Store<V>, whenDown: () => V | undefined): Store<V> {
+    return {
+      get: (key) => this.#run(() => inner.get(key), whenDown),
+      set: (key, value, size) =>
+        this.#run(
+          () => inner.set(key, value, size),
+          () => undefined,
+        ),
+    };
+  }
+
+  /** The backend's answer, or `whenDown()`'s when it fails or is known to be away. */
+  async #run<T>(call: () => Promise<T>, whenDown: () => T): Promise<T> {
+    if (this.#down) {
+      if (this.#now() < this.#probeAt) return whenDown();
+      this.#probeAt = this.#now() + PROBE_MS;
+    }
+    let value: T;
+    try {
+      value = await call();
+    } catch (error) {
+      this.#failed(error as Error);
+      return whenDown();
+    }
+    if (this.#down) {
+      this.#down = false;
+      this.#log.info('shared state reachable again: limits, cooldowns and stored conversations are back');
+    }
+    return value;
+  }
+
+  #failed(error: Error): void {
+    this.#probeAt = this.#now() + PROBE_MS;
+    if (this.#down) return;
+    this.#down = true;
+    this.#log.warn(
+      { err: error.message, on_unavailable: this.#onUnavailable },
+      this.#onUnavailable === 'allow'
+        ? 'shared state unreachable: limits and budgets are skipped until it is back'
+        : 'shared state unreachable: requests of keys with limits or budgets are refused (503) until it is back',
+    );
+  }
+}

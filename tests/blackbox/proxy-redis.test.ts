@@ -1,0 +1,187 @@
+/**
+ * The image with proxy.state.backend redis against a real redis-server (the stand-in container): two proxy
+ * containers on one Redis, started while Redis is stopped, one failing open (on_unavailable allow) and one
+ * failing closed (deny). They serve without Redis, share limits, conversations and usage once it is there,
+ * and ride out Redis stopping for 10 s under load.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HOST_FROM_CONTAINER, startProxyContainer, type ProxyContainer } from '../support/proxy-container.ts';
+import { startRedisContainer, type RedisContainer } from '../support/redis-container.ts';
+import { CHAT_ONLY_MODEL } from '../support/sdk-matrix.ts';
+import { startScriptedUpstream, type ScriptedUpstream } from '../support/scripted-upstream.ts';
+import { API_KEY, translationConfig } from '../support/translating-proxy.ts';
+
+const run = promisify(execFile);
+
+const KEYS = {
+  tight: 'tight-key-0123456789abcdef',
+  later: 'later-key-0123456789abcdef',
+  many: 'many-key-0123456789abcdef',
+};
+
+let upstream: ScriptedUpstream;
+let redis: RedisContainer;
+let allow: ProxyContainer;
+let deny: ProxyContainer;
+
+beforeAll(async () => {
+  upstream = await startScriptedUpstream('0.0.0.0');
+  redis = await startRedisContainer();
+  await redis.down();
+  const base = translationConfig(`http://${HOST_FROM_CONTAINER}:${upstream.port}`, true) as {
+    proxy: Record<string, unknown>;
+  };
+  const config = {
+    proxy: {
+      ...base.proxy,
+      keys: [
+        { name: 'tight', key_env: 'TIGHT_KEY', rpm: 4 },
+        { name: 'later', key_env: 'LATER_KEY', rpm: 2 },
+        { name: 'many', key_env: 'MANY_KEY', rpm: 1_000_000 },
+      ],
+      state: { command_timeout: '300ms' },
+    },
+  };
+  const env = (onUnavailable: string) => ({
+    PROXY_STATE_BACKEND: 'redis',
+    PROXY_REDIS_URL: redis.urlFromContainer,
+    PROXY_STATE_ON_UNAVAILABLE: onUnavailable,
+    TIGHT_KEY: KEYS.tight,
+    LATER_KEY: KEYS.later,
+    MANY_KEY: KEYS.many,
+  });
+  [allow, deny] = await Promise.all([
+    startProxyContainer(config, env('allow')),
+    startProxyContainer(config, env('deny')),
+  ]);
+});
+afterAll(async () => {
+  for (const proxy of [allow, deny] as (ProxyContainer | undefined)[]) await proxy?.stop();
+  await (redis as RedisContainer | undefined)?.stop();
+  await (upstream as ScriptedUpstream | undefined)?.close();
+});
+
+const post = (proxy: ProxyContainer, path: string, body: unknown, key = API_KEY) =>
+  fetch(proxy.base + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify(body),
+  });
+const chat = (proxy: ProxyContainer, key = API_KEY) =>
+  post(proxy, '/v1/chat/completions', { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }, key);
+const respond = (proxy: ProxyContainer, input: string, previous?: string) =>
+  post(proxy, '/v1/responses', {
+    model: CHAT_ONLY_MODEL,
+    input,
+    ...(previous === undefined ? {} : { previous_response_id: previous }),
+  });
+const healthz = (proxy: ProxyContainer) =>
+  fetch(`${proxy.base}/healthz`, { headers: { authorization: `Bearer ${API_KEY}` } });
+const idOf = async (res: Response) => {
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { id: string }).id;
+};
+
+/** Polls `check` until it holds (Redis is reconnected with backoff). */
+async function eventually(check: () => Promise<boolean>, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('never happened');
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+async function expectStateUnavailable(res: Response): Promise<void> {
+  expect(res.status).toBe(503);
+  expect(res.headers.get('retry-after')).toBe('2');
+  expect(await res.json()).toMatchObject({ error: { code: 'state_unavailable', type: expect.any(String) } });
+}
+
+describe('gatehouse proxy (container) with proxy.state.backend redis', () => {
+  it('starts and serves while Redis is stopped, limits follow on_unavailable, and Redis is used once it starts', async () => {
+    for (const proxy of [allow, deny]) {
+      expect((await healthz(proxy)).status).toBe(200);
+      expect((await chat(proxy)).status).toBe(200);
+      // Log lines go out in batches, at most half a second late.
+      await eventually(() => Promise.resolve(proxy.logs().includes('redis unreachable: retrying with backoff')));
+    }
+    // A key with a limit: skipped (allow), refused in its family's shape (deny).
+    expect((await chat(allow, KEYS.tight)).status).toBe(200);
+    await expectStateUnavailable(await chat(deny, KEYS.tight));
+    await expectStateUnavailable(await respond(allow, 'hi', 'resp_stored_somewhere'));
+
+    await redis.up();
+    await eventually(async () => (await respond(allow, 'again', 'resp_nope')).status === 404);
+    await eventually(async () => (await chat(deny, KEYS.later)).status === 200);
+    await eventually(() => Promise.resolve(allow.logs().includes('redis reachable again')));
+  });
+
+  it('shares a key’s rpm, a Responses conversation and usage between two proxies on one Redis', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) statuses.push((await chat(i % 2 === 0 ? allow : deny, KEYS.tight)).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 429, 429, 429, 429]);
+
+    const first = await idOf(await respond(allow, 'My name is Ada.'));
+    const before = upstream.requests.length;
+    await idOf(await respond(deny, 'What is my name?', first));
+    expect(JSON.stringify(upstream.requests[before]?.body)).toContain('My name is Ada.');
+
+    // Usage from both proxies, read on either (and by gatehouse usage in a container).
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const usage = async (proxy: ProxyContainer) => {
+      const res = await fetch(`${proxy.base}/internal/usage?by=key&since=1h`, {
+        headers: { authorization: `Bearer ${API_KEY}` },
+      });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { rows: { group: string; requests: number; errors: number }[] }).rows;
+    };
+    const tight = (await usage(deny)).find((r) => r.group === 'tight');
+    // With the two of the first test, written once Redis was back.
+    expect(tight).toMatchObject({ requests: 10, errors: 5 });
+    expect(await usage(allow)).toEqual(await usage(deny));
+    const { stdout } = await run('docker', ['exec', allow.container.getId(), 'gatehouse', 'usage', '--json']);
+    expect((JSON.parse(stdout) as { rows: unknown[] }).rows).toContainEqual(expect.objectContaining(tight));
+  });
+
+  it('rides out Redis stopping for 10 s under load: no failure, limits follow on_unavailable, 503 for continuations', async () => {
+    const stored = await idOf(await respond(allow, 'Remember this.'));
+    const statuses = new Map<number, number>();
+    let loading = true;
+    const client = async () => {
+      while (loading) {
+        const res = await chat(allow, KEYS.many);
+        await res.arrayBuffer();
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+      }
+    };
+    const load = Promise.all(Array.from({ length: 8 }, client));
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await redis.down();
+    const downAt = Date.now();
+    await expectStateUnavailable(await respond(allow, 'Still there?', stored));
+    await expectStateUnavailable(await respond(deny, 'Still there?', stored));
+    await expectStateUnavailable(await chat(deny, KEYS.many));
+    expect((await chat(deny)).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 10_000 - (Date.now() - downAt)));
+    await redis.up();
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    loading = false;
+    await load;
+    // Every request of the load was answered 200: none failed, none waited on Redis.
+    expect([...statuses.keys()]).toEqual([200]);
+    expect(statuses.get(200)).toBeGreaterThan(100);
+
+    // Back to normal: the conversation stored before the outage continues, limits count again.
+    await eventually(async () => (await respond(allow, 'Still there?', stored)).status === 200);
+    await eventually(async () => (await respond(deny, 'Still there?', stored)).status === 200);
+    const later = [];
+    for (let i = 0; i < 4; i++) later.push((await chat(allow, KEYS.later)).status);
+    expect(later.filter((s) => s === 429).length).toBeGreaterThan(0);
+    for (const proxy of [allow, deny]) {
+      expect((await healthz(proxy)).status).toBe(200);
+      expect(proxy.logs()).not.toMatch(/unhandled|uncaught/i);
+    }
+  });
+});

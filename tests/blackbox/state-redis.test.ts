@@ -1,0 +1,113 @@
+/**
+ * The Redis backend against a real redis-server (the stand-in container): SharedState's contract, as the memory
+ * backend passes it, on the test's clock; and the translation stores' TTLs and size limit.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.ts';
+import { RedisConnection, redisState, redisStore } from '../../src/proxy/state/redis.ts';
+import { startRedisContainer, type RedisContainer } from '../support/redis-container.ts';
+import { sharedStateContract } from '../unit/proxy/state/shared-contract.ts';
+import { sumUsage, usageQuery } from '../../src/proxy/usage/query.ts';
+import { redisUsage } from '../../src/proxy/usage/redis.ts';
+
+let redis: RedisContainer;
+beforeAll(async () => {
+  redis = await startRedisContainer();
+});
+afterAll(() => redis.stop());
+
+async function connect(timeoutMs = 500): Promise<RedisConnection> {
+  const conn = new RedisConnection(redis.url, timeoutMs, createLogger('silent'));
+  await conn.ready(10_000);
+  return conn;
+}
+
+// Each test on its own prefix, as two teams sharing one Redis would be.
+sharedStateContract('redis', async (now) => redisState(await connect(), `test-${randomUUID()}:`, now));
+
+describe('Redis stores', () => {
+  it('keeps JSON values for the TTL, and no entry larger than max_bytes', async () => {
+    const conn = await connect();
+    try {
+      const store = redisStore<{ messages: string[] }>(conn, `s-${randomUUID()}:`, {
+        maxEntries: 10,
+        maxBytes: 1_000,
+        ttlMs: 300,
+      });
+      await store.set('a', { messages: ['héllo'] }, 10);
+      await store.set('big', { messages: ['x'] }, 1_001);
+      expect(await store.get('a')).toEqual({ messages: ['héllo'] });
+      expect(await store.get('big')).toBeUndefined();
+      expect(await store.get('missing')).toBeUndefined();
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect(await store.get('a')).toBeUndefined();
+    } finally {
+      await conn.close();
+    }
+  });
+
+  it('fails a call fast while Redis is away, and works again once it is back', async () => {
+    const conn = await connect(300);
+    try {
+      const state = redisState(conn, `away-${randomUUID()}:`);
+      expect(await state.windows.take('k', 1, 5, 60_000)).toEqual({ ok: true });
+      await redis.down();
+      const started = Date.now();
+      await expect(state.windows.take('k', 1, 5, 60_000)).rejects.toThrow();
+      expect(Date.now() - started).toBeLessThan(1_000);
+      await redis.up();
+      await conn.ready(10_000);
+      // The window survived in the AOF: the earlier take is still counted.
+      expect(await state.windows.sum('k', 60_000)).toBe(1);
+    } finally {
+      await conn.close();
+    }
+  });
+
+  it('answers a call to a Redis that hangs with a timeout', async () => {
+    const conn = await connect(300);
+    try {
+      const state = redisState(conn, `hang-${randomUUID()}:`);
+      await redis.pause();
+      try {
+        await expect(state.leases.until('x')).rejects.toThrow(/did not answer within 300 ms/);
+      } finally {
+        await redis.unpause();
+      }
+      expect(await state.leases.until('x')).toBeUndefined();
+    } finally {
+      await conn.close();
+    }
+  });
+});
+
+describe('Redis usage', () => {
+  const sum = (key: string, hour: string, status = 200) => ({
+    ...{ hour, key, model: 'gpt-4o', upstream: 'oa', status },
+    ...{ requests: 2, input: 30, output: 7, cached: 1, estimated: 1, ms: 250.5 },
+  });
+
+  it('adds a batch once however often it is written, and reads it back as SQLite would', async () => {
+    const conn = await connect();
+    try {
+      const usage = redisUsage(conn, `u-${randomUUID()}:`, 'test');
+      const hour = new Date().toISOString().slice(0, 13);
+      const batch = {
+        id: randomUUID(),
+        sums: [sum('alice', hour), sum('bob', hour, 429), sum('alice', '2020-01-01T00')],
+      };
+      await usage.write(batch);
+      // Written again as after a lost answer: the marker says it is in.
+      await usage.write(batch);
+      await usage.write({ id: randomUUID(), sums: [sum('alice', hour)] });
+      const q = usageQuery({ by: 'key', since: '1h' }, Date.now());
+      const rows = await usage.query(q);
+      expect(rows).toEqual(sumUsage([sum('alice', hour), sum('alice', hour), sum('bob', hour, 429)], q));
+      expect(rows[0]).toMatchObject({ group: 'alice', requests: 4, input_tokens: 60, avg_ms: 125.3 });
+      expect(rows[1]).toMatchObject({ group: 'bob', requests: 2, errors: 2 });
+    } finally {
+      await conn.close();
+    }
+  });
+});
