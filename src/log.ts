@@ -1,3 +1,4 @@
+import { writeSync } from 'node:fs';
 import pino, { type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
@@ -13,12 +14,15 @@ type SonicBoom = ReturnType<typeof pino.destination>;
  */
 export class LineBatcher implements DestinationStream {
   readonly #sink: SonicBoom;
+  /** The sink's file descriptor, which flushSync writes to itself. */
+  readonly #fd: number;
   readonly #maxChars: number;
   #lines: string[] = [];
   #chars = 0;
 
-  constructor(sink: SonicBoom, maxChars: number) {
+  constructor(sink: SonicBoom, fd: number, maxChars: number) {
     this.#sink = sink;
+    this.#fd = fd;
     this.#maxChars = maxChars;
     // sonic-boom writes out its own buffer at exit; lines still held here go first.
     process.once('exit', () => this.flushSync());
@@ -36,17 +40,41 @@ export class LineBatcher implements DestinationStream {
     this.#sink.flush(cb);
   }
 
+  /**
+   * Everything held is in the file when it returns (at exit). The held lines are written here rather than
+   * handed to sonic-boom: that would start an asynchronous write, which its flushSync does not wait for.
+   */
   flushSync(): void {
-    this.#release();
     this.#sink.flushSync();
+    const batch = this.#take();
+    if (batch !== '') writeAllSync(this.#fd, batch);
   }
 
   #release(): void {
-    if (this.#lines.length === 0) return;
+    const batch = this.#take();
+    if (batch !== '') this.#sink.write(batch);
+  }
+
+  #take(): string {
     const batch = this.#lines.join('');
     this.#lines = [];
     this.#chars = 0;
-    this.#sink.write(batch);
+    return batch;
+  }
+}
+
+const EAGAIN_WAIT_MS = 10;
+
+/** writeSync until all of `text` is out, waiting out EAGAIN on a full non-blocking pipe as sonic-boom does. */
+function writeAllSync(fd: number, text: string): void {
+  let rest = Buffer.from(text);
+  while (rest.length > 0) {
+    try {
+      rest = rest.subarray(writeSync(fd, rest));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, EAGAIN_WAIT_MS);
+    }
   }
 }
 
@@ -54,7 +82,7 @@ export class LineBatcher implements DestinationStream {
 export function batchedDestination(fd: number, maxChars: number): LineBatcher {
   // minLength 1: each batch goes out as it comes, and flush(cb) waits for the
   // write to finish (with 0, sonic-boom calls back at once).
-  return new LineBatcher(pino.destination({ fd, sync: false, minLength: 1 }), maxChars);
+  return new LineBatcher(pino.destination({ fd, sync: false, minLength: 1 }), fd, maxChars);
 }
 
 export interface LoggerOptions {

@@ -3,6 +3,7 @@
  * writing to a file descriptor, and a real process that exits right after logging.
  */
 import { execFile } from 'node:child_process';
+import { pbkdf2 } from 'node:crypto';
 import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -44,12 +45,15 @@ describe('LineBatcher', () => {
     expect(written()).toBe('12345\n67890\nheld\n');
   });
 
-  it('flushSync has written everything when it returns', () => {
+  it('flushSync has written everything when it returns, even while the thread pool is busy', async () => {
     const { batcher, written } = batcherToFile(1000);
+    // An asynchronous write would queue behind these on libuv's thread pool (4 threads) and land late.
+    const busy = Array.from({ length: 4 }, () => promisify(pbkdf2)('x', 'salt', 400_000, 32, 'sha256'));
     batcher.write('a\n');
     batcher.write('b\n');
     batcher.flushSync();
     expect(written()).toBe('a\nb\n');
+    await Promise.all(busy);
   });
 
   it('pino lines through it stay whole JSON lines', async () => {
