@@ -242,6 +242,7 @@ describe('docker compose: the proxy scaled out behind a load balancer', () => {
   it('a Responses conversation of ten turns continues, each turn on the next replica', async () => {
     const history: { role: string; content: string }[] = [];
     let previous: string | undefined;
+    const ids = new Set<string>();
     for (let turn = 0; turn < 10; turn++) {
       const input = `Turn ${turn}: remember ${turn * 7}.`;
       const answer = await openai(via(turn)).responses.create({
@@ -250,15 +251,16 @@ describe('docker compose: the proxy scaled out behind a load balancer', () => {
         ...(previous ? { previous_response_id: previous } : {}),
       });
       history.push({ role: 'user', content: input });
-      // (The scripted upstream gives every answer the same id, so each turn's answer is stored over the last
-      // one under that id: what counts is that the next replica reads it.)
+      // Every answer has an id of the proxy's own (the scripted upstream repeats its ids): ten distinct ids.
       // The upstream (chat completions only) got the whole conversation, read from the store in Redis.
       expect(scripted.requests.at(-1)?.body.messages).toEqual(history);
       history.push({ role: 'assistant', content: answer.output_text });
       expect(answer.previous_response_id ?? undefined).toBe(previous);
       previous = answer.id;
+      ids.add(answer.id);
     }
     expect(history).toHaveLength(20);
+    expect(ids.size).toBe(10);
   });
 
   it('signed reasoning carried for a chat client survives a hop to another replica', async () => {

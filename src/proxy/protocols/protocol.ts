@@ -7,7 +7,7 @@
 import type { ParsedUrlQuery } from 'node:querystring';
 import type { UpstreamConfig } from '../../config/proxy.ts';
 import type { HttpError } from '../../http/errors.ts';
-import type { ClientAdapter, JsonObject, ModelResponse, RequestContext, UpstreamAdapter } from '../translate/model.ts';
+import type { ClientAdapter, JsonObject, RequestContext, UpstreamAdapter } from '../translate/model.ts';
 
 /** Where a request to an upstream goes, below its base_url. */
 export interface UpstreamTarget {
@@ -33,8 +33,12 @@ export interface Operation {
     estimate(body: JsonObject, model: string): number;
     answer(tokens: number): unknown;
   };
-  /** The answer is kept for the client to continue by this id (the Responses API's previous_response_id). */
-  readonly continuable?: { id(res: Pick<ModelResponse, 'id'>): string };
+  /**
+   * The answer is kept for the client to continue by its id (the Responses API's previous_response_id). The
+   * proxy names it with `newId()`, never after the upstream's id: that id is a key in a store every client of
+   * the proxy (and every replica) shares, so it must be unique and unguessable whatever the upstream sends.
+   */
+  readonly continuable?: { newId(): string };
   /** What the decoder needs from the query string (Gemini's `alt=sse`). */
   context?(query: ParsedUrlQuery): Partial<RequestContext>;
 }

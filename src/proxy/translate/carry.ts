@@ -6,12 +6,16 @@
  * tool call id and puts it back when the client echoes the call.
  */
 import type { Conversation, ModelResponse, ReasoningPart } from './model.ts';
-import type { CarriedReasoning, Store } from './stores.ts';
+import { ownedBy, type CarriedReasoning, type Store } from './stores.ts';
 
 const signed = (p: ReasoningPart): boolean => p.signature !== undefined || p.encrypted !== undefined;
 
-/** Remembers a response's signed reasoning under each of its tool calls. */
-export async function rememberReasoning(store: Store<CarriedReasoning>, res: ModelResponse): Promise<void> {
+/** Remembers a response's signed reasoning under each of its tool calls, for the key that asked. */
+export async function rememberReasoning(
+  store: Store<CarriedReasoning>,
+  owner: string,
+  res: ModelResponse,
+): Promise<void> {
   const reasoning = res.parts.filter((p): p is ReasoningPart => p.type === 'reasoning' && signed(p));
   const writes: Promise<void>[] = [];
   for (const p of res.parts) {
@@ -22,19 +26,23 @@ export async function rememberReasoning(store: Store<CarriedReasoning>, res: Mod
     );
     const value: CarriedReasoning = { reasoning };
     if (p.signature !== undefined) value.signature = p.signature;
-    writes.push(store.set(p.id, value, size + 64));
+    writes.push(store.set(ownedBy(owner, p.id), value, size + 64));
   }
   await Promise.all(writes);
 }
 
-/** Puts remembered reasoning back into assistant turns that lost it. */
-export async function restoreReasoning(store: Store<CarriedReasoning>, conv: Conversation): Promise<void> {
+/** Puts the same key's remembered reasoning back into assistant turns that lost it. */
+export async function restoreReasoning(
+  store: Store<CarriedReasoning>,
+  owner: string,
+  conv: Conversation,
+): Promise<void> {
   for (const m of conv.messages) {
     if (m.role !== 'assistant') continue;
     let restored = m.parts.some((p) => p.type === 'reasoning' && signed(p));
     for (const p of m.parts) {
       if (p.type !== 'tool_call') continue;
-      const carried = await store.get(p.id);
+      const carried = await store.get(ownedBy(owner, p.id));
       if (!carried) continue;
       if (p.signature === undefined && carried.signature !== undefined) p.signature = carried.signature;
       if (!restored && carried.reasoning.length > 0) {

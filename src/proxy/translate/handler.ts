@@ -18,7 +18,7 @@ import {
   type UpstreamAdapter,
   type Usage,
 } from './model.ts';
-import type { TranslationStores } from './stores.ts';
+import { ownedBy, type TranslationStores } from './stores.ts';
 import { upstreamError } from './upstream-error.ts';
 import { parseJsonData } from './wire.ts';
 
@@ -98,8 +98,9 @@ export class Translator {
     const target = route.upstream.protocol;
     const upstream = target.adapter;
     const conv = decode(client, ctx, route);
-    await this.#continueConversation(conv);
-    await restoreReasoning(this.#stores.reasoning, conv);
+    const owner = ctx.state.key?.name ?? '';
+    await this.#continueConversation(owner, conv);
+    await restoreReasoning(this.#stores.reasoning, owner, conv);
     const payload = translating(400, () => upstream.encodeRequest({ ...conv, model: route.upstreamModel }));
     const { body, length } = jsonBody(payload, route.rawBytes);
     const { path, query } = target.upstream.generate(route.upstreamModel, conv.stream);
@@ -123,28 +124,30 @@ export class Translator {
     }
     if (!conv.stream) {
       const text = await readAll(route, response);
-      const res = translating(502, () => upstream.decodeResponse(parseUpstreamJson(text)));
+      const decoded = translating(502, () => upstream.decodeResponse(parseUpstreamJson(text)));
+      const continuable = route.operation.continuable;
+      const res = continuable ? { ...decoded, id: continuable.newId() } : decoded;
       ctx.state.usage = tokenUsage(res.usage, route.rawBytes, text.length);
-      await this.#keep(route, conv, res, true);
+      await this.#keep(owner, route, conv, res, true);
       ctx.status = 200;
       ctx.body = client.encodeResponse(res, conv);
       return;
     }
-    this.#stream(ctx, route, conv, client, upstream, response);
+    this.#stream(ctx, owner, route, conv, client, upstream, response);
   }
 
-  /** Responses API: a previous response's conversation goes in front of this request's input. */
-  async #continueConversation(conv: Conversation): Promise<void> {
+  /** Responses API: a previous response's conversation (the same key's) goes in front of this request's input. */
+  async #continueConversation(owner: string, conv: Conversation): Promise<void> {
     if (conv.previousResponseId === undefined) return;
-    const previous = await this.#stores.responses.get(conv.previousResponseId);
+    const previous = await this.#stores.responses.get(ownedBy(owner, conv.previousResponseId));
     if (!previous) throw proxyErrors.previousResponseNotFound(conv.previousResponseId);
     conv.messages = [...previous.messages, ...conv.messages];
     conv.system ??= previous.system;
   }
 
   /** What a finished answer leaves behind: its carried reasoning, and (when the client may continue it) itself. */
-  #keep(route: Route, conv: Conversation, res: ModelResponse, withText: boolean): Promise<unknown> {
-    const writes = [rememberReasoning(this.#stores.reasoning, res)];
+  #keep(owner: string, route: Route, conv: Conversation, res: ModelResponse, withText: boolean): Promise<unknown> {
+    const writes = [rememberReasoning(this.#stores.reasoning, owner, res)];
     const continuable = route.operation.continuable;
     if (continuable && withText && conv.store !== false) {
       const messages = [...conv.messages, { role: 'assistant' as const, parts: [...res.parts] }];
@@ -154,7 +157,7 @@ export class Translator {
       );
       writes.push(
         this.#stores.responses.set(
-          continuable.id(res),
+          ownedBy(owner, res.id),
           { system: conv.system, messages },
           route.rawBytes + outputBytes,
         ),
@@ -171,6 +174,7 @@ export class Translator {
    */
   #stream(
     ctx: ProxyContext,
+    owner: string,
     route: Route,
     conv: Conversation,
     client: ClientAdapter,
@@ -182,6 +186,7 @@ export class Translator {
     // The answer as a whole, for previous_response_id and for reasoning a client cannot carry; text only when stored.
     const collector = new Collector();
     const keepText = route.operation.continuable !== undefined && conv.store !== false;
+    const answerId = route.operation.continuable?.newId();
     const { res } = ctx;
     const body = response.body;
     let finished = false;
@@ -189,7 +194,8 @@ export class Translator {
 
     const encode = (events: StreamEvent[]): string => {
       let out = '';
-      for (const e of events) {
+      for (const event of events) {
+        const e = answerId !== undefined && event.type === 'start' ? { ...event, id: answerId } : event;
         if (keepText || e.type !== 'text') collector.add(e);
         out += encoder.encode(e);
       }
@@ -209,8 +215,8 @@ export class Translator {
       ctx.state.usage = tokenUsage(collector.usage, route.rawBytes, streamed);
       if (!collector.error && collector.stop !== undefined) {
         // Issued before the stream ends; a failing store costs the memory, not the answer.
-        this.#keep(route, conv, { ...collector.response(), id: collector.id }, keepText).catch((error: unknown) =>
-          this.#log.warn({ err: (error as Error).message }, 'translation store write failed'),
+        this.#keep(owner, route, conv, { ...collector.response(), id: collector.id }, keepText).catch(
+          (error: unknown) => this.#log.warn({ err: (error as Error).message }, 'translation store write failed'),
         );
       }
       res.end(encoder.end());

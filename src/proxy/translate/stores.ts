@@ -96,6 +96,12 @@ export function memoryStore<V>(limits: StoreLimits, now?: () => number): Store<V
   };
 }
 
+/**
+ * A stored item's key: its id within the calling key's own space (empty with auth off), so one person can
+ * neither continue nor be fed another's conversation or reasoning, whatever ids the upstreams repeat.
+ */
+export const ownedBy = (owner: string, id: string): string => `${owner}/${id}`;
+
 /** Every store translation uses, built per app (two apps in a process share none). */
 export interface TranslationStores {
   responses: Store<StoredConversation>;

@@ -3,6 +3,7 @@
  * configuration: two apps in one process share none of it, the configured
  * limits apply, and another Store implementation takes the memory's place.
  */
+import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   memoryStore,
@@ -28,13 +29,19 @@ async function start(options: Parameters<typeof startTranslatingProxy>[0] = {}):
  * stored. The scripted upstream answers a request offering a tool with a
  * tool call (another response id than its text answer).
  */
-async function respond(proxy: TranslatingProxy, input: string, previous?: string, withTool = false): Promise<Response> {
+async function respond(
+  proxy: TranslatingProxy,
+  input: string,
+  previous?: string,
+  withTool = false,
+  key = API_KEY,
+): Promise<Response> {
   const tools = [
     { type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
   ];
   return fetch(`${proxy.url}/v1/responses`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
     body: JSON.stringify({
       model: 'claude-x',
       input,
@@ -81,8 +88,27 @@ describe('translation state per app', () => {
     };
     const proxy = await start({ stores });
     const id = await idOf(await respond(proxy, 'My name is Ada.'));
-    expect(JSON.stringify(kept.get(id)?.messages)).toContain('My name is Ada.');
+    expect(kept.size).toBe(1);
+    expect(JSON.stringify([...kept.values()][0]?.messages)).toContain('My name is Ada.');
     kept.clear();
     expect((await respond(proxy, 'What is my name?', id)).status).toBe(404);
+  });
+
+  it('names every stored answer itself: two answers the upstream gave one id get two', async () => {
+    const proxy = await start();
+    const first = await idOf(await respond(proxy, 'My name is Ada.'));
+    const second = await idOf(await respond(proxy, 'My name is Grace.'));
+    expect(first).toMatch(/^resp_/);
+    expect(second).not.toBe(first);
+    expect((await respond(proxy, 'What is my name?', first)).status).toBe(200);
+  });
+
+  it("keeps a key's conversations to that key", async () => {
+    const bob = 'bob-proxy-key-0123456789';
+    const sha256 = createHash('sha256').update(bob).digest('hex');
+    const proxy = await start({ proxy: { keys: [{ name: 'bob', key_sha256: sha256 }] } });
+    const id = await idOf(await respond(proxy, 'My name is Ada.'));
+    expect((await respond(proxy, 'What is my name?', id, false, bob)).status).toBe(404);
+    expect((await respond(proxy, 'What is my name?', id)).status).toBe(200);
   });
 });

@@ -7,7 +7,8 @@ import type { CatalogEntry, Operation, ProtocolSpec } from '../protocol.ts';
 import { CREATED, listedModels, STAINLESS_HEADERS, lastNumber } from '../shared.ts';
 import { openaiChat } from './chat.ts';
 import { errors } from './errors.ts';
-import { openaiResponses, responseId } from './responses.ts';
+import { openaiResponses } from './responses.ts';
+import { newId } from '../../translate/wire.ts';
 
 /** An operation passed through to the same path below base_url (which already ends in /v1). */
 function plain(name: string, path: string, extra: Partial<Operation> = {}): Operation {
@@ -20,7 +21,7 @@ export const operations = {
   // An upstream with `responses_api: false` gets Responses requests translated to chat completions.
   responses: plain('responses', '/responses', {
     client: openaiResponses,
-    continuable: { id: responseId },
+    continuable: { newId: () => newId('resp_') },
     servedBy: (upstream: UpstreamConfig) => upstream.responsesApi,
   }),
   imageGenerations: plain('images.generations', '/images/generations'),

@@ -234,7 +234,7 @@ function outputItems(res: ModelResponse, responseId: string): JsonObject[] {
 }
 
 /** The response id a translated response is known by (stored under it for previous_response_id). */
-export function responseId(res: Pick<ModelResponse, 'id'>): string {
+function responseId(res: Pick<ModelResponse, 'id'>): string {
   return res.id.startsWith('resp_') ? res.id : `resp_${res.id.replace(/[^A-Za-z0-9_-]/g, '')}`;
 }
 
