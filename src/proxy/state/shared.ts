@@ -55,6 +55,8 @@ export interface SharedState {
   windows: RateWindows;
   counters: Counters;
   leases: Leases;
+  /** This process's memory: its calls never fail, so nothing needs to stand in for it (StateGuard). */
+  readonly inProcess?: true;
   /** Ends the backend's connections (nothing to do in memory). */
   close(): Promise<void>;
 }
@@ -158,6 +160,7 @@ export function memoryState(now: () => number = Date.now): SharedState {
         return Promise.resolve();
       },
     },
+    inProcess: true,
     close: () => Promise.resolve(),
   };
 }
