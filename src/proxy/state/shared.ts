@@ -61,6 +61,9 @@ export interface SharedState {
   close(): Promise<void>;
 }
 
+/** One answer for every take that fits: nothing to allocate. */
+const TAKEN: Admission = { ok: true };
+
 interface Window {
   /** [step start, amount] pairs, oldest first. */
   steps: [number, number][];
@@ -83,7 +86,8 @@ export function memoryState(now: () => number = Date.now): SharedState {
     return window;
   };
   const record = (window: Window, amount: number): void => {
-    const step = now() - (now() % WINDOW_STEP_MS);
+    const at = now();
+    const step = at - (at % WINDOW_STEP_MS);
     const last = window.steps.at(-1);
     if (last?.[0] === step) last[1] += amount;
     else window.steps.push([step, amount]);
@@ -112,7 +116,7 @@ export function memoryState(now: () => number = Date.now): SharedState {
         const window = windowOf(key, windowMs);
         if (window.total + amount <= limit) {
           record(window, amount);
-          return Promise.resolve({ ok: true });
+          return Promise.resolve(TAKEN);
         }
         if (amount > limit) return Promise.resolve({ ok: false, retryAfterMs: windowMs });
         // Walk from the oldest step until enough would have left the window.
@@ -134,9 +138,13 @@ export function memoryState(now: () => number = Date.now): SharedState {
     counters: {
       add: (key, amount, expiresAt) => {
         const entry = counter(key);
-        const value = (entry?.value ?? 0) + amount;
-        counters.set(key, { value, expiresAt });
-        return Promise.resolve(value);
+        if (!entry) {
+          counters.set(key, { value: amount, expiresAt });
+          return Promise.resolve(amount);
+        }
+        entry.value += amount;
+        entry.expiresAt = expiresAt;
+        return Promise.resolve(entry.value);
       },
       get: (key) => Promise.resolve(counter(key)?.value ?? 0),
       delete: (key) => {
