@@ -71,16 +71,14 @@ export class Fallback {
     let soonest = Infinity;
     for (const candidate of list) {
       const name = candidate.upstream.config.name;
-      const cooling = await leases.until(`cool:${name}`);
+      // Both reads at once: with a shared backend each is a round trip.
+      const [cooling, failures] = await Promise.all([leases.until(`cool:${name}`), counters.get(`fail:${name}`)]);
       if (cooling !== undefined) {
         soonest = Math.min(soonest, cooling - this.#now());
         continue;
       }
       // Its cooldown is over but it has not answered since: one request probes it.
-      if (
-        (await counters.get(`fail:${name}`)) >= failuresToCool &&
-        !(await leases.claim(`probe:${name}`, cooldownMs))
-      ) {
+      if (failures >= failuresToCool && !(await leases.claim(`probe:${name}`, cooldownMs))) {
         soonest = Math.min(soonest, cooldownMs);
         continue;
       }

@@ -124,14 +124,19 @@ export class Admission {
 
   async #limits(key: ClientKey): Promise<void> {
     const { windows, counters } = this.#state;
-    if (key.budget) {
-      const period = this.#period(key.budget.period);
-      const spent = await counters.get(`budget:${key.name}:${period.id}`);
-      if (spent >= key.budget.tokens) throw keyErrors.limited('token budget', period.endsAt - this.#now());
+    const { budget, tpm } = key;
+    const period = budget && this.#period(budget.period);
+    // Both reads at once: with a shared backend each is a round trip.
+    const [spent, used] = await Promise.all([
+      period && counters.get(`budget:${key.name}:${period.id}`),
+      tpm !== undefined ? windows.sum(key.tpmKey, MINUTE) : undefined,
+    ]);
+    if (budget && period && spent !== undefined && spent >= budget.tokens) {
+      throw keyErrors.limited('token budget', period.endsAt - this.#now());
     }
-    if (key.tpm !== undefined && (await windows.sum(key.tpmKey, MINUTE)) >= key.tpm) {
+    if (tpm !== undefined && used !== undefined && used >= tpm) {
       // Taking nothing only works out when there will be room again.
-      const room = await windows.take(key.tpmKey, 0, key.tpm - 1, MINUTE);
+      const room = await windows.take(key.tpmKey, 0, tpm - 1, MINUTE);
       if (!room.ok) throw keyErrors.limited('tokens per minute', room.retryAfterMs);
     }
     if (key.rpm !== undefined) {

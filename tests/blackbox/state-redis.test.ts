@@ -8,6 +8,8 @@ import { createLogger } from '../../src/log.ts';
 import { RedisConnection, redisState, redisStore } from '../../src/proxy/state/redis.ts';
 import { startRedisContainer, type RedisContainer } from '../support/redis-container.ts';
 import { sharedStateContract } from '../unit/proxy/state/shared-contract.ts';
+import { sumUsage, usageQuery } from '../../src/proxy/usage/query.ts';
+import { redisUsage } from '../../src/proxy/usage/redis.ts';
 
 let redis: RedisContainer;
 beforeAll(async () => {
@@ -74,6 +76,36 @@ describe('Redis stores', () => {
         await redis.unpause();
       }
       expect(await state.leases.until('x')).toBeUndefined();
+    } finally {
+      await conn.close();
+    }
+  });
+});
+
+describe('Redis usage', () => {
+  const sum = (key: string, hour: string, status = 200) => ({
+    ...{ hour, key, model: 'gpt-4o', upstream: 'oa', status },
+    ...{ requests: 2, input: 30, output: 7, cached: 1, estimated: 1, ms: 250.5 },
+  });
+
+  it('adds a batch once however often it is written, and reads it back as SQLite would', async () => {
+    const conn = await connect();
+    try {
+      const usage = redisUsage(conn, `u-${randomUUID()}:`, 'test');
+      const hour = new Date().toISOString().slice(0, 13);
+      const batch = {
+        id: randomUUID(),
+        sums: [sum('alice', hour), sum('bob', hour, 429), sum('alice', '2020-01-01T00')],
+      };
+      await usage.write(batch);
+      // Written again as after a lost answer: the marker says it is in.
+      await usage.write(batch);
+      await usage.write({ id: randomUUID(), sums: [sum('alice', hour)] });
+      const q = usageQuery({ by: 'key', since: '1h' }, Date.now());
+      const rows = await usage.query(q);
+      expect(rows).toEqual(sumUsage([sum('alice', hour), sum('alice', hour), sum('bob', hour, 429)], q));
+      expect(rows[0]).toMatchObject({ group: 'alice', requests: 4, input_tokens: 60, avg_ms: 125.3 });
+      expect(rows[1]).toMatchObject({ group: 'bob', requests: 2, errors: 2 });
     } finally {
       await conn.close();
     }
