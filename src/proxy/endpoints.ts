@@ -27,10 +27,11 @@ export interface EndpointDeps {
   fallback: Fallback;
 }
 
-/** The key's allowlist and limits, once the model is known (nothing to check with auth off). */
+/** The key's allowlist and limits once the model is known: nothing to check with auth off, to await with no limits. */
 async function admit(ctx: ProxyContext, deps: EndpointDeps, model: string): Promise<void> {
   const { key } = ctx.state;
-  if (key) await deps.admission.admit(key, model);
+  const limits = key && deps.admission.admit(key, model);
+  if (limits) await limits;
 }
 
 function requireModel(value: unknown): string {
@@ -77,13 +78,13 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
   ctx.state.model = model;
   ctx.state.stream = stream;
   await admit(ctx, deps, model);
-  const first = deps.router.resolve(model);
+  const group = deps.router.candidates(model);
+  const first = group[0];
   if (operation.count && !(first && passesThrough(request.family, operation, first.upstream.config))) {
     countLocally(ctx, operation.count, request.body, model);
     return;
   }
   if (!first) throw proxyErrors.modelNotFound(model);
-  const group = deps.router.candidates(model);
   // A sole upstream is always tried: with nowhere else to go, cooling it down would only refuse sooner.
   const fallback = group.length > 1 ? deps.fallback : undefined;
   const tries = fallback ? (await fallback.order(model, group)).slice(0, fallback.retries + 1) : group;
@@ -112,16 +113,17 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
       });
       const status = answer?.status ?? 200;
       if (entry.outcome === 'pending') settle(status);
+      // Without fallback nothing is awaited: each await is a turn of the event loop's microtasks.
       if (!RETRY_STATUSES.has(status)) {
-        await fallback?.succeeded(name);
+        if (fallback) await fallback.succeeded(name);
         return;
       }
-      await fallback?.failed(name, retryAfterMs(answer?.retryAfter, Date.now()));
+      if (fallback) await fallback.failed(name, retryAfterMs(answer?.retryAfter, Date.now()));
       if (!answer?.heldBack) return;
     } catch (error) {
       settle(error instanceof HttpError ? error.status : 'error');
       if (!retryable(error)) throw error;
-      await fallback?.failed(name, retryAfterMs(error.headers['retry-after'], Date.now()));
+      if (fallback) await fallback.failed(name, retryAfterMs(error.headers['retry-after'], Date.now()));
       if (last || ctx.res.headersSent || signal.left) throw error;
     } finally {
       done?.();

@@ -29,14 +29,24 @@ export const keyErrors = {
 
 const retryAfter = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
 
-/** A configured key as a request carries it: its config, and its allowlist compiled. */
+/** A configured key as a request carries it: its config, its allowlist compiled, its state keys made once. */
 export interface ClientKey extends ClientKeyConfig {
   allows: (model: string) => boolean;
+  /** It has an rpm, a tpm or a budget: something in SharedState to check. */
+  limited: boolean;
+  rpmKey: string;
+  tpmKey: string;
 }
 
 function clientKey(config: ClientKeyConfig): ClientKey {
   const patterns = config.models?.map(globToRegExp);
-  return { ...config, allows: patterns ? (model) => patterns.some((p) => p.test(model)) : () => true };
+  return {
+    ...config,
+    allows: patterns ? (model) => patterns.some((p) => p.test(model)) : () => true,
+    limited: config.rpm !== undefined || config.tpm !== undefined || config.budget !== undefined,
+    rpmKey: `rpm:${config.name}`,
+    tpmKey: `tpm:${config.name}`,
+  };
 }
 
 const sha256 = (value: string): string => hash('sha256', value, 'hex');
@@ -106,26 +116,31 @@ export class Admission {
     this.#now = now;
   }
 
-  async admit(key: ClientKey, model: string): Promise<void> {
+  /** Throws at once for a model the key may not use; undefined when it has no limits (nothing to wait for). */
+  admit(key: ClientKey, model: string): Promise<void> | undefined {
     if (!key.allows(model)) throw keyErrors.modelNotAllowed(model);
+    return key.limited ? this.#limits(key) : undefined;
+  }
+
+  async #limits(key: ClientKey): Promise<void> {
     const { windows, counters } = this.#state;
     const { budget, tpm } = key;
     const period = budget && this.#period(budget.period);
     // Both reads at once: with a shared backend each is a round trip.
     const [spent, used] = await Promise.all([
       period && counters.get(`budget:${key.name}:${period.id}`),
-      tpm !== undefined ? windows.sum(`tpm:${key.name}`, MINUTE) : undefined,
+      tpm !== undefined ? windows.sum(key.tpmKey, MINUTE) : undefined,
     ]);
     if (budget && period && spent !== undefined && spent >= budget.tokens) {
       throw keyErrors.limited('token budget', period.endsAt - this.#now());
     }
     if (tpm !== undefined && used !== undefined && used >= tpm) {
       // Taking nothing only works out when there will be room again.
-      const room = await windows.take(`tpm:${key.name}`, 0, tpm - 1, MINUTE);
+      const room = await windows.take(key.tpmKey, 0, tpm - 1, MINUTE);
       if (!room.ok) throw keyErrors.limited('tokens per minute', room.retryAfterMs);
     }
     if (key.rpm !== undefined) {
-      const taken = await windows.take(`rpm:${key.name}`, 1, key.rpm, MINUTE);
+      const taken = await windows.take(key.rpmKey, 1, key.rpm, MINUTE);
       if (!taken.ok) throw keyErrors.limited('requests per minute', taken.retryAfterMs);
     }
   }
@@ -141,15 +156,13 @@ export class Admission {
   }
 
   /** Counts a finished request's tokens against the key's tpm and budget. */
-  async spend(key: ClientKey, tokens: number): Promise<void> {
+  spend(key: ClientKey, tokens: number): Promise<unknown> {
     const { windows, counters } = this.#state;
-    const writes: Promise<unknown>[] = [];
-    if (key.tpm !== undefined) writes.push(windows.add(`tpm:${key.name}`, tokens, MINUTE));
-    if (key.budget) {
-      const period = this.#period(key.budget.period);
-      writes.push(counters.add(`budget:${key.name}:${period.id}`, tokens, period.endsAt));
-    }
-    await Promise.all(writes);
+    const tpm = key.tpm === undefined ? undefined : windows.add(key.tpmKey, tokens, MINUTE);
+    if (!key.budget) return tpm ?? Promise.resolve();
+    const period = this.#period(key.budget.period);
+    const budget = counters.add(`budget:${key.name}:${period.id}`, tokens, period.endsAt);
+    return tpm ? Promise.all([tpm, budget]) : budget;
   }
 }
 
@@ -162,7 +175,8 @@ export function spendTokens(admission: Admission, log: Logger): ProxyMiddleware 
   return (ctx, next) => {
     const { key } = ctx.state;
     if (countsTokens(key)) {
-      ctx.res.once('close', () => {
+      // 'close' comes once: on(), not once(), which wraps the listener for every request.
+      ctx.res.on('close', () => {
         const { usage } = ctx.state;
         // The request has been answered: a failure here (the state backend gone) is only logged.
         if (usage) {

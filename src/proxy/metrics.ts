@@ -8,7 +8,7 @@
  * prom-client child hashes its labels on every inc(), and the six counts of
  * a request cost more than the rest of its accounting.
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import type { RequestRecord } from './request-log.ts';
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -45,14 +45,85 @@ class TalliedCounter<L extends string> {
   }
 }
 
-type Timer = ReturnType<Histogram['labels']>;
+/** A line of a scrape. */
+interface Sample {
+  labels: Record<string, string | number>;
+  value: number;
+  metricName: string;
+}
+
+/** One series of a histogram: its counts by bucket (the last: above every bound), their sum and count. */
+interface Bins {
+  labels: Record<string, string>;
+  counts: number[];
+  sum: number;
+  count: number;
+}
+
+/**
+ * A histogram in plain numbers, shown when scraped, as prom-client's own
+ * would be: its observe() hashes and checks the labels on every call, and a
+ * request observes two. Registered as any metric is, by its name and get().
+ */
+class TalliedHistogram {
+  readonly name: string;
+  readonly help: string;
+  readonly #bounds: readonly number[];
+  readonly #series = new Map<string, Bins>();
+
+  constructor(registry: Registry, name: string, help: string, bounds: readonly number[]) {
+    this.name = name;
+    this.help = help;
+    this.#bounds = bounds;
+    registry.registerMetric(this as unknown as Metric);
+  }
+
+  /** The series of these label values (`id`: the values joined). */
+  series(id: string, labels: () => Record<string, string>): Bins {
+    let bins = this.#series.get(id);
+    if (!bins)
+      this.#series.set(
+        id,
+        (bins = { labels: labels(), counts: this.#bounds.map(() => 0).concat(0), sum: 0, count: 0 }),
+      );
+    return bins;
+  }
+
+  observe(bins: Bins, value: number): void {
+    let i = 0;
+    while (i < this.#bounds.length && value > (this.#bounds[i] as number)) i++;
+    (bins.counts[i] as number)++;
+    bins.sum += value;
+    bins.count++;
+  }
+
+  /** What the registry writes out: prom-client's shape for a histogram. */
+  get(): Promise<{ name: string; help: string; type: 'histogram'; values: Sample[]; aggregator: 'sum' }> {
+    const values: Sample[] = [];
+    for (const { labels, counts, sum, count } of this.#series.values()) {
+      let below = 0;
+      for (const [i, bound] of this.#bounds.entries()) {
+        below += counts[i] as number;
+        values.push({ labels: { ...labels, le: bound }, value: below, metricName: `${this.name}_bucket` });
+      }
+      values.push({ labels: { ...labels, le: '+Inf' }, value: count, metricName: `${this.name}_bucket` });
+      values.push({ labels, value: sum, metricName: `${this.name}_sum` });
+      values.push({ labels, value: count, metricName: `${this.name}_count` });
+    }
+    return Promise.resolve({ name: this.name, help: this.help, type: 'histogram', values, aggregator: 'sum' });
+  }
+
+  reset(): void {
+    this.#series.clear();
+  }
+}
 
 /** Everything a request of one kind (family, endpoint, status, upstream, key, model) counts into. */
 interface Shape {
   labels: { family: string; endpoint: string; status: string; upstream: string; key: string; model: string };
   requests: Cell<string>;
   /** Made when first needed: requests that reached no upstream or named no model have none. */
-  times?: { duration: Timer; ttfb: Timer };
+  times?: { duration: Bins; ttfb: Bins };
   tokens?: { input: Cell<string>; output: Cell<string>; cached: Cell<string> };
 }
 
@@ -64,20 +135,18 @@ export class ProxyMetrics {
     'Requests answered, by client family, endpoint, status, upstream and key name.',
     ['family', 'endpoint', 'status', 'upstream', 'key'],
   );
-  readonly #duration = new Histogram({
-    name: 'gatehouse_request_duration_seconds',
-    help: 'Time from the request to the end of its answer (streams included).',
-    labelNames: ['family', 'upstream'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly #ttfb = new Histogram({
-    name: 'gatehouse_time_to_first_byte_seconds',
-    help: "Time from the request to its answer's status line.",
-    labelNames: ['family', 'upstream'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly #duration = new TalliedHistogram(
+    this.registry,
+    'gatehouse_request_duration_seconds',
+    'Time from the request to the end of its answer (streams included).',
+    LATENCY_BUCKETS,
+  );
+  readonly #ttfb = new TalliedHistogram(
+    this.registry,
+    'gatehouse_time_to_first_byte_seconds',
+    "Time from the request to its answer's status line.",
+    LATENCY_BUCKETS,
+  );
   readonly #tokens = new TalliedCounter(
     this.registry,
     'gatehouse_tokens_total',
@@ -149,7 +218,9 @@ export class ProxyMetrics {
   }
 
   #times({ labels: { family, upstream } }: Shape): NonNullable<Shape['times']> {
-    return { duration: this.#duration.labels(family, upstream), ttfb: this.#ttfb.labels(family, upstream) };
+    const id = `${family}\0${upstream}`;
+    const labels = () => ({ family, upstream });
+    return { duration: this.#duration.series(id, labels), ttfb: this.#ttfb.series(id, labels) };
   }
 
   #tokensOf({ labels: { key, model } }: Shape): NonNullable<Shape['tokens']> {
@@ -171,8 +242,8 @@ export class ProxyMetrics {
     }
     if (r.upstream === undefined) return;
     const times = (shape.times ??= this.#times(shape));
-    times.duration.observe(r.ms / 1000);
-    if (r.ttfbMs !== undefined) times.ttfb.observe(r.ttfbMs / 1000);
+    this.#duration.observe(times.duration, r.ms / 1000);
+    if (r.ttfbMs !== undefined) this.#ttfb.observe(times.ttfb, r.ttfbMs / 1000);
     if (r.usage && r.model !== undefined) {
       const tokens = (shape.tokens ??= this.#tokensOf(shape));
       tokens.input.value += r.usage.input;

@@ -54,6 +54,8 @@ export class StateGuard {
   }
 
   #state(inner: SharedState, refuse: boolean): SharedState {
+    // Wrapping every call of a backend that cannot fail would only cost each request its closures and promises.
+    if (inner.inProcess) return inner;
     const read = <T>(call: () => Promise<T>, open: T): Promise<T> =>
       this.#run(call, () => {
         if (refuse) throw proxyErrors.stateUnavailable();

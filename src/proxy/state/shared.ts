@@ -55,9 +55,14 @@ export interface SharedState {
   windows: RateWindows;
   counters: Counters;
   leases: Leases;
+  /** This process's memory: its calls never fail, so nothing needs to stand in for it (StateGuard). */
+  readonly inProcess?: true;
   /** Ends the backend's connections (nothing to do in memory). */
   close(): Promise<void>;
 }
+
+/** One answer for every take that fits: nothing to allocate. */
+const TAKEN: Admission = { ok: true };
 
 interface Window {
   /** [step start, amount] pairs, oldest first. */
@@ -81,7 +86,8 @@ export function memoryState(now: () => number = Date.now): SharedState {
     return window;
   };
   const record = (window: Window, amount: number): void => {
-    const step = now() - (now() % WINDOW_STEP_MS);
+    const at = now();
+    const step = at - (at % WINDOW_STEP_MS);
     const last = window.steps.at(-1);
     if (last?.[0] === step) last[1] += amount;
     else window.steps.push([step, amount]);
@@ -110,7 +116,7 @@ export function memoryState(now: () => number = Date.now): SharedState {
         const window = windowOf(key, windowMs);
         if (window.total + amount <= limit) {
           record(window, amount);
-          return Promise.resolve({ ok: true });
+          return Promise.resolve(TAKEN);
         }
         if (amount > limit) return Promise.resolve({ ok: false, retryAfterMs: windowMs });
         // Walk from the oldest step until enough would have left the window.
@@ -132,9 +138,13 @@ export function memoryState(now: () => number = Date.now): SharedState {
     counters: {
       add: (key, amount, expiresAt) => {
         const entry = counter(key);
-        const value = (entry?.value ?? 0) + amount;
-        counters.set(key, { value, expiresAt });
-        return Promise.resolve(value);
+        if (!entry) {
+          counters.set(key, { value: amount, expiresAt });
+          return Promise.resolve(amount);
+        }
+        entry.value += amount;
+        entry.expiresAt = expiresAt;
+        return Promise.resolve(entry.value);
       },
       get: (key) => Promise.resolve(counter(key)?.value ?? 0),
       delete: (key) => {
@@ -158,6 +168,7 @@ export function memoryState(now: () => number = Date.now): SharedState {
         return Promise.resolve();
       },
     },
+    inProcess: true,
     close: () => Promise.resolve(),
   };
 }

@@ -57,12 +57,17 @@ ON CONFLICT (hour, key, model, upstream, status) DO UPDATE SET
   estimated_requests = estimated_requests + excluded.estimated_requests,
   total_ms = total_ms + excluded.total_ms`;
 
-/** Opens (creating) the usage file; WAL lets `gatehouse usage` read while the proxy writes. */
+/**
+ * Opens (creating) the usage file; WAL lets `gatehouse usage` read while the proxy writes. synchronous=NORMAL:
+ * a commit does not wait for the disk (an fsync blocked the proxy's one thread for ~16 ms a second under load);
+ * the file is never corrupted, and what a power cut can lose is the last batches, as a crash loses the sums
+ * not yet written.
+ */
 export function openUsageDb(file: string): DatabaseSync {
   mkdirSync(path.dirname(file), { recursive: true });
   const db = new DatabaseSync(file);
   try {
-    db.exec('PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 1000;');
+    db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 1000;');
     db.exec(SCHEMA);
   } catch (error) {
     db.close();

@@ -77,9 +77,10 @@ describe('Admission', () => {
   };
   const key = (more: Partial<ClientKeyConfig>) =>
     new KeyRing('', [config('k', more)]).find(['key-of-k'], 0) as ClientKey;
-  const refusal = async (promise: Promise<void>) => {
+  /** admit() throws at once for a model not allowed, and rejects for a limit. */
+  const refusal = async (admit: () => Promise<void> | undefined) => {
     try {
-      await promise;
+      await admit();
     } catch (error) {
       return error as HttpError;
     }
@@ -91,7 +92,7 @@ describe('Admission', () => {
     const k = key({ models: ['claude-*', 'gpt-4o'] });
     await a.admit(k, 'claude-sonnet-4-5');
     await a.admit(k, 'gpt-4o');
-    expect(await refusal(a.admit(k, 'gpt-4o-mini'))).toMatchObject({ status: 403, kind: 'model_not_allowed' });
+    expect(await refusal(() => a.admit(k, 'gpt-4o-mini'))).toMatchObject({ status: 403, kind: 'model_not_allowed' });
   });
 
   it('lets rpm requests through a minute, then 429 with retry-after until the oldest leaves', async () => {
@@ -101,7 +102,7 @@ describe('Admission', () => {
       await a.admit(k, 'm');
       time += 1_000;
     }
-    const refused = await refusal(a.admit(k, 'm'));
+    const refused = await refusal(() => a.admit(k, 'm'));
     // The first request's second leaves the window 61 s after it began.
     expect(refused).toMatchObject({ status: 429, headers: { 'retry-after': '58' } });
     time += 58_000;
@@ -116,7 +117,7 @@ describe('Admission', () => {
     time += 10_000;
     await a.admit(k, 'm');
     await a.spend(k, 500);
-    expect(await refusal(a.admit(k, 'm'))).toMatchObject({ status: 429, headers: { 'retry-after': '51' } });
+    expect(await refusal(() => a.admit(k, 'm'))).toMatchObject({ status: 429, headers: { 'retry-after': '51' } });
     time += 51_000;
     await a.admit(k, 'm');
   });
@@ -127,7 +128,7 @@ describe('Admission', () => {
     await a.spend(k, 99);
     await a.admit(k, 'm');
     await a.spend(k, 1);
-    const refused = await refusal(a.admit(k, 'm'));
+    const refused = await refusal(() => a.admit(k, 'm'));
     expect(refused).toMatchObject({ status: 429, headers: { 'retry-after': String(12 * 3600) } });
     expect(refused.message).toContain('token budget');
     time = Date.UTC(2026, 10, 25);
@@ -138,7 +139,7 @@ describe('Admission', () => {
     const a = admission();
     const k = key({ rpm: 1, models: ['x'] });
     await a.admit(k, 'x');
-    for (const error of [await refusal(a.admit(k, 'x')), await refusal(a.admit(k, 'y'))]) {
+    for (const error of [await refusal(() => a.admit(k, 'x')), await refusal(() => a.admit(k, 'y'))]) {
       expect(error.message).not.toContain('key-of-k');
     }
   });

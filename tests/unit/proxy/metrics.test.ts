@@ -72,9 +72,19 @@ describe('proxy metrics', () => {
       expect(attempts?.get('upstream=oa,outcome=503')).toBe('1');
       expect(attempts?.get('upstream=backup,outcome=200')).toBe('1');
       expect([...(m.get('gatehouse_upstream_retries_total') ?? [])]).toEqual([['upstream=backup', '1']]);
-      // The parser drops a histogram's labels when `le` comes first, as prom-client writes it: read the text.
+      // Read as text: the parser drops a histogram's labels.
       const text = await metrics.registry.metrics();
       expect(text).toContain('gatehouse_request_duration_seconds_count{family="openai",upstream="oa"} 2\n');
+      // Buckets count up to and including their bound (0.12 s twice), and add up to the count.
+      const bucket = (le: string) =>
+        `gatehouse_request_duration_seconds_bucket{family="openai",upstream="oa",le="${le}"}`;
+      expect(text).toContain(`${bucket('0.1')} 0\n`);
+      expect(text).toContain(`${bucket('0.25')} 2\n`);
+      expect(text).toContain(`${bucket('+Inf')} 2\n`);
+      expect(text).toContain('gatehouse_request_duration_seconds_sum{family="openai",upstream="oa"} 0.24\n');
+      expect(text).toContain(
+        'gatehouse_time_to_first_byte_seconds_bucket{family="openai",upstream="oa",le="0.05"} 2\n',
+      );
       expect(text).toContain('gatehouse_time_to_first_byte_seconds_count{family="openai",upstream="backup"} 1\n');
     }
   });

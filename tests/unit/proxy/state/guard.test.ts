@@ -15,6 +15,8 @@ import { memoryStore } from '../../../../src/proxy/translate/stores.ts';
 function failing<T extends object>(target: T, down: { value: boolean; calls: number }): T {
   return new Proxy(target, {
     get(object, name) {
+      // A backend that can fail, as Redis: not this process's memory, which the guard leaves unwrapped.
+      if (name === 'inProcess') return undefined;
       const value = Reflect.get(object, name) as unknown;
       if (typeof value === 'object' && value !== null) return failing(value, down);
       if (typeof value !== 'function') return value;
@@ -62,6 +64,13 @@ async function refusal(call: Promise<unknown>): Promise<HttpError> {
 }
 
 describe('StateGuard', () => {
+  it("leaves this process's memory, which cannot fail, as it is", () => {
+    const guard = new StateGuard(pino({ enabled: false }), 'deny');
+    const state = memoryState();
+    expect(guard.limits(state)).toBe(state);
+    expect(guard.routing(state)).toBe(state);
+  });
+
   it('passes calls through while the backend answers', async () => {
     const { limits, routing } = setup('deny');
     expect(await limits.windows.take('k', 1, 1, 60_000)).toEqual({ ok: true });
