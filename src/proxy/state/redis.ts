@@ -116,46 +116,61 @@ const script = (text: string): Script => ({ text, sha: createHash('sha1').update
 
 /**
  * What the scripts of SharedState share, in front of each. ARGV[1] is now, ARGV[2] the step now is in.
- * A window is a hash of step start → amount; a counter a hash {v: value, e: ends at}.
+ * A window is a hash of step start → amount, with its sum (t) and the step its oldest may be at (o), so
+ * that a request reads two fields, not every step of the minute; a counter is a hash {v: value, e: ends at}.
  */
 const COMMON = `
 local STEP, WINDOW = ${WINDOW_STEP_MS}, ${WINDOW_MS}
 local now, step = tonumber(ARGV[1]), ARGV[2]
--- A window's steps still in it (deleting those that have left) and their sum.
+-- The fields of the steps from one to another.
+local function steps(from, to)
+  local fields = {}
+  for at = from, to, STEP do fields[#fields + 1] = at end
+  return fields
+end
+-- A window's sum after deleting the steps that have left it (those ending a minute ago or before), and
+-- whether it has any (an oldest step).
 local function window(key)
-  local entries = redis.call('HGETALL', key)
-  local steps, total = {}, 0
-  for i = 1, #entries, 2 do
-    local at = tonumber(entries[i])
-    if at + STEP <= now - WINDOW then
-      redis.call('HDEL', key, entries[i])
-    else
-      local value = tonumber(entries[i + 1])
-      steps[#steps + 1] = { at, value }
-      total = total + value
-    end
-  end
-  return steps, total
+  local w = redis.call('HMGET', key, 't', 'o')
+  local total, oldest = tonumber(w[1]) or 0, tonumber(w[2])
+  local gone = now - WINDOW - STEP
+  gone = gone - gone % STEP
+  if not oldest or oldest > gone then return total, oldest end
+  local fields = steps(oldest, gone)
+  for _, value in ipairs(redis.call('HMGET', key, unpack(fields))) do total = total - (tonumber(value) or 0) end
+  redis.call('HDEL', key, unpack(fields))
+  redis.call('HSET', key, 't', total, 'o', gone + STEP)
+  return total, gone + STEP
 end
 -- How long until a window's sum is below limit: walking from its oldest step until enough has left.
-local function wait(steps, total, limit)
-  table.sort(steps, function(a, b) return a[1] < b[1] end)
-  for _, s in ipairs(steps) do
-    total = total - s[2]
-    if total < limit then return s[1] + STEP + WINDOW - now end
+local function wait(key, total, oldest, limit)
+  local fields = steps(oldest or now, tonumber(step))
+  if #fields == 0 then return WINDOW end
+  for i, value in ipairs(redis.call('HMGET', key, unpack(fields))) do
+    total = total - (tonumber(value) or 0)
+    if total < limit then return fields[i] + STEP + WINDOW - now end
   end
   return WINDOW
 end
-local function record(key, amount)
+-- Adds to a window window() has just pruned (so that its oldest step is never far behind) and answered.
+local function record(key, amount, oldest)
   redis.call('HINCRBY', key, step, amount)
+  redis.call('HINCRBY', key, 't', amount)
+  if not oldest then redis.call('HSET', key, 'o', step) end
   redis.call('PEXPIRE', key, WINDOW + STEP)
 end
+-- Adds to a counter that ends at ends (a budget's end is the same all period: set once).
 local function count(key, amount, ends)
   local e = tonumber(redis.call('HGET', key, 'e'))
-  if e and e <= now then redis.call('DEL', key) end
+  if e and e <= now then
+    redis.call('DEL', key)
+    e = nil
+  end
   local v = redis.call('HINCRBY', key, 'v', amount)
-  redis.call('HSET', key, 'e', ends)
-  redis.call('PEXPIRE', key, math.max(1, tonumber(ends) - now))
+  if e ~= tonumber(ends) then
+    redis.call('HSET', key, 'e', ends)
+    redis.call('PEXPIRE', key, math.max(1, tonumber(ends) - now))
+  end
   return v
 end
 `;
@@ -174,14 +189,14 @@ if budget then
   k = k + 1
 end
 if tpm then
-  local steps, total = window(KEYS[k])
-  if total >= tpm then return { 'tpm', wait(steps, total, tpm) } end
+  local total, oldest = window(KEYS[k])
+  if total >= tpm then return { 'tpm', wait(KEYS[k], total, oldest, tpm) } end
   k = k + 1
 end
 if rpm then
-  local steps, total = window(KEYS[k])
-  if total >= rpm then return { 'rpm', wait(steps, total, rpm) } end
-  record(KEYS[k], 1)
+  local total, oldest = window(KEYS[k])
+  if total >= rpm then return { 'rpm', wait(KEYS[k], total, oldest, rpm) } end
+  record(KEYS[k], 1, oldest)
 end
 return {}`);
 
@@ -192,7 +207,8 @@ return {}`);
 const SPEND = script(`${COMMON}
 local k = 1
 if ARGV[4] == '1' then
-  record(KEYS[k], ARGV[3])
+  local _, oldest = window(KEYS[k])
+  record(KEYS[k], ARGV[3], oldest)
   k = k + 1
 end
 if ARGV[5] ~= '' then count(KEYS[k], ARGV[3], ARGV[5]) end

@@ -60,6 +60,22 @@ export function sharedStateContract(name: string, make: StateFactory): void {
       expect(await state.limits.admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 61_000 });
     });
 
+    it('walks the seconds of a sparse window: tokens leave with their own second, not before', async () => {
+      const limits: KeyLimits = { tpm: { key: 'tpm:sparse', limit: 300 } };
+      await state.limits.spend(limits, 600);
+      time += 30_000;
+      await state.limits.spend(limits, 300);
+      // 300 would still be left once the first 600 leave: room only when the second 300 do, at 1_091_000.
+      expect(await state.limits.admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 61_000 });
+      time += 31_000;
+      expect(await state.limits.admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 30_000 });
+      time += 30_000;
+      expect(await state.limits.admit(limits)).toEqual({ ok: true });
+      time += 300_000;
+      await state.limits.spend(limits, 300);
+      expect(await state.limits.admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 61_000 });
+    });
+
     it('refuses once the budget is spent, until it ends', async () => {
       const limits: KeyLimits = { budget: { key: 'budget:k:1', limit: 100, endsAt: time + 3_600_000 } };
       await state.limits.spend(limits, 99);
