@@ -66,6 +66,19 @@ describe('Redis stores', () => {
     }
   });
 
+  it('counts every token of answers that end at once (summed while a spend is under way)', async () => {
+    const conn = await connect();
+    try {
+      const state = redisState(conn, `spend-${randomUUID()}:`);
+      const limits = { tpm: { key: 'tpm:k', limit: 1_000 } };
+      await Promise.all(Array.from({ length: 50 }, () => state.limits.spend(limits, 20)));
+      expect(await state.limits.admit(limits)).toMatchObject({ ok: false, limit: 'tpm' });
+      expect(await state.limits.admit({ tpm: { key: 'tpm:k', limit: 1_001 } })).toEqual({ ok: true });
+    } finally {
+      await conn.close();
+    }
+  });
+
   it('answers a call to a Redis that hangs with a timeout', async () => {
     const conn = await connect(300);
     try {

@@ -225,6 +225,34 @@ if held and held > tonumber(ARGV[1]) then return 0 end
 redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[2])
 return 1`);
 
+/**
+ * `send` for each thing (a key's limits), but while one of its sends is under way, the amounts that come
+ * meanwhile are summed and sent as one when it is done: a busy key's answers make one call per round trip,
+ * not one each, and nothing waits longer than the call already under way. Each caller's promise settles
+ * with the send that carried its amount.
+ */
+export function summed<T>(
+  send: (thing: T, amount: number) => Promise<void>,
+): (thing: T, amount: number) => Promise<void> {
+  /** Per thing with a send under way: what came since, and the promise of the send that will carry it. */
+  const waiting = new Map<T, { amount: number; sent?: PromiseWithResolvers<void> }>();
+  const start = (thing: T, amount: number): Promise<void> => {
+    waiting.set(thing, { amount: 0 });
+    return send(thing, amount).finally(() => {
+      const next = waiting.get(thing);
+      waiting.delete(thing);
+      if (next?.sent) start(thing, next.amount).then(next.sent.resolve, next.sent.reject);
+    });
+  };
+  return (thing, amount) => {
+    const next = waiting.get(thing);
+    if (!next) return start(thing, amount);
+    next.amount += amount;
+    next.sent ??= Promise.withResolvers();
+    return next.sent.promise;
+  };
+}
+
 /** SharedState in Redis, every key under `prefix`; close() ends the connection. */
 export function redisState(conn: RedisConnection, prefix: string, now: () => number = Date.now): SharedState {
   /** ARGV's first two, which every script of COMMON reads: now and the step it is in. */
@@ -245,7 +273,7 @@ export function redisState(conn: RedisConnection, prefix: string, now: () => num
         const answer = (await conn.script(ADMIT, keys, [...clock(), ...limits])) as [] | [Limit, number];
         return answer.length === 0 ? ADMITTED : { ok: false, limit: answer[0], retryAfterMs: answer[1] };
       },
-      spend: async ({ budget, tpm }, tokens) => {
+      spend: summed(async ({ budget, tpm }, tokens) => {
         const keys: string[] = [];
         if (tpm) keys.push(prefix + tpm.key);
         if (budget) keys.push(prefix + budget.key);
@@ -255,7 +283,7 @@ export function redisState(conn: RedisConnection, prefix: string, now: () => num
           tpm ? '1' : '',
           budget ? String(budget.endsAt) : '',
         ]);
-      },
+      }),
     },
     counters: {
       add: async (key, amount, expiresAt) =>
