@@ -29,7 +29,7 @@
  * and proxy.state.backend memory, beside the same with backend redis, in the same rounds, against a local
  * redis-server this bench starts on a free loopback port (Debian's `redis-server` package, AOF on as in
  * production: `apt-get install -y redis-server`); it prints the redis/memory req/s ratio and the p50 and
- * CPU redis adds per request, paired round by round.
+ * CPU redis adds per request, paired round by round, and the CPU redis-server itself spends per request.
  *
  * Env: BENCH_ROUNDS (6), BENCH_SECONDS per run (2), BENCH_MAX_REQUESTS per run (20000),
  * BENCH_CONCURRENCY (1,64), BENCH_ONLY (a scenario name part; `image` for the memory case
@@ -304,6 +304,8 @@ interface Result {
   errors: number;
   /** CPU the proxy process spent per request (ms), where measurable. */
   cpu: number;
+  /** CPU the state backend's process (redis-server) spent per request (ms); NaN without one. */
+  stateCpu: number;
 }
 
 /** A process's CPU time so far (user + system, ms), from /proc; NaN elsewhere. */
@@ -328,6 +330,7 @@ async function load(
   concurrency: number,
   pid?: number,
   key = API_KEY,
+  statePid?: number,
 ): Promise<Result> {
   const pool = new Pool(`http://127.0.0.1:${port}`, { connections: concurrency, pipelining: 1 });
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
@@ -342,6 +345,7 @@ async function load(
   const latencies: number[] = [];
   let errors = 0;
   const cpuBefore = cpuMs(pid);
+  const stateCpuBefore = cpuMs(statePid);
   const started = performance.now();
   const until = started + SECONDS * 1000;
   const client = async () => {
@@ -358,6 +362,7 @@ async function load(
   await Promise.all(Array.from({ length: concurrency }, client));
   const elapsed = (performance.now() - started) / 1000;
   const cpu = (cpuMs(pid) - cpuBefore) / latencies.length;
+  const stateCpu = (cpuMs(statePid) - stateCpuBefore) / latencies.length;
   await pool.close();
   latencies.sort((a, b) => a - b);
   return {
@@ -366,6 +371,7 @@ async function load(
     p99: percentile(latencies, 99),
     errors,
     cpu,
+    stateCpu,
   };
 }
 
@@ -512,6 +518,7 @@ function medianResult(results: Result[]): Result {
     p99: median(results.map((r) => r.p99)),
     errors: results.reduce((n, r) => n + r.errors, 0),
     cpu: median(results.map((r) => r.cpu)),
+    stateCpu: median(results.map((r) => r.stateCpu)),
   };
 }
 
@@ -580,6 +587,7 @@ async function main(): Promise<void> {
                   pid: withRedis.proc.pid,
                   request: scenario,
                   key: gatehouseKey,
+                  statePid: redisServer?.proc.pid,
                 },
               ]
             : []),
@@ -594,8 +602,8 @@ async function main(): Promise<void> {
           for (let i = 0; i < proxied.length; i++) {
             const run = proxied[(round + i) % proxied.length];
             if (run) {
-              const { port, request, pid, key } = run;
-              run.into.push(await load(port, request.path, request.body, concurrency, pid, key));
+              const { port, request, pid, key, statePid } = run;
+              run.into.push(await load(port, request.path, request.body, concurrency, pid, key, statePid));
             }
           }
         }
@@ -609,7 +617,7 @@ async function main(): Promise<void> {
           );
         }
         const fmt = (r: Result) =>
-          `${r.rps.toFixed(0)} req/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms${Number.isNaN(r.cpu) ? '' : `, CPU ${r.cpu.toFixed(3)} ms/req`}${r.errors ? `, ${r.errors} errors` : ''}`;
+          `${r.rps.toFixed(0)} req/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms${Number.isNaN(r.cpu) ? '' : `, CPU ${r.cpu.toFixed(3)} ms/req`}${Number.isNaN(r.stateCpu) ? '' : ` (+ redis-server ${r.stateCpu.toFixed(3)} ms/req)`}${r.errors ? `, ${r.errors} errors` : ''}`;
         rows.push([
           `${scenario.name}, ${concurrency} client${concurrency > 1 ? 's' : ''}`,
           fmt(d),

@@ -67,12 +67,18 @@ export class Fallback {
       list.sort((a, b) => this.#load(a) - this.#load(b));
     }
     const { leases, counters } = this.#state;
+    // Every candidate's reads at once: with a shared backend they go out together, one round trip for all.
+    const states = await Promise.all(
+      list.map((c) => {
+        const name = c.upstream.config.name;
+        return Promise.all([leases.until(`cool:${name}`), counters.get(`fail:${name}`)]);
+      }),
+    );
     const ready: Resolution[] = [];
     let soonest = Infinity;
-    for (const candidate of list) {
+    for (const [i, candidate] of list.entries()) {
       const name = candidate.upstream.config.name;
-      // Both reads at once: with a shared backend each is a round trip.
-      const [cooling, failures] = await Promise.all([leases.until(`cool:${name}`), counters.get(`fail:${name}`)]);
+      const [cooling, failures] = states[i] as [number | undefined, number];
       if (cooling !== undefined) {
         soonest = Math.min(soonest, cooling - this.#now());
         continue;

@@ -10,9 +10,7 @@ import { HttpError } from '../http/errors.ts';
 import { globToRegExp } from './routing.ts';
 import type { Logger } from '../log.ts';
 import type { ProxyMiddleware } from './context.ts';
-import type { SharedState } from './state/shared.ts';
-
-const MINUTE = 60_000;
+import type { KeyLimits, Limit, SharedState } from './state/shared.ts';
 
 /** Errors of a key's own, in the shape of every family (families.ts renders them). */
 export const keyErrors = {
@@ -29,13 +27,11 @@ export const keyErrors = {
 
 const retryAfter = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
 
-/** A configured key as a request carries it: its config, its allowlist compiled, its state keys made once. */
+/** A configured key as a request carries it: its config, its allowlist compiled. */
 export interface ClientKey extends ClientKeyConfig {
   allows: (model: string) => boolean;
   /** It has an rpm, a tpm or a budget: something in SharedState to check. */
   limited: boolean;
-  rpmKey: string;
-  tpmKey: string;
 }
 
 function clientKey(config: ClientKeyConfig): ClientKey {
@@ -44,10 +40,15 @@ function clientKey(config: ClientKeyConfig): ClientKey {
     ...config,
     allows: patterns ? (model) => patterns.some((p) => p.test(model)) : () => true,
     limited: config.rpm !== undefined || config.tpm !== undefined || config.budget !== undefined,
-    rpmKey: `rpm:${config.name}`,
-    tpmKey: `tpm:${config.name}`,
   };
 }
+
+/** What a refusal names, for each of a key's limits. */
+const LIMIT_NAMES: Record<Limit, string> = {
+  budget: 'token budget',
+  tpm: 'tokens per minute',
+  rpm: 'requests per minute',
+};
 
 const sha256 = (value: string): string => hash('sha256', value, 'hex');
 
@@ -110,6 +111,8 @@ export class Admission {
   readonly #now: () => number;
   /** The current day and month, worked out again only when they end. */
   readonly #periods = new Map<BudgetPeriod, ReturnType<typeof budgetPeriod>>();
+  /** Each key's limits with their state keys, made again only when its budget period ends. */
+  readonly #limits = new Map<ClientKey, KeyLimits>();
 
   constructor(state: SharedState, now: () => number = Date.now) {
     this.#state = state;
@@ -119,30 +122,33 @@ export class Admission {
   /** Throws at once for a model the key may not use; undefined when it has no limits (nothing to wait for). */
   admit(key: ClientKey, model: string): Promise<void> | undefined {
     if (!key.allows(model)) throw keyErrors.modelNotAllowed(model);
-    return key.limited ? this.#limits(key) : undefined;
+    return key.limited ? this.#admit(key) : undefined;
   }
 
-  async #limits(key: ClientKey): Promise<void> {
-    const { windows, counters } = this.#state;
-    const { budget, tpm } = key;
+  async #admit(key: ClientKey): Promise<void> {
+    // Budget, tpm and rpm in one step: with a shared backend, one round trip.
+    const verdict = await this.#state.limits.admit(this.#limitsOf(key));
+    if (!verdict.ok) throw keyErrors.limited(LIMIT_NAMES[verdict.limit], verdict.retryAfterMs);
+  }
+
+  /** Counts a finished request's tokens against the key's tpm and budget. */
+  spend(key: ClientKey, tokens: number): Promise<void> {
+    return this.#state.limits.spend(this.#limitsOf(key), tokens);
+  }
+
+  #limitsOf(key: ClientKey): KeyLimits {
+    const { budget, name } = key;
     const period = budget && this.#period(budget.period);
-    // Both reads at once: with a shared backend each is a round trip.
-    const [spent, used] = await Promise.all([
-      period && counters.get(`budget:${key.name}:${period.id}`),
-      tpm !== undefined ? windows.sum(key.tpmKey, MINUTE) : undefined,
-    ]);
-    if (budget && period && spent !== undefined && spent >= budget.tokens) {
-      throw keyErrors.limited('token budget', period.endsAt - this.#now());
+    let limits = this.#limits.get(key);
+    if (!limits || limits.budget?.endsAt !== period?.endsAt) {
+      limits = {
+        budget: budget && period && { key: `budget:${name}:${period.id}`, limit: budget.tokens, endsAt: period.endsAt },
+        tpm: key.tpm === undefined ? undefined : { key: `tpm:${name}`, limit: key.tpm },
+        rpm: key.rpm === undefined ? undefined : { key: `rpm:${name}`, limit: key.rpm },
+      };
+      this.#limits.set(key, limits);
     }
-    if (tpm !== undefined && used !== undefined && used >= tpm) {
-      // Taking nothing only works out when there will be room again.
-      const room = await windows.take(key.tpmKey, 0, tpm - 1, MINUTE);
-      if (!room.ok) throw keyErrors.limited('tokens per minute', room.retryAfterMs);
-    }
-    if (key.rpm !== undefined) {
-      const taken = await windows.take(key.rpmKey, 1, key.rpm, MINUTE);
-      if (!taken.ok) throw keyErrors.limited('requests per minute', taken.retryAfterMs);
-    }
+    return limits;
   }
 
   #period(kind: BudgetPeriod): ReturnType<typeof budgetPeriod> {
@@ -153,16 +159,6 @@ export class Admission {
       this.#periods.set(kind, period);
     }
     return period;
-  }
-
-  /** Counts a finished request's tokens against the key's tpm and budget. */
-  spend(key: ClientKey, tokens: number): Promise<unknown> {
-    const { windows, counters } = this.#state;
-    const tpm = key.tpm === undefined ? undefined : windows.add(key.tpmKey, tokens, MINUTE);
-    if (!key.budget) return tpm ?? Promise.resolve();
-    const period = this.#period(key.budget.period);
-    const budget = counters.add(`budget:${key.name}:${period.id}`, tokens, period.endsAt);
-    return tpm ? Promise.all([tpm, budget]) : budget;
   }
 }
 

@@ -14,12 +14,10 @@ import type { OnUnavailable } from '../../config/state.ts';
 import type { Logger } from '../../log.ts';
 import { proxyErrors } from '../errors.ts';
 import type { Store, TranslationStores } from '../translate/stores.ts';
-import type { Admission, SharedState } from './shared.ts';
+import { ADMITTED, type SharedState } from './shared.ts';
 
 /** How often a call goes through to a backend that is away. */
 const PROBE_MS = 1_000;
-
-const ADMITTED: Admission = { ok: true };
 
 export class StateGuard {
   readonly #log: Logger;
@@ -63,12 +61,11 @@ export class StateGuard {
       });
     const write = (call: () => Promise<unknown>): Promise<void> =>
       this.#run(call, () => undefined).then(() => undefined);
-    const { windows, counters, leases } = inner;
+    const { limits, counters, leases } = inner;
     return {
-      windows: {
-        take: (key, amount, limit, windowMs) => read(() => windows.take(key, amount, limit, windowMs), ADMITTED),
-        add: (key, amount, windowMs) => write(() => windows.add(key, amount, windowMs)),
-        sum: (key, windowMs) => read(() => windows.sum(key, windowMs), 0),
+      limits: {
+        admit: (key) => read(() => limits.admit(key), ADMITTED),
+        spend: (key, tokens) => write(() => limits.spend(key, tokens)),
       },
       counters: {
         // Nothing was counted: a failure in a row is not one more.

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { createClient } from 'redis';
 import type { Logger } from '../../log.ts';
 import type { StoreLimits, Store } from '../translate/stores.ts';
-import { WINDOW_STEP_MS, type SharedState } from './shared.ts';
+import { ADMITTED, WINDOW_MS, WINDOW_STEP_MS, type Limit, type SharedState } from './shared.ts';
 
 export type RedisClient = ReturnType<typeof createClient>;
 
@@ -32,6 +32,9 @@ export class RedisConnection {
     this.client = createClient({
       url,
       disableOfflineQueue: true,
+      // call() times the whole call; node-redis' own timeout would only time the wait to be written, with an
+      // AbortSignal.timeout per command (and its DOMException when it fires, long after the answer).
+      commandOptions: { timeout: 0 },
       socket: { connectTimeout: Math.max(timeoutMs, 1_000) },
     });
     const where = (this.#where = redisAddress(url));
@@ -112,49 +115,108 @@ export interface Script {
 const script = (text: string): Script => ({ text, sha: createHash('sha1').update(text).digest('hex') });
 
 /**
- * A sliding window: a hash of step start → amount. ARGV: now, window, step, the step now is in, amount,
- * limit, mode (take: record if within limit, else say when; add: record; sum). Answers {ok, retry after | sum}.
+ * What the scripts of SharedState share, in front of each. ARGV[1] is now, ARGV[2] the step now is in.
+ * A window is a hash of step start → amount, with its sum (t) and the step its oldest may be at (o), so
+ * that a request reads two fields, not every step of the minute; a counter is a hash {v: value, e: ends at}.
  */
-const WINDOW = script(`
-local now, window, step = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local amount, limit, mode = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
-local start = now - window
-local entries = redis.call('HGETALL', KEYS[1])
-local steps, total = {}, 0
-for i = 1, #entries, 2 do
-  local at = tonumber(entries[i])
-  if at + step <= start then
-    redis.call('HDEL', KEYS[1], entries[i])
-  else
-    local value = tonumber(entries[i + 1])
-    steps[#steps + 1] = { at, value }
-    total = total + value
+const COMMON = `
+local STEP, WINDOW = ${WINDOW_STEP_MS}, ${WINDOW_MS}
+local now, step = tonumber(ARGV[1]), ARGV[2]
+-- The fields of the steps from one to another.
+local function steps(from, to)
+  local fields = {}
+  for at = from, to, STEP do fields[#fields + 1] = at end
+  return fields
+end
+-- A window's sum after deleting the steps that have left it (those ending a minute ago or before), and
+-- whether it has any (an oldest step).
+local function window(key)
+  local w = redis.call('HMGET', key, 't', 'o')
+  local total, oldest = tonumber(w[1]) or 0, tonumber(w[2])
+  local gone = now - WINDOW - STEP
+  gone = gone - gone % STEP
+  if not oldest or oldest > gone then return total, oldest end
+  local fields = steps(oldest, gone)
+  for _, value in ipairs(redis.call('HMGET', key, unpack(fields))) do total = total - (tonumber(value) or 0) end
+  redis.call('HDEL', key, unpack(fields))
+  redis.call('HSET', key, 't', total, 'o', gone + STEP)
+  return total, gone + STEP
+end
+-- How long until a window's sum is below limit: walking from its oldest step until enough has left.
+local function wait(key, total, oldest, limit)
+  local fields = steps(oldest or now, tonumber(step))
+  if #fields == 0 then return WINDOW end
+  for i, value in ipairs(redis.call('HMGET', key, unpack(fields))) do
+    total = total - (tonumber(value) or 0)
+    if total < limit then return fields[i] + STEP + WINDOW - now end
   end
+  return WINDOW
 end
-if mode == 'sum' then return { 1, total } end
-if mode == 'add' or total + amount <= limit then
-  redis.call('HINCRBY', KEYS[1], ARGV[4], amount)
-  redis.call('PEXPIRE', KEYS[1], window + step)
-  return { 1, 0 }
+-- Adds to a window window() has just pruned (so that its oldest step is never far behind) and answered.
+local function record(key, amount, oldest)
+  redis.call('HINCRBY', key, step, amount)
+  redis.call('HINCRBY', key, 't', amount)
+  if not oldest then redis.call('HSET', key, 'o', step) end
+  redis.call('PEXPIRE', key, WINDOW + STEP)
 end
-if amount > limit then return { 0, window } end
-table.sort(steps, function(a, b) return a[1] < b[1] end)
-local left = total
-for _, s in ipairs(steps) do
-  left = left - s[2]
-  if left + amount <= limit then return { 0, s[1] + step + window - now } end
+-- Adds to a counter that ends at ends (a budget's end is the same all period: set once).
+local function count(key, amount, ends)
+  local e = tonumber(redis.call('HGET', key, 'e'))
+  if e and e <= now then
+    redis.call('DEL', key)
+    e = nil
+  end
+  local v = redis.call('HINCRBY', key, 'v', amount)
+  if e ~= tonumber(ends) then
+    redis.call('HSET', key, 'e', ends)
+    redis.call('PEXPIRE', key, math.max(1, tonumber(ends) - now))
+  end
+  return v
 end
-return { 0, window }`);
+`;
 
-/** A counter: a hash {v: value, e: ends at}. ARGV: now, amount, ends at. Answers the new value. */
-const COUNTER_ADD = script(`
-local now, ends = tonumber(ARGV[1]), tonumber(ARGV[3])
-local e = tonumber(redis.call('HGET', KEYS[1], 'e'))
-if e and e <= now then redis.call('DEL', KEYS[1]) end
-local v = redis.call('HINCRBY', KEYS[1], 'v', ARGV[2])
-redis.call('HSET', KEYS[1], 'e', ARGV[3])
-redis.call('PEXPIRE', KEYS[1], math.max(1, ends - now))
-return v`);
+/**
+ * A key's admission (Limits.admit). KEYS: its budget counter, tpm window and rpm window, those it has.
+ * ARGV[3..6]: the budget's limit and end, the tpm limit, the rpm limit ('' for none). Answers [] when
+ * admitted, else [the limit that refused, retry after].
+ */
+const ADMIT = script(`${COMMON}
+local budget, ends, tpm, rpm = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local k = 1
+if budget then
+  local c = redis.call('HMGET', KEYS[k], 'v', 'e')
+  if c[2] and tonumber(c[2]) > now and tonumber(c[1]) >= budget then return { 'budget', ends - now } end
+  k = k + 1
+end
+if tpm then
+  local total, oldest = window(KEYS[k])
+  if total >= tpm then return { 'tpm', wait(KEYS[k], total, oldest, tpm) } end
+  k = k + 1
+end
+if rpm then
+  local total, oldest = window(KEYS[k])
+  if total >= rpm then return { 'rpm', wait(KEYS[k], total, oldest, rpm) } end
+  record(KEYS[k], 1, oldest)
+end
+return {}`);
+
+/**
+ * An answer's tokens (Limits.spend). KEYS: the tpm window and the budget counter, those the key has.
+ * ARGV[3..5]: tokens, 1 with a tpm window, the budget's end ('' for none).
+ */
+const SPEND = script(`${COMMON}
+local k = 1
+if ARGV[4] == '1' then
+  local _, oldest = window(KEYS[k])
+  record(KEYS[k], ARGV[3], oldest)
+  k = k + 1
+end
+if ARGV[5] ~= '' then count(KEYS[k], ARGV[3], ARGV[5]) end
+return 1`);
+
+/** A counter's add. ARGV[3..4]: amount, ends at. Answers the new value. */
+const COUNTER_ADD = script(`${COMMON}
+return count(KEYS[1], ARGV[3], ARGV[4])`);
 
 /** A lease: its end (ms since the epoch). ARGV: now, ttl, its end if taken. Answers 1 when taken. */
 const LEASE_CLAIM = script(`
@@ -163,27 +225,69 @@ if held and held > tonumber(ARGV[1]) then return 0 end
 redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[2])
 return 1`);
 
+/**
+ * `send` for each thing (a key's limits), but while one of its sends is under way, the amounts that come
+ * meanwhile are summed and sent as one when it is done: a busy key's answers make one call per round trip,
+ * not one each, and nothing waits longer than the call already under way. Each caller's promise settles
+ * with the send that carried its amount.
+ */
+export function summed<T>(
+  send: (thing: T, amount: number) => Promise<void>,
+): (thing: T, amount: number) => Promise<void> {
+  /** Per thing with a send under way: what came since, and the promise of the send that will carry it. */
+  const waiting = new Map<T, { amount: number; sent?: PromiseWithResolvers<void> }>();
+  const start = (thing: T, amount: number): Promise<void> => {
+    waiting.set(thing, { amount: 0 });
+    return send(thing, amount).finally(() => {
+      const next = waiting.get(thing);
+      waiting.delete(thing);
+      if (next?.sent) start(thing, next.amount).then(next.sent.resolve, next.sent.reject);
+    });
+  };
+  return (thing, amount) => {
+    const next = waiting.get(thing);
+    if (!next) return start(thing, amount);
+    next.amount += amount;
+    next.sent ??= Promise.withResolvers();
+    return next.sent.promise;
+  };
+}
+
 /** SharedState in Redis, every key under `prefix`; close() ends the connection. */
 export function redisState(conn: RedisConnection, prefix: string, now: () => number = Date.now): SharedState {
-  const window = async (key: string, amount: number, limit: number, windowMs: number, mode: string) => {
+  /** ARGV's first two, which every script of COMMON reads: now and the step it is in. */
+  const clock = (): [string, string] => {
     const at = now();
-    const args = [at, windowMs, WINDOW_STEP_MS, at - (at % WINDOW_STEP_MS), amount, limit, mode].map(String);
-    return (await conn.script(WINDOW, [prefix + key], args)) as [number, number];
+    return [String(at), String(at - (at % WINDOW_STEP_MS))];
   };
   return {
-    windows: {
-      take: async (key, amount, limit, windowMs) => {
-        const [ok, retryAfterMs] = await window(key, amount, limit, windowMs, 'take');
-        return ok === 1 ? { ok: true } : { ok: false, retryAfterMs };
+    limits: {
+      admit: async ({ budget, tpm, rpm }) => {
+        const keys: string[] = [];
+        if (budget) keys.push(prefix + budget.key);
+        if (tpm) keys.push(prefix + tpm.key);
+        if (rpm) keys.push(prefix + rpm.key);
+        const limits = [budget?.limit, budget?.endsAt, tpm?.limit, rpm?.limit].map((n) =>
+          n === undefined ? '' : String(n),
+        );
+        const answer = (await conn.script(ADMIT, keys, [...clock(), ...limits])) as [] | [Limit, number];
+        return answer.length === 0 ? ADMITTED : { ok: false, limit: answer[0], retryAfterMs: answer[1] };
       },
-      add: async (key, amount, windowMs) => {
-        await window(key, amount, 0, windowMs, 'add');
-      },
-      sum: async (key, windowMs) => (await window(key, 0, 0, windowMs, 'sum'))[1],
+      spend: summed(async ({ budget, tpm }, tokens) => {
+        const keys: string[] = [];
+        if (tpm) keys.push(prefix + tpm.key);
+        if (budget) keys.push(prefix + budget.key);
+        await conn.script(SPEND, keys, [
+          ...clock(),
+          String(tokens),
+          tpm ? '1' : '',
+          budget ? String(budget.endsAt) : '',
+        ]);
+      }),
     },
     counters: {
       add: async (key, amount, expiresAt) =>
-        Number(await conn.script(COUNTER_ADD, [prefix + key], [now(), amount, expiresAt].map(String))),
+        Number(await conn.script(COUNTER_ADD, [prefix + key], [...clock(), String(amount), String(expiresAt)])),
       get: async (key) => {
         const [value, ends] = await conn.call((c) => c.hmGet(prefix + key, ['v', 'e']));
         return ends != null && Number(ends) > now() ? Number(value) : 0;

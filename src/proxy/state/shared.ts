@@ -1,34 +1,50 @@
 /**
- * State that replicas of a team's proxy must agree on: rate-limit windows,
- * budget counters, circuit cooldowns. Three small primitives, each call atomic
- * on its own, so the features above them (limits, budgets, fallback) are
- * written once and the backend is a choice of configuration: one process's
- * memory here, or a Redis server shared by every replica.
+ * State that replicas of a team's proxy must agree on: a key's rate limits and
+ * budget, circuit cooldowns and failure counts. A few small primitives, each
+ * call atomic on its own (a key's whole admission is one), so the features
+ * above them (limits, budgets, fallback) are written once and the backend is a
+ * choice of configuration: one process's memory here, or a Redis server shared
+ * by every replica.
  */
-
-/** What a limited take answers: taken, or refused with the time until it would fit. */
-export type Admission = { ok: true } | { ok: false; retryAfterMs: number };
 
 /**
- * Sliding windows of amounts (requests or tokens) over the last `windowMs`, by
- * key, in steps of WINDOW_STEP_MS: an amount counts until the whole second it
- * was recorded in has left the window, so no span of `windowMs` ever holds more
- * than the limit, and a window's size does not grow with the request rate.
+ * What a key may spend, each part optional: tokens per budget period (a counter that ends with the period),
+ * tokens and requests per minute (sliding windows). The state keys are made by the caller, once per key and
+ * period.
  */
-export interface RateWindows {
-  /**
-   * Records `amount` now if the window's sum plus `amount` stays within
-   * `limit`; otherwise records nothing and says how long until enough has
-   * left the window (the whole window when `amount` alone exceeds `limit`).
-   */
-  take(key: string, amount: number, limit: number, windowMs: number): Promise<Admission>;
-  /** Records `amount` now whatever the sum (tokens learnt once a response is done). */
-  add(key: string, amount: number, windowMs: number): Promise<void>;
-  /** The window's sum now. */
-  sum(key: string, windowMs: number): Promise<number>;
+export interface KeyLimits {
+  budget?: { key: string; limit: number; endsAt: number } | undefined;
+  tpm?: { key: string; limit: number } | undefined;
+  rpm?: { key: string; limit: number } | undefined;
 }
 
-/** Counters that end at a fixed time: budgets per day or month, consecutive failures. */
+export type Limit = 'budget' | 'tpm' | 'rpm';
+
+/** Admitted, or which of a key's limits refused and how long until it would not (ms). */
+export type Verdict = { ok: true } | { ok: false; limit: Limit; retryAfterMs: number };
+
+/** One answer for every admission: nothing to allocate. */
+export const ADMITTED: Verdict = { ok: true };
+
+/**
+ * A key's limits, as one step each: with a shared backend, one round trip per request and one per answer.
+ * The minute windows move in steps of WINDOW_STEP_MS: an amount counts until the whole second it was
+ * recorded in has left the minute, so no span of a minute ever holds more than the limit, and a window's
+ * size does not grow with the request rate.
+ */
+export interface Limits {
+  /**
+   * Refuses while the budget's counter or the tpm window's sum has reached its limit (tokens are known after
+   * an answer, so the request after the one that reached it is refused), then takes one request from the rpm
+   * window if it has room. A refusal takes nothing and says when it would pass: at the budget's end, or when
+   * enough of the window has left it (a whole minute when nothing leaving would do).
+   */
+  admit(limits: KeyLimits): Promise<Verdict>;
+  /** Counts an answer's tokens in the tpm window and the budget, whatever their sums. */
+  spend(limits: KeyLimits, tokens: number): Promise<void>;
+}
+
+/** Counters that end at a fixed time: consecutive failures. */
 export interface Counters {
   /** Adds `amount` and answers the new value; the counter is gone after `expiresAt` (ms since the epoch). */
   add(key: string, amount: number, expiresAt: number): Promise<number>;
@@ -48,11 +64,12 @@ export interface Leases {
   release(key: string): Promise<void>;
 }
 
-/** The resolution of sliding windows. */
+/** The span of the tpm and rpm windows, and their resolution. */
+export const WINDOW_MS = 60_000;
 export const WINDOW_STEP_MS = 1_000;
 
 export interface SharedState {
-  windows: RateWindows;
+  limits: Limits;
   counters: Counters;
   leases: Leases;
   /** This process's memory: its calls never fail, so nothing needs to stand in for it (StateGuard). */
@@ -60,9 +77,6 @@ export interface SharedState {
   /** Ends the backend's connections (nothing to do in memory). */
   close(): Promise<void>;
 }
-
-/** One answer for every take that fits: nothing to allocate. */
-const TAKEN: Admission = { ok: true };
 
 interface Window {
   /** [step start, amount] pairs, oldest first. */
@@ -76,10 +90,10 @@ export function memoryState(now: () => number = Date.now): SharedState {
   const counters = new Map<string, { value: number; expiresAt: number }>();
   const leases = new Map<string, number>();
 
-  const windowOf = (key: string, windowMs: number): Window => {
+  const windowOf = (key: string): Window => {
     let window = windows.get(key);
     if (!window) windows.set(key, (window = { steps: [], total: 0 }));
-    const start = now() - windowMs;
+    const start = now() - WINDOW_MS;
     while (window.steps.length > 0 && (window.steps[0] as [number, number])[0] + WINDOW_STEP_MS <= start) {
       window.total -= (window.steps.shift() as [number, number])[1];
     }
@@ -93,6 +107,15 @@ export function memoryState(now: () => number = Date.now): SharedState {
     else window.steps.push([step, amount]);
     window.total += amount;
   };
+  /** How long until the window's sum is below `limit`: walking from the oldest step until enough has left. */
+  const wait = (window: Window, limit: number): number => {
+    let left = window.total;
+    for (const [step, value] of window.steps) {
+      left -= value;
+      if (left < limit) return step + WINDOW_STEP_MS + WINDOW_MS - now();
+    }
+    return WINDOW_MS;
+  };
   const counter = (key: string): { value: number; expiresAt: number } | undefined => {
     const entry = counters.get(key);
     if (entry && entry.expiresAt <= now()) {
@@ -100,6 +123,16 @@ export function memoryState(now: () => number = Date.now): SharedState {
       return undefined;
     }
     return entry;
+  };
+  const add = (key: string, amount: number, expiresAt: number): number => {
+    const entry = counter(key);
+    if (!entry) {
+      counters.set(key, { value: amount, expiresAt });
+      return amount;
+    }
+    entry.value += amount;
+    entry.expiresAt = expiresAt;
+    return entry.value;
   };
   const lease = (key: string): number | undefined => {
     const until = leases.get(key);
@@ -111,41 +144,34 @@ export function memoryState(now: () => number = Date.now): SharedState {
   };
 
   return {
-    windows: {
-      take: (key, amount, limit, windowMs) => {
-        const window = windowOf(key, windowMs);
-        if (window.total + amount <= limit) {
-          record(window, amount);
-          return Promise.resolve(TAKEN);
+    limits: {
+      admit: ({ budget, tpm, rpm }) => {
+        if (budget && (counter(budget.key)?.value ?? 0) >= budget.limit) {
+          return Promise.resolve({ ok: false, limit: 'budget', retryAfterMs: budget.endsAt - now() });
         }
-        if (amount > limit) return Promise.resolve({ ok: false, retryAfterMs: windowMs });
-        // Walk from the oldest step until enough would have left the window.
-        let left = window.total;
-        for (const [step, value] of window.steps) {
-          left -= value;
-          if (left + amount <= limit) {
-            return Promise.resolve({ ok: false, retryAfterMs: step + WINDOW_STEP_MS + windowMs - now() });
+        if (tpm) {
+          const tokens = windowOf(tpm.key);
+          if (tokens.total >= tpm.limit) {
+            return Promise.resolve({ ok: false, limit: 'tpm', retryAfterMs: wait(tokens, tpm.limit) });
           }
         }
-        return Promise.resolve({ ok: false, retryAfterMs: windowMs });
+        if (rpm) {
+          const requests = windowOf(rpm.key);
+          if (requests.total >= rpm.limit) {
+            return Promise.resolve({ ok: false, limit: 'rpm', retryAfterMs: wait(requests, rpm.limit) });
+          }
+          record(requests, 1);
+        }
+        return Promise.resolve(ADMITTED);
       },
-      add: (key, amount, windowMs) => {
-        record(windowOf(key, windowMs), amount);
+      spend: ({ budget, tpm }, tokens) => {
+        if (tpm) record(windowOf(tpm.key), tokens);
+        if (budget) add(budget.key, tokens, budget.endsAt);
         return Promise.resolve();
       },
-      sum: (key, windowMs) => Promise.resolve(windowOf(key, windowMs).total),
     },
     counters: {
-      add: (key, amount, expiresAt) => {
-        const entry = counter(key);
-        if (!entry) {
-          counters.set(key, { value: amount, expiresAt });
-          return Promise.resolve(amount);
-        }
-        entry.value += amount;
-        entry.expiresAt = expiresAt;
-        return Promise.resolve(entry.value);
-      },
+      add: (key, amount, expiresAt) => Promise.resolve(add(key, amount, expiresAt)),
       get: (key) => Promise.resolve(counter(key)?.value ?? 0),
       delete: (key) => {
         counters.delete(key);

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { HttpError } from '../../../../src/http/errors.ts';
 import type { OnUnavailable } from '../../../../src/config/state.ts';
 import { StateGuard } from '../../../../src/proxy/state/guard.ts';
-import { memoryState } from '../../../../src/proxy/state/shared.ts';
+import { memoryState, type KeyLimits } from '../../../../src/proxy/state/shared.ts';
 import { memoryStore } from '../../../../src/proxy/translate/stores.ts';
 
 /** Every method of `target` fails while `down.value` is true, and each call reaching it is counted. */
@@ -54,6 +54,9 @@ function setup(onUnavailable: OnUnavailable) {
   };
 }
 
+const RPM_1: KeyLimits = { rpm: { key: 'rpm:k', limit: 1 } };
+const BUDGET: KeyLimits = { budget: { key: 'budget:k:1', limit: 100, endsAt: 2_000_000 } };
+
 async function refusal(call: Promise<unknown>): Promise<HttpError> {
   const error = await call.then(
     () => undefined,
@@ -73,33 +76,34 @@ describe('StateGuard', () => {
 
   it('passes calls through while the backend answers', async () => {
     const { limits, routing } = setup('deny');
-    expect(await limits.windows.take('k', 1, 1, 60_000)).toEqual({ ok: true });
-    expect((await limits.windows.take('k', 1, 1, 60_000)).ok).toBe(false);
+    expect(await limits.limits.admit(RPM_1)).toEqual({ ok: true });
+    expect((await limits.limits.admit(RPM_1)).ok).toBe(false);
     await routing.leases.hold('cool:a', 1_005_000);
     expect(await routing.leases.until('cool:a')).toBe(1_005_000);
   });
 
   it('on_unavailable allow: limits are skipped and writes dropped while the backend is away', async () => {
     const { down, limits } = setup('allow');
-    await limits.windows.take('k', 1, 1, 60_000);
+    await limits.limits.admit(RPM_1);
     down.value = true;
-    expect(await limits.windows.take('k', 1, 1, 60_000)).toEqual({ ok: true });
-    expect(await limits.windows.sum('k', 60_000)).toBe(0);
-    expect(await limits.counters.get('budget:k')).toBe(0);
-    await limits.windows.add('tpm:k', 100, 60_000);
-    expect(await limits.counters.add('budget:k', 100, 2_000_000)).toBe(0);
+    expect(await limits.limits.admit(RPM_1)).toEqual({ ok: true });
+    expect(await limits.limits.admit(RPM_1)).toEqual({ ok: true });
+    await limits.limits.spend(BUDGET, 100);
+    down.value = false;
+    // Nothing was counted meanwhile.
+    expect(await limits.limits.admit(BUDGET)).toEqual({ ok: true });
   });
 
   it('on_unavailable deny: what decides a limit refuses with 503 state_unavailable and retry-after', async () => {
     const { down, limits, tick } = setup('deny');
     down.value = true;
-    const error = await refusal(limits.windows.take('k', 1, 1, 60_000));
+    const error = await refusal(limits.limits.admit(RPM_1));
     expect(error).toMatchObject({ status: 503, kind: 'state_unavailable', headers: { 'retry-after': '2' } });
-    expect((await refusal(limits.counters.get('budget:k'))).kind).toBe('state_unavailable');
+    expect((await refusal(limits.limits.admit(BUDGET))).kind).toBe('state_unavailable');
     tick(1_000);
-    expect((await refusal(limits.windows.sum('tpm:k', 60_000))).kind).toBe('state_unavailable');
+    expect((await refusal(limits.limits.admit(BUDGET))).kind).toBe('state_unavailable');
     // Spending after an answer went out is never refused.
-    await limits.windows.add('tpm:k', 10, 60_000);
+    await limits.limits.spend(BUDGET, 10);
   });
 
   it('routing sees no upstream cooling down and lets the probe go while the backend is away', async () => {
@@ -125,21 +129,21 @@ describe('StateGuard', () => {
   it('logs an outage once when it begins and once when it ends, and probes the backend once a second', async () => {
     const { down, lines, limits, tick } = setup('allow');
     down.value = true;
-    for (let i = 0; i < 20; i++) await limits.windows.take('k', 1, 5, 60_000);
+    for (let i = 0; i < 20; i++) await limits.limits.admit(RPM_1);
     // The first call found the backend away; the others within the second were answered without it.
     expect(down.calls).toBe(1);
     tick(1_000);
-    await limits.windows.take('k', 1, 5, 60_000);
-    await limits.windows.take('k', 1, 5, 60_000);
+    await limits.limits.admit(RPM_1);
+    await limits.limits.admit(RPM_1);
     expect(down.calls).toBe(2);
     down.value = false;
     tick(999);
-    expect(await limits.windows.take('k', 1, 1, 60_000)).toEqual({ ok: true });
+    expect(await limits.limits.admit(RPM_1)).toEqual({ ok: true });
     expect(down.calls).toBe(2);
     tick(1);
     // The probe finds it back: from then on every call reaches it.
-    expect(await limits.windows.take('k', 1, 1, 60_000)).toEqual({ ok: true });
-    expect((await limits.windows.take('k', 1, 1, 60_000)).ok).toBe(false);
+    expect(await limits.limits.admit(RPM_1)).toEqual({ ok: true });
+    expect((await limits.limits.admit(RPM_1)).ok).toBe(false);
     expect(down.calls).toBe(4);
     const said = lines.filter((l) => l.msg.includes('shared state')).map((l) => l.msg);
     expect(said).toEqual([

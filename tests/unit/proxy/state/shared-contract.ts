@@ -3,7 +3,7 @@
  * test runs it, and so does any other backend's (Redis) with its own factory.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { SharedState } from '../../../../src/proxy/state/shared.ts';
+import type { KeyLimits, SharedState } from '../../../../src/proxy/state/shared.ts';
 
 /** A backend under test, on a clock the test moves. */
 export type StateFactory = (now: () => number) => Promise<SharedState>;
@@ -18,47 +18,97 @@ export function sharedStateContract(name: string, make: StateFactory): void {
     });
     afterEach(() => state.close());
 
-    it('takes from a sliding window up to its limit, then says when room comes back (whole seconds)', async () => {
+    const rpm = (limit: number, key = 'rpm:k'): KeyLimits => ({ rpm: { key, limit } });
+
+    it('admits up to rpm in a sliding minute, then says when room comes back (whole seconds)', async () => {
       for (let i = 0; i < 3; i++) {
-        expect(await state.windows.take('k', 1, 3, 60_000)).toEqual({ ok: true });
+        expect(await state.limits.admit(rpm(3))).toEqual({ ok: true });
         time += 10_000;
       }
-      // The first take's second, 1_000_000 to 1_001_000, leaves the window at 1_061_000.
-      expect(await state.windows.take('k', 1, 3, 60_000)).toEqual({ ok: false, retryAfterMs: 31_000 });
+      // The first request's second, 1_000_000 to 1_001_000, leaves the window at 1_061_000.
+      expect(await state.limits.admit(rpm(3))).toEqual({ ok: false, limit: 'rpm', retryAfterMs: 31_000 });
       time += 30_999;
-      expect((await state.windows.take('k', 1, 3, 60_000)).ok).toBe(false);
+      expect((await state.limits.admit(rpm(3))).ok).toBe(false);
       time += 1;
-      expect(await state.windows.take('k', 1, 3, 60_000)).toEqual({ ok: true });
-      expect(await state.windows.sum('k', 60_000)).toBe(3);
+      expect(await state.limits.admit(rpm(3))).toEqual({ ok: true });
+      // The second request's second leaves at 1_071_000.
+      expect(await state.limits.admit(rpm(3))).toEqual({ ok: false, limit: 'rpm', retryAfterMs: 10_000 });
     });
 
-    it('never lets more than the limit through in any span of the window', async () => {
+    it('never lets more than rpm through in any span of a minute', async () => {
       let taken: number[] = [];
       for (let t = 0; t < 180_000; t += 250) {
         time = 1_000_000 + t;
-        if ((await state.windows.take('span', 1, 10, 60_000)).ok) taken.push(time);
+        if ((await state.limits.admit(rpm(10, 'rpm:span'))).ok) taken.push(time);
         taken = taken.filter((at) => at > time - 60_000);
         expect(taken.length).toBeLessThanOrEqual(10);
       }
     });
 
-    it('refuses an amount larger than the limit for a whole window and records nothing', async () => {
-      expect(await state.windows.take('t', 11, 10, 60_000)).toEqual({ ok: false, retryAfterMs: 60_000 });
-      expect(await state.windows.sum('t', 60_000)).toBe(0);
+    it('counts spent tokens past tpm, and refuses until enough of them have left the minute', async () => {
+      const limits: KeyLimits = { tpm: { key: 'tpm:k', limit: 1_000 } };
+      await state.limits.spend(limits, 900);
+      time += 5_000;
+      expect(await state.limits.admit(limits)).toEqual({ ok: true });
+      await state.limits.spend(limits, 200);
+      // The 900 of 1_000_000's second leave at 1_061_000; the 200 alone are below the limit.
+      expect(await state.limits.admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 56_000 });
+      time += 56_000;
+      expect(await state.limits.admit(limits)).toEqual({ ok: true });
+      // More than the limit in one answer: refused until the answer's own second has left.
+      await state.limits.spend(limits, 5_000);
+      expect(await state.limits.admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 61_000 });
     });
 
-    it('adds amounts past the limit, and later takes wait for them to leave', async () => {
-      await state.windows.add('t', 900, 60_000);
-      time += 5_000;
-      expect(await state.windows.take('t', 200, 1_000, 60_000)).toEqual({ ok: false, retryAfterMs: 56_000 });
-      expect(await state.windows.take('t', 100, 1_000, 60_000)).toEqual({ ok: true });
-      expect(await state.windows.sum('t', 60_000)).toBe(1_000);
+    it('walks the seconds of a sparse window: tokens leave with their own second, not before', async () => {
+      const limits: KeyLimits = { tpm: { key: 'tpm:sparse', limit: 300 } };
+      await state.limits.spend(limits, 600);
+      time += 30_000;
+      await state.limits.spend(limits, 300);
+      // 300 would still be left once the first 600 leave: room only when the second 300 do, at 1_091_000.
+      expect(await state.limits.admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 61_000 });
+      time += 31_000;
+      expect(await state.limits.admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 30_000 });
+      time += 30_000;
+      expect(await state.limits.admit(limits)).toEqual({ ok: true });
+      time += 300_000;
+      await state.limits.spend(limits, 300);
+      expect(await state.limits.admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 61_000 });
+    });
+
+    it('refuses once the budget is spent, until it ends', async () => {
+      const limits: KeyLimits = { budget: { key: 'budget:k:1', limit: 100, endsAt: time + 3_600_000 } };
+      await state.limits.spend(limits, 99);
+      expect(await state.limits.admit(limits)).toEqual({ ok: true });
+      await state.limits.spend(limits, 1);
+      expect(await state.limits.admit(limits)).toEqual({ ok: false, limit: 'budget', retryAfterMs: 3_600_000 });
+      time += 3_599_999;
+      expect(await state.limits.admit(limits)).toEqual({ ok: false, limit: 'budget', retryAfterMs: 1 });
+      time += 1;
+      expect(await state.limits.admit(limits)).toEqual({ ok: true });
+    });
+
+    it('checks the budget, then tpm, then rpm, and a refusal takes no request', async () => {
+      const all: KeyLimits = {
+        budget: { key: 'budget:k:1', limit: 1_000, endsAt: time + 3_600_000 },
+        tpm: { key: 'tpm:k', limit: 100 },
+        rpm: { key: 'rpm:k', limit: 1 },
+      };
+      await state.limits.spend(all, 100);
+      expect(await state.limits.admit(all)).toMatchObject({ ok: false, limit: 'tpm' });
+      time += 61_000;
+      // The refused request took nothing: the only request of rpm 1 is still there to take.
+      expect(await state.limits.admit(all)).toEqual({ ok: true });
+      expect(await state.limits.admit(all)).toMatchObject({ ok: false, limit: 'rpm' });
+      // Spending counted against both: 1_000 of the budget ends it before rpm is looked at.
+      await state.limits.spend(all, 900);
+      expect(await state.limits.admit(all)).toMatchObject({ ok: false, limit: 'budget' });
     });
 
     it('keeps windows apart by key', async () => {
-      expect(await state.windows.take('a', 1, 1, 60_000)).toEqual({ ok: true });
-      expect(await state.windows.take('b', 1, 1, 60_000)).toEqual({ ok: true });
-      expect((await state.windows.take('a', 1, 1, 60_000)).ok).toBe(false);
+      expect(await state.limits.admit(rpm(1, 'rpm:a'))).toEqual({ ok: true });
+      expect(await state.limits.admit(rpm(1, 'rpm:b'))).toEqual({ ok: true });
+      expect((await state.limits.admit(rpm(1, 'rpm:a'))).ok).toBe(false);
     });
 
     it('counts until the counter expires', async () => {
@@ -91,8 +141,8 @@ export function sharedStateContract(name: string, make: StateFactory): void {
       expect(await state.leases.until('h')).toBe(time + 10_000);
     });
 
-    it('answers concurrent takes exactly up to the limit', async () => {
-      const answers = await Promise.all(Array.from({ length: 50 }, () => state.windows.take('p', 1, 10, 60_000)));
+    it('answers concurrent admissions exactly up to rpm', async () => {
+      const answers = await Promise.all(Array.from({ length: 50 }, () => state.limits.admit(rpm(10, 'rpm:p'))));
       expect(answers.filter((a) => a.ok)).toHaveLength(10);
     });
   });
