@@ -142,6 +142,8 @@ export interface ProtocolSpec {
    * last number a field has counts. Undefined when they name none.
    */
   usage(text: string): UpstreamUsage | undefined;
+  /** A stream's first usage object counts as well as its last; otherwise only the last is looked for. */
+  readonly usageAtStart?: boolean;
   readonly models: {
     /** Client-facing GET paths: the list, and one model by `:model`. */
     readonly listPaths: readonly string[];

@@ -9,47 +9,61 @@ import { Pool, type Dispatcher } from 'undici';
 import type { TokenUsage } from '../context.ts';
 import type { ProtocolSpec } from '../protocols/protocol.ts';
 
+/** What is kept of an answer's start, for a protocol whose first usage object counts. */
 const HEAD_BYTES = 4096;
+/** What is kept of an answer's end: its last usage object is there. */
 const TAIL_BYTES = 8192;
+/** How much of the end is searched first: the last usage object is nearly always in it. */
+const END_BYTES = 1024;
 /** How much of the JSON after a usage object's name is read: the object, whatever follows it in a protocol. */
 const USAGE_BYTES = 1024;
-/** Every protocol's usage object is named `usage` or `usageMetadata` (Gemini). */
-const USAGE_NAME = 'usage';
+/** Every protocol's usage object is named `usage` or `usageMetadata` (Gemini): the name with its opening quote. */
+const NAME = Buffer.from('"usage', 'latin1');
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const CAPITAL_M = 0x4d;
+const EMPTY = Buffer.alloc(0);
 
 /**
- * The answer's usage objects, as the text `ProtocolSpec.usage` reads: the
- * first and the last (a stream's start and end), each from its name on. Found
- * in the bytes, not in a string of them: a stream's head and tail are some
- * 12 KB, and searching them as text cost more than the rest of the proxy's
- * work on a streamed request.
+ * Where the first (or last) usage object's name is in `bytes`: `"usage"` or
+ * `"usageMetadata"`, not text in a string (its quote not escaped); -1 for
+ * none. One found at offset 0 counts only where `bytes` begins what is kept:
+ * elsewhere the byte before it, which may escape it, is not in `bytes`.
  */
-export function usageText(answer: Buffer): string {
-  let first = -1;
-  let last = -1;
-  for (let at = answer.indexOf(USAGE_NAME); at !== -1; at = answer.indexOf(USAGE_NAME, at + USAGE_NAME.length)) {
-    // A name, not text in a string: `"usage"` or `"usageMetadata"`, its quote not escaped.
-    if (answer[at - 1] !== QUOTE || answer[at - 2] === BACKSLASH) continue;
-    const after = answer[at + USAGE_NAME.length];
-    if (after !== QUOTE && after !== CAPITAL_M) continue;
-    if (first === -1) first = at;
-    last = at;
+function nameAt(bytes: Buffer, last: boolean, whole: boolean): number {
+  let at = last ? bytes.lastIndexOf(NAME) : bytes.indexOf(NAME);
+  while (at !== -1) {
+    const after = bytes[at + NAME.length];
+    const name = (after === QUOTE || after === CAPITAL_M) && (at === 0 ? whole : bytes[at - 1] !== BACKSLASH);
+    if (name) return at;
+    at = last ? (at === 0 ? -1 : bytes.lastIndexOf(NAME, at - 1)) : bytes.indexOf(NAME, at + 1);
   }
-  if (first === -1) return '';
-  const window = (at: number) => answer.toString('latin1', at, at + USAGE_BYTES);
-  return first === last ? window(first) : window(first) + window(last);
+  return -1;
 }
 
-/** Keeps an answer's first and last bytes, and tells `done` its tokens once it has ended well. */
+/** The usage object from its name on (without the quote), as `ProtocolSpec.usage` reads it. */
+const objectAt = (bytes: Buffer, at: number): string => bytes.toString('latin1', at + 1, at + 1 + USAGE_BYTES);
+
+const joined = (chunks: readonly Buffer[], from: number): Buffer =>
+  from === chunks.length - 1 ? (chunks[from] as Buffer) : Buffer.concat(chunks.slice(from));
+
+/**
+ * Keeps an answer's last bytes (and its first, where the protocol's first
+ * usage object counts), and tells `done` its tokens once it has ended well.
+ * Only the chunks themselves are kept, and joined only as far as a search
+ * needs: a stream is a hundred small chunks, and copying them all into one
+ * buffer cost more than finding its usage.
+ */
 export class UsageTap {
   readonly #spec: ProtocolSpec;
   readonly #requestBytes: number;
   readonly #done: (usage: TokenUsage) => void;
-  readonly #head: Buffer[] = [];
-  readonly #tail: Buffer[] = [];
+  /** The first chunks: only for a protocol whose first usage object counts (Anthropic's message_start). */
+  readonly #head: Buffer[] | undefined;
   #headBytes = 0;
+  /** The last chunks, from #from on: chunks before it have been let go (and replaced by EMPTY). */
+  #tail: Buffer[] = [];
+  #from = 0;
   #tailBytes = 0;
   #total = 0;
   ok = false;
@@ -58,33 +72,70 @@ export class UsageTap {
     this.#spec = spec;
     this.#requestBytes = requestBytes;
     this.#done = done;
+    this.#head = spec.usageAtStart ? [] : undefined;
   }
 
   push(chunk: Buffer): void {
     this.#total += chunk.length;
-    if (this.#headBytes < HEAD_BYTES) {
+    if (this.#head && this.#headBytes < HEAD_BYTES) {
       this.#head.push(chunk);
       this.#headBytes += chunk.length;
       return;
     }
-    this.#tail.push(chunk);
+    const tail = this.#tail;
+    tail.push(chunk);
     this.#tailBytes += chunk.length;
-    while (this.#tailBytes - (this.#tail[0] as Buffer).length >= TAIL_BYTES) {
-      this.#tailBytes -= (this.#tail.shift() as Buffer).length;
+    while (this.#tailBytes - (tail[this.#from] as Buffer).length >= TAIL_BYTES) {
+      this.#tailBytes -= (tail[this.#from] as Buffer).length;
+      tail[this.#from++] = EMPTY;
+    }
+    // The array is cut down now and then, not on every chunk let go.
+    if (this.#from >= 64) {
+      this.#tail = tail.slice(this.#from);
+      this.#from = 0;
     }
   }
 
   /** The upstream's counts; a token per 4 bytes of request and answer when it names none. */
   end(): void {
     if (!this.ok) return;
-    const parts = this.#tail.length === 0 ? this.#head : this.#head.concat(this.#tail);
-    const text = usageText(parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts));
+    const text = this.#usageText();
     const read = text === '' ? undefined : this.#spec.usage(text);
     this.#done(
       read
-        ? { ...read, estimated: false }
+        ? { input: read.input, output: read.output, cached: read.cached, estimated: false }
         : { input: Math.ceil(this.#requestBytes / 4), output: Math.ceil(this.#total / 4), cached: 0, estimated: true },
     );
+  }
+
+  /** The first usage object (where it counts) and the last, each from its name on; '' for none. */
+  #usageText(): string {
+    const head = this.#head && this.#head.length > 0 ? joined(this.#head, 0) : undefined;
+    const first = head ? nameAt(head, false, true) : -1;
+    const last = this.#lastInTail();
+    if (last !== undefined) return first === -1 ? last : objectAt(head as Buffer, first) + last;
+    if (first === -1) return '';
+    // The whole answer is in the head: its last usage object is there too.
+    const end = nameAt(head as Buffer, true, true);
+    return end === first
+      ? objectAt(head as Buffer, first)
+      : objectAt(head as Buffer, first) + objectAt(head as Buffer, end);
+  }
+
+  /** The tail's last usage object: searched in its last END_BYTES first, then in all of it. */
+  #lastInTail(): string | undefined {
+    const tail = this.#tail;
+    let from = tail.length - 1;
+    if (from < this.#from) return undefined;
+    let bytes = (tail[from] as Buffer).length;
+    while (bytes < END_BYTES && from > this.#from) bytes += (tail[--from] as Buffer).length;
+    let part = joined(tail, from);
+    let at = nameAt(part, true, from === this.#from);
+    if (at === -1 && from > this.#from) {
+      part = joined(tail, this.#from);
+      at = nameAt(part, true, true);
+    }
+    return at === -1 ? undefined : objectAt(part, at);
   }
 }
 

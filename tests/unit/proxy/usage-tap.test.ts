@@ -78,6 +78,50 @@ describe('usage read from a passed-through answer', () => {
     });
   });
 
+  it('finds a name split at any byte, and reads an object spread over many small chunks', () => {
+    const usage = 'data: {"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":6}}\n\n';
+    const expected = { input: 5, output: 6, cached: 0, estimated: false };
+    for (let at = usage.indexOf('"usage') - 1; at <= usage.indexOf('"usage') + 7; at++) {
+      expect(tapped('openai', [chatEvent('hi'), usage.slice(0, at), usage.slice(at), 'data: [DONE]\n\n'])).toEqual(
+        expected,
+      );
+    }
+    const pieces = usage.match(/[^]{1,3}/g) ?? [];
+    expect(tapped('openai', [chatEvent('hi'), ...pieces, 'data: [DONE]\n\n'])).toEqual(expected);
+  });
+
+  it('keeps only the end of a long stream whose protocol counts its last usage object', () => {
+    const events = Array.from({ length: 500 }, (_, i) => chatEvent(`t${i}`));
+    const usage = 'data: {"choices":[],"usage":{"prompt_tokens":11,"completion_tokens":500}}\n\ndata: [DONE]\n\n';
+    expect(tapped('openai', [...events, usage])).toEqual({ input: 11, output: 500, cached: 0, estimated: false });
+  });
+
+  it('finds the last usage object behind more than the end searched first', () => {
+    const usage = 'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}\n\n';
+    const padding = Array.from({ length: 30 }, () => `data: {"pad":"${'x'.repeat(100)}"}\n\n`);
+    expect(tapped('openai', [chatEvent('hi'), usage, ...padding])).toEqual({
+      input: 3,
+      output: 4,
+      cached: 0,
+      estimated: false,
+    });
+    // The name split where the end searched first begins.
+    const [before, after] = [`data: {"choices":[],"us`, `age":{"prompt_tokens":5,"completion_tokens":6}}\n\n`];
+    const long = after + `data: {"pad":"${'x'.repeat(3000)}"}\n\n`;
+    expect(tapped('openai', [chatEvent('hi'), before, long])).toEqual({
+      input: 5,
+      output: 6,
+      cached: 0,
+      estimated: false,
+    });
+  });
+
+  it('is not fooled by an escaped quote before the name across a chunk boundary', () => {
+    const text = 'data: {"choices":[{"delta":{"content":"a \\';
+    const rest = '"usage":{"prompt_tokens":9,"completion_tokens":1}}]}\n\n';
+    expect(tapped('openai', [text, rest])).toMatchObject({ estimated: true });
+  });
+
   it('is not fooled by the word usage inside the text', () => {
     const text = chatEvent('the "usage":{"prompt_tokens":999} field') + chatEvent('usageMetadata');
     // 400 request bytes and the answer's bytes, a token per 4.

@@ -59,6 +59,7 @@ export const anthropic: ProtocolSpec = {
   adapter,
   errors,
   // A stream's input tokens come in message_start (its first usage), its output tokens in the last message_delta.
+  usageAtStart: true,
   usage(text) {
     const input = lastNumber(text, 'input_tokens');
     const output = lastNumber(text, 'output_tokens');
