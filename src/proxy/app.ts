@@ -105,7 +105,7 @@ const noRoute: ProxyMiddleware = (ctx) => Promise.reject(proxyErrors.routeNotFou
 /**
  * The proxy, in request order: log line, connection close while draining, error shapes, nosniff, browser
  * origins (CORS; preflights end here), hosts of keyless requests,
- * authentication, the key's tokens counted when its response ends, MCP,
+ * authentication, MCP,
  * then the endpoint table, which every protocol in the
  * record fills with its model routes and model lists.
  */
@@ -126,7 +126,8 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   const metrics = options.metrics ?? new ProxyMetrics();
   metrics.streamsInFlight = () => streams.size;
   metrics.cooling = () => fallback.cooling(config.upstreams.map((u) => u.name));
-  const sinks: RequestSink[] = [(record) => metrics.observe(record)];
+  const keys = new KeyRing(config.apiKey, config.keys);
+  const sinks: RequestSink[] = [(record) => metrics.observe(record), spendTokens(admission, keys, log)];
   if (options.usage) sinks.push(usageSink(options.usage));
   const admin = (handler: ProxyMiddleware) => adminOnly(config.effectiveAuthMode, handler);
   // Public metrics are read like /healthz: no key, from a host the proxy serves (a scraper's name in allowed_hosts).
@@ -190,8 +191,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     .use(noSniff())
     .use(allowedOrigins(config.corsAllowedOrigins, protocols))
     .use(keylessHosts(keyed, config.allowedHosts))
-    .use(authenticate(keyed, new KeyRing(config.apiKey, config.keys), credentials))
-    .use(spendTokens(admission, log))
+    .use(authenticate(keyed, keys, credentials))
     .use(mcp)
     .use(exactRoutes(fixed))
     .use(router.routes())

@@ -9,7 +9,7 @@ import { DEFAULT_KEY_NAME, type BudgetPeriod, type ClientKeyConfig } from '../co
 import { HttpError } from '../http/errors.ts';
 import { globToRegExp } from './routing.ts';
 import type { Logger } from '../log.ts';
-import type { ProxyMiddleware } from './context.ts';
+import type { RequestSink } from './request-log.ts';
 import type { KeyLimits, Limit, SharedState } from './state/shared.ts';
 
 /** Errors of a key's own, in the shape of every family (families.ts renders them). */
@@ -58,6 +58,7 @@ const sha256 = (value: string): string => hash('sha256', value, 'hex');
  */
 export class KeyRing {
   readonly #byDigest = new Map<string, ClientKey>();
+  readonly #byName = new Map<string, ClientKey>();
 
   constructor(apiKey: string, keys: readonly ClientKeyConfig[]) {
     if (apiKey !== '') {
@@ -76,6 +77,12 @@ export class KeyRing {
       this.#byDigest.set(operator.sha256, clientKey(operator));
     }
     for (const key of keys) this.#byDigest.set(key.sha256, clientKey(key));
+    for (const key of this.#byDigest.values()) this.#byName.set(key.name, key);
+  }
+
+  /** The key of this name (a finished request's, in the request log's record). */
+  named(name: string): ClientKey | undefined {
+    return this.#byName.get(name);
   }
 
   /** The key among those presented, or why none may be used: undefined when none is known. */
@@ -166,22 +173,15 @@ export class Admission {
 export const countsTokens = (key: ClientKey | undefined): key is ClientKey =>
   key !== undefined && (key.tpm !== undefined || key.budget !== undefined);
 
-/** Counts each response's tokens (ctx.state.usage) against its key, once the response has ended. */
-export function spendTokens(admission: Admission, log: Logger): ProxyMiddleware {
-  return (ctx, next) => {
-    const { key } = ctx.state;
-    if (countsTokens(key)) {
-      // 'close' comes once: on(), not once(), which wraps the listener for every request.
-      ctx.res.on('close', () => {
-        const { usage } = ctx.state;
-        // The request has been answered: a failure here (the state backend gone) is only logged.
-        if (usage) {
-          admission.spend(key, usage.input + usage.output).catch((error: unknown) => {
-            log.warn({ key: key.name, err: (error as Error).message }, 'tokens not counted against the key');
-          });
-        }
-      });
-    }
-    return next();
+/** Counts each finished request's tokens (its usage) against its key: a sink of the request log. */
+export function spendTokens(admission: Admission, keys: KeyRing, log: Logger): RequestSink {
+  return (record) => {
+    const { usage } = record;
+    const key = usage && record.key !== undefined ? keys.named(record.key) : undefined;
+    if (!countsTokens(key) || !usage) return;
+    // The request has been answered: a failure here (the state backend gone) is only logged.
+    admission.spend(key, usage.input + usage.output).catch((error: unknown) => {
+      log.warn({ key: key.name, err: (error as Error).message }, 'tokens not counted against the key');
+    });
   };
 }

@@ -52,7 +52,8 @@ export class LiveProxy {
   handle(req: IncomingMessage, res: ServerResponse): void {
     const generation = this.#current;
     generation.inFlight++;
-    res.once('close', () => {
+    // 'close' comes once: on(), not once(), which wraps the listener for every request.
+    res.on('close', () => {
       generation.inFlight--;
       this.#retire(generation);
     });
