@@ -90,7 +90,8 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
   const tries = fallback ? (await fallback.order(model, group)).slice(0, fallback.retries + 1) : group;
   const signal = clientGone(ctx);
   const attempts: Attempt[] = (ctx.state.attempts = []);
-  for (const [i, candidate] of tries.entries()) {
+  for (let i = 0; i < tries.length; i++) {
+    const candidate = tries[i] as Resolution;
     const name = candidate.upstream.config.name;
     const last = i === tries.length - 1;
     ctx.state.upstream = name;
@@ -132,7 +133,7 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
 }
 
 /** One upstream's try: passed through, or translated when it speaks another protocol. */
-async function attempt(
+function attempt(
   ctx: ProxyContext,
   deps: EndpointDeps,
   request: ModelRequest,
@@ -162,8 +163,7 @@ async function attempt(
     signal,
     streams: deps.streams,
   };
-  await deps.translator.handle(ctx, route);
-  return undefined;
+  return deps.translator.handle(ctx, route).then(() => undefined);
 }
 
 /** A JSON endpoint whose model is the body's `model`. */
