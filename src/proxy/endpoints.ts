@@ -27,11 +27,13 @@ export interface EndpointDeps {
   fallback: Fallback;
 }
 
-/** The key's allowlist and limits once the model is known: nothing to check with auth off, to await with no limits. */
-async function admit(ctx: ProxyContext, deps: EndpointDeps, model: string): Promise<void> {
+/**
+ * The key's allowlist and limits once the model is known: nothing to check with auth off; a promise only while
+ * a shared backend answers.
+ */
+function admit(ctx: ProxyContext, deps: EndpointDeps, model: string): Promise<void> | undefined {
   const { key } = ctx.state;
-  const limits = key && deps.admission.admit(key, model);
-  if (limits) await limits;
+  return key && deps.admission.admit(key, model);
 }
 
 function requireModel(value: unknown): string {
@@ -77,7 +79,8 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
   const stream = operation.stream ?? request.body['stream'] === true;
   ctx.state.model = model;
   ctx.state.stream = stream;
-  await admit(ctx, deps, model);
+  const admitted = admit(ctx, deps, model);
+  if (admitted) await admitted;
   const group = deps.router.candidates(model);
   const first = group[0];
   if (operation.count && !(first && passesThrough(request.family, operation, first.upstream.config))) {
@@ -214,7 +217,8 @@ function multipartModelEndpoint(deps: EndpointDeps, family: Protocol, operation:
     const model = requireModel(head.model);
     ctx.state.model = model;
     ctx.state.stream = false;
-    await admit(ctx, deps, model);
+    const admitted = admit(ctx, deps, model);
+    if (admitted) await admitted;
     const resolution = deps.router.resolve(model);
     if (!resolution) throw proxyErrors.modelNotFound(model);
     const { upstream, mappedModel } = resolution;

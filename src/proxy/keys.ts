@@ -10,7 +10,7 @@ import { HttpError } from '../http/errors.ts';
 import { globToRegExp } from './routing.ts';
 import type { Logger } from '../log.ts';
 import type { RequestSink } from './request-log.ts';
-import type { KeyLimits, Limit, SharedState } from './state/shared.ts';
+import type { KeyLimits, Limit, SharedState, Verdict } from './state/shared.ts';
 
 /** Errors of a key's own, in the shape of every family (families.ts renders them). */
 export const keyErrors = {
@@ -51,6 +51,10 @@ const LIMIT_NAMES: Record<Limit, string> = {
 };
 
 const sha256 = (value: string): string => hash('sha256', value, 'hex');
+
+function refuseIfLimited(verdict: Verdict): void {
+  if (!verdict.ok) throw keyErrors.limited(LIMIT_NAMES[verdict.limit], verdict.retryAfterMs);
+}
 
 /**
  * Every key, looked up by its SHA-256: a presented key is hashed, never
@@ -126,20 +130,22 @@ export class Admission {
     this.#now = now;
   }
 
-  /** Throws at once for a model the key may not use; undefined when it has no limits (nothing to wait for). */
+  /**
+   * Throws for a model the key may not use or a limit it has reached; a promise only while a shared backend
+   * answers (this process's memory answers at once: nothing to wait for).
+   */
   admit(key: ClientKey, model: string): Promise<void> | undefined {
     if (!key.allows(model)) throw keyErrors.modelNotAllowed(model);
-    return key.limited ? this.#admit(key) : undefined;
-  }
-
-  async #admit(key: ClientKey): Promise<void> {
+    if (!key.limited) return undefined;
     // Budget, tpm and rpm in one step: with a shared backend, one round trip.
-    const verdict = await this.#state.limits.admit(this.#limitsOf(key));
-    if (!verdict.ok) throw keyErrors.limited(LIMIT_NAMES[verdict.limit], verdict.retryAfterMs);
+    const verdict = this.#state.limits.admit(this.#limitsOf(key));
+    if (verdict instanceof Promise) return verdict.then(refuseIfLimited);
+    refuseIfLimited(verdict);
+    return undefined;
   }
 
-  /** Counts a finished request's tokens against the key's tpm and budget. */
-  spend(key: ClientKey, tokens: number): Promise<void> {
+  /** Counts a finished request's tokens against the key's tpm and budget; a promise only with a shared backend. */
+  spend(key: ClientKey, tokens: number): void | Promise<void> {
     return this.#state.limits.spend(this.#limitsOf(key), tokens);
   }
 
@@ -180,7 +186,7 @@ export function spendTokens(admission: Admission, keys: KeyRing, log: Logger): R
     const key = usage && record.key !== undefined ? keys.named(record.key) : undefined;
     if (!countsTokens(key) || !usage) return;
     // The request has been answered: a failure here (the state backend gone) is only logged.
-    admission.spend(key, usage.input + usage.output).catch((error: unknown) => {
+    admission.spend(key, usage.input + usage.output)?.catch((error: unknown) => {
       log.warn({ key: key.name, err: (error as Error).message }, 'tokens not counted against the key');
     });
   };

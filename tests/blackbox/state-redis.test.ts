@@ -71,7 +71,7 @@ describe('Redis stores', () => {
     try {
       const state = redisState(conn, `spend-${randomUUID()}:`);
       const limits = { tpm: { key: 'tpm:k', limit: 1_000 } };
-      await Promise.all(Array.from({ length: 50 }, () => state.limits.spend(limits, 20)));
+      await Promise.all(Array.from({ length: 50 }, async () => state.limits.spend(limits, 20)));
       expect(await state.limits.admit(limits)).toMatchObject({ ok: false, limit: 'tpm' });
       expect(await state.limits.admit({ tpm: { key: 'tpm:k', limit: 1_001 } })).toEqual({ ok: true });
     } finally {

@@ -54,13 +54,12 @@ export class StateGuard {
   #state(inner: SharedState, refuse: boolean): SharedState {
     // Wrapping every call of a backend that cannot fail would only cost each request its closures and promises.
     if (inner.inProcess) return inner;
-    const read = <T>(call: () => Promise<T>, open: T): Promise<T> =>
+    const read = <T>(call: () => T | Promise<T>, open: T): Promise<T> =>
       this.#run(call, () => {
         if (refuse) throw proxyErrors.stateUnavailable();
         return open;
       });
-    const write = (call: () => Promise<unknown>): Promise<void> =>
-      this.#run(call, () => undefined).then(() => undefined);
+    const write = (call: () => unknown): Promise<void> => this.#run(call, () => undefined).then(() => undefined);
     const { limits, counters, leases } = inner;
     return {
       limits: {
@@ -100,7 +99,7 @@ export class StateGuard {
   }
 
   /** The backend's answer, or `whenDown()`'s when it fails or is known to be away. */
-  async #run<T>(call: () => Promise<T>, whenDown: () => T): Promise<T> {
+  async #run<T>(call: () => T | Promise<T>, whenDown: () => T): Promise<T> {
     if (this.#down) {
       if (this.#now() < this.#probeAt) return whenDown();
       this.#probeAt = this.#now() + PROBE_MS;

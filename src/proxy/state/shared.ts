@@ -27,7 +27,8 @@ export type Verdict = { ok: true } | { ok: false; limit: Limit; retryAfterMs: nu
 export const ADMITTED: Verdict = { ok: true };
 
 /**
- * A key's limits, as one step each: with a shared backend, one round trip per request and one per answer.
+ * A key's limits, as one step each: with a shared backend, one round trip per request and one per answer;
+ * in this process's memory the answer comes at once, not as a promise (one fewer per request to make and await).
  * The minute windows move in steps of WINDOW_STEP_MS: an amount counts until the whole second it was
  * recorded in has left the minute, so no span of a minute ever holds more than the limit, and a window's
  * size does not grow with the request rate.
@@ -39,9 +40,9 @@ export interface Limits {
    * window if it has room. A refusal takes nothing and says when it would pass: at the budget's end, or when
    * enough of the window has left it (a whole minute when nothing leaving would do).
    */
-  admit(limits: KeyLimits): Promise<Verdict>;
+  admit(limits: KeyLimits): Verdict | Promise<Verdict>;
   /** Counts an answer's tokens in the tpm window and the budget, whatever their sums. */
-  spend(limits: KeyLimits, tokens: number): Promise<void>;
+  spend(limits: KeyLimits, tokens: number): void | Promise<void>;
 }
 
 /** Counters that end at a fixed time: consecutive failures. */
@@ -147,27 +148,26 @@ export function memoryState(now: () => number = Date.now): SharedState {
     limits: {
       admit: ({ budget, tpm, rpm }) => {
         if (budget && (counter(budget.key)?.value ?? 0) >= budget.limit) {
-          return Promise.resolve({ ok: false, limit: 'budget', retryAfterMs: budget.endsAt - now() });
+          return { ok: false, limit: 'budget', retryAfterMs: budget.endsAt - now() };
         }
         if (tpm) {
           const tokens = windowOf(tpm.key);
           if (tokens.total >= tpm.limit) {
-            return Promise.resolve({ ok: false, limit: 'tpm', retryAfterMs: wait(tokens, tpm.limit) });
+            return { ok: false, limit: 'tpm', retryAfterMs: wait(tokens, tpm.limit) };
           }
         }
         if (rpm) {
           const requests = windowOf(rpm.key);
           if (requests.total >= rpm.limit) {
-            return Promise.resolve({ ok: false, limit: 'rpm', retryAfterMs: wait(requests, rpm.limit) });
+            return { ok: false, limit: 'rpm', retryAfterMs: wait(requests, rpm.limit) };
           }
           record(requests, 1);
         }
-        return Promise.resolve(ADMITTED);
+        return ADMITTED;
       },
       spend: ({ budget, tpm }, tokens) => {
         if (tpm) record(windowOf(tpm.key), tokens);
         if (budget) add(budget.key, tokens, budget.endsAt);
-        return Promise.resolve();
       },
     },
     counters: {

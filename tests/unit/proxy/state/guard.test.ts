@@ -57,8 +57,8 @@ function setup(onUnavailable: OnUnavailable) {
 const RPM_1: KeyLimits = { rpm: { key: 'rpm:k', limit: 1 } };
 const BUDGET: KeyLimits = { budget: { key: 'budget:k:1', limit: 100, endsAt: 2_000_000 } };
 
-async function refusal(call: Promise<unknown>): Promise<HttpError> {
-  const error = await call.then(
+async function refusal(call: unknown): Promise<HttpError> {
+  const error = await Promise.resolve(call).then(
     () => undefined,
     (e: unknown) => e,
   );

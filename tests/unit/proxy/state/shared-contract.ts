@@ -142,7 +142,7 @@ export function sharedStateContract(name: string, make: StateFactory): void {
     });
 
     it('answers concurrent admissions exactly up to rpm', async () => {
-      const answers = await Promise.all(Array.from({ length: 50 }, () => state.limits.admit(rpm(10, 'rpm:p'))));
+      const answers = await Promise.all(Array.from({ length: 50 }, async () => state.limits.admit(rpm(10, 'rpm:p'))));
       expect(answers.filter((a) => a.ok)).toHaveLength(10);
     });
   });
