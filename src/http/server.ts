@@ -2,6 +2,13 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+/**
+ * node:http's createServer, taken without importing node:http as an ES module:
+ * such an import reads every export of it, and one of them loads Node's
+ * bundled undici (its fetch), which a server does not use.
+ */
+export const createServer = process.getBuiltinModule('node:http').createServer;
+
 export interface ListenOptions {
   port: number;
   host: string;

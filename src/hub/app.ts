@@ -1,5 +1,5 @@
 import { PassThrough } from 'node:stream';
-import Router from '@koa/router';
+import { Router } from '../http/router.ts';
 import Koa, { type Context, type Middleware, type Next } from 'koa';
 import { koaBody } from 'koa-body';
 import type { Logger } from 'pino';

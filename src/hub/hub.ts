@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import path from 'node:path';
-import type Router from '@koa/router';
+import type { Router } from '../http/router.ts';
 import type Koa from 'koa';
 import type { Context } from 'koa';
 import type { Logger } from 'pino';

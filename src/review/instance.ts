@@ -1,14 +1,13 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, rename, unlink, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
 import path from 'node:path';
-import type Router from '@koa/router';
+import type { Router } from '../http/router.ts';
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
 import { SIGNAL_EXIT_CODES, type CommandContext } from '../command.ts';
 import { servedHosts, type ReviewConfig } from '../config/review.ts';
-import { close, listen } from '../http/server.ts';
+import { close, createServer, listen } from '../http/server.ts';
 import { createReviewApp } from './app.ts';
 import { reviewErrors } from './errors.ts';
 import { createUploadDir } from './images.ts';

@@ -1,4 +1,4 @@
-import Router from '@koa/router';
+import { Router } from '../../http/router.ts';
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
 import { PERMISSION_MODES, type PermissionMode, type ReviewConfig } from '../../config/review.ts';
