@@ -36,7 +36,10 @@ export interface ProxyState {
   /** Every upstream tried, in order. */
   attempts?: Attempt[];
   stream?: boolean;
-  /** performance.now() when a streamed answer's status line went out (a whole answer's goes out at its end). */
+  /**
+   * performance.now() when the answer's status line went out: a passed-through answer's when the upstream's came,
+   * a translated stream's when its first event did (a translated whole answer's goes out at its end).
+   */
   firstByteAt?: number;
   usage?: TokenUsage;
   /** A stream the proxy ended early with an error event (upstream failed mid-body, shutdown): that error's kind. */

@@ -234,6 +234,7 @@ function multipartModelEndpoint(deps: EndpointDeps, family: Protocol, operation:
       body: multipartStream(first, head, deps.maxBodyBytes),
       signal: clientGone(ctx),
       credentials: deps.credentials,
+      usage: upstream.protocol,
       headers: declared ? { 'content-length': String(Number(declared) + first.length - head.head.length) } : {},
     });
   };

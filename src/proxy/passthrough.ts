@@ -33,7 +33,7 @@ export interface ForwardRequest {
   /** A streamed request: an SSE answer registers there, to end with its operation's error event on shutdown. */
   stream?: { streams: OpenStreams; operation: Operation } | undefined;
   /** Whose usage fields to read from the answer into ctx.state.usage. */
-  usage?: ProtocolSpec | undefined;
+  usage: ProtocolSpec;
   /** Another upstream may be tried: an answer with one of RETRY_STATUSES is not passed on. */
   retryable?: boolean;
   /** Told the upstream's status as soon as it is known (before the answer goes on and may end). */
@@ -63,23 +63,16 @@ const EVENT_END = /(?:\n\n|\r\r|\r\n\r\n)$/;
 
 /**
  * Ends a passed-through SSE answer early with its operation's error event.
- * The upstream's chunks need not end where an event does, so the last bytes
- * written are kept: a cut inside an event ends that event first.
+ * The upstream's chunks need not end where an event does: the tap has seen
+ * every chunk written, so a cut inside an event ends that event first.
  */
-function passThroughCut(ctx: ProxyContext, operation: Operation): StreamCut {
+function passThroughCut(ctx: ProxyContext, operation: Operation, tap: UsageTap): StreamCut {
   const res = ctx.res;
-  let tail = '';
-  const write = res.write.bind(res) as (chunk: Buffer) => boolean;
-  // undici's stream() writes each chunk with a single-argument write().
-  res.write = ((chunk: Buffer) => {
-    tail = (tail + chunk.toString('latin1', Math.max(0, chunk.length - 4))).slice(-4);
-    return write(chunk);
-  }) as ServerResponse['write'];
   return (error) => {
     ctx.state.cut = error.kind ?? String(error.status);
     const event = streamErrorEvent(operation.client, error);
     if (event === undefined) res.destroy();
-    else res.end(EVENT_END.test(tail) ? event : `\n\n${event}`);
+    else res.end(EVENT_END.test(tap.lastBytes(4)) ? event : `\n\n${event}`);
   };
 }
 
@@ -108,6 +101,9 @@ function cutOnUpstreamFailure(res: ServerResponse, upstream: Upstream, signal: C
  */
 export async function forward(ctx: ProxyContext, request: ForwardRequest): Promise<Forwarded | undefined> {
   const { upstream, signal, credentials, stream } = request;
+  const tap = new UsageTap(request.usage, bodyBytes(request.body, ctx), (usage) => {
+    ctx.state.usage = usage;
+  });
   const upstreamRequest: UpstreamRequest = {
     method: 'POST',
     path: request.path,
@@ -115,11 +111,7 @@ export async function forward(ctx: ProxyContext, request: ForwardRequest): Promi
     headers: Object.assign(credentials.forwardableHeaders(ctx.req.headers), request.headers),
     body: request.body,
     signal,
-    usageTap:
-      request.usage &&
-      new UsageTap(request.usage, bodyBytes(request.body, ctx), (usage) => {
-        ctx.state.usage = usage;
-      }),
+    usageTap: tap,
   };
   let answer: Forwarded | undefined;
   try {
@@ -130,10 +122,11 @@ export async function forward(ctx: ProxyContext, request: ForwardRequest): Promi
       request.onStatus?.(statusCode);
       if (heldBack) return discard();
       ctx.res.writeHead(statusCode, relayedHeaders(upstreamHeaders));
+      ctx.state.firstByteAt = performance.now();
       // Only now: had writeHead refused a header, the error answer would still go out.
       ctx.respond = false;
       if (stream && String(upstreamHeaders['content-type']).startsWith('text/event-stream')) {
-        const cut = passThroughCut(ctx, stream.operation);
+        const cut = passThroughCut(ctx, stream.operation, tap);
         cutOnUpstreamFailure(ctx.res, upstream, signal, cut);
         stream.streams.add(ctx.res, cut);
       }

@@ -96,6 +96,19 @@ export class UsageTap {
     }
   }
 
+  /** The last `n` bytes of the answer so far (fewer near its start), as latin1 text. */
+  lastBytes(n: number): string {
+    let text = '';
+    // The tail follows the head.
+    for (const chunks of [this.#tail, this.#head ?? []]) {
+      for (let i = chunks.length - 1; i >= 0 && text.length < n; i--) {
+        const chunk = chunks[i] as Buffer;
+        text = chunk.toString('latin1', Math.max(0, chunk.length - (n - text.length))) + text;
+      }
+    }
+    return text;
+  }
+
   /** The upstream's counts; a token per 4 bytes of request and answer when it names none. */
   end(): void {
     if (!this.ok) return;

@@ -62,6 +62,7 @@ async function proxyTo(upstreamPort: number): Promise<number> {
       body: Buffer.from('{}'),
       signal: clientGone(ctx),
       credentials: new ClientCredentials(PROTOCOLS),
+      usage: PROTOCOLS.openai,
     }),
   );
   // A cut response's socket error reaches Koa's 'error' event (the proxy logs it at debug).

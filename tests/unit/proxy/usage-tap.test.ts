@@ -116,6 +116,20 @@ describe('usage read from a passed-through answer', () => {
     });
   });
 
+  it('tells the last bytes written, across chunks, for a cut stream to end its event', () => {
+    for (const protocol of ['openai', 'anthropic'] as const) {
+      const tap = new UsageTap(PROTOCOLS[protocol], 0, () => undefined);
+      expect(tap.lastBytes(4)).toBe('');
+      tap.push(Buffer.from('data: {}\n'));
+      expect(tap.lastBytes(4)).toBe(' {}\n');
+      tap.push(Buffer.from('\n'));
+      tap.push(Buffer.from('d'));
+      expect(tap.lastBytes(4)).toBe('}\n\nd');
+      for (let i = 0; i < 300; i++) tap.push(Buffer.from(`data: {"n":${i}}\n\n`));
+      expect(tap.lastBytes(4)).toBe('9}\n\n');
+    }
+  });
+
   it('is not fooled by an escaped quote before the name across a chunk boundary', () => {
     const text = 'data: {"choices":[{"delta":{"content":"a \\';
     const rest = '"usage":{"prompt_tokens":9,"completion_tokens":1}}]}\n\n';
