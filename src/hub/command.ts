@@ -1,8 +1,7 @@
 import { once } from 'node:events';
-import { createServer } from 'node:http';
 import type { CommandContext } from '../command.ts';
 import { loadHubConfig } from '../config/hub.ts';
-import { close, listen } from '../http/server.ts';
+import { close, createServer, listen } from '../http/server.ts';
 import { createLogger } from '../log.ts';
 import { parseReviewArgs } from '../review/args.ts';
 import { Access, TokenSet } from './access.ts';

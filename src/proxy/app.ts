@@ -1,4 +1,4 @@
-import Router from '@koa/router';
+import { Router } from '../http/router.ts';
 import Koa, { type Next } from 'koa';
 import type { ProxyConfig } from '../config/proxy.ts';
 import { errorHandler, noSniff } from '../http/middleware.ts';
