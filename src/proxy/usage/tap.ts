@@ -123,16 +123,14 @@ export class UsageTap {
 
   /** The first usage object (where it counts) and the last, each from its name on; '' for none. */
   #usageText(): string {
+    const last = this.#lastInTail();
     const head = this.#head && this.#head.length > 0 ? joined(this.#head, 0) : undefined;
     const first = head ? nameAt(head, false, true) : -1;
-    const last = this.#lastInTail();
-    if (last !== undefined) return first === -1 ? last : objectAt(head as Buffer, first) + last;
-    if (first === -1) return '';
+    if (!head || first === -1) return last ?? '';
+    if (last !== undefined) return objectAt(head, first) + last;
     // The whole answer is in the head: its last usage object is there too.
-    const end = nameAt(head as Buffer, true, true);
-    return end === first
-      ? objectAt(head as Buffer, first)
-      : objectAt(head as Buffer, first) + objectAt(head as Buffer, end);
+    const end = nameAt(head, true, true);
+    return end === first ? objectAt(head, first) : objectAt(head, first) + objectAt(head, end);
   }
 
   /** The tail's last usage object: searched in its last END_BYTES first, then in all of it. */
