@@ -1,6 +1,7 @@
 import { ORIGINS } from '../config/review.ts';
 import { DIFF_TYPES, type DiffType } from '../git/diff-type.ts';
-import type { GitContext, GitRepository } from '../git/repository.ts';
+import type { GitContext } from '../git/repository.ts';
+import type { DiffEngine } from '../git/thread.ts';
 import { reviewErrors } from '../review/errors.ts';
 import { readBody, type FieldReader } from '../review/validate.ts';
 import type { NewReview } from './store.ts';
@@ -102,7 +103,7 @@ export function readSubmission(
 }
 
 /** The repository a code review's routes read: the diffs as submitted. */
-export function submittedRepository(payload: CodePayload): Pick<GitRepository, 'diff' | 'context' | 'sideContent'> {
+export function submittedRepository(payload: CodePayload): DiffEngine {
   return {
     diff(type) {
       const diff = payload.diffs[type];

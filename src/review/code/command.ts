@@ -3,10 +3,10 @@ import type { CommandContext } from '../../command.ts';
 import { loadReviewConfig } from '../../config/review.ts';
 import { createLogger } from '../../log.ts';
 import { parseReviewArgs } from '../args.ts';
-import { runReview, type DecisionCodec } from '../instance.ts';
+import type { DecisionCodec } from '../instance.ts';
 import { DIFF_TYPES, type DiffType } from '../../git/diff-type.ts';
-import { GitRepository } from '../../git/repository.ts';
-import { codeReviewRoutes, type CodeDecision } from './routes.ts';
+import { ThreadedRepository } from '../../git/thread.ts';
+import type { CodeDecision } from './routes.ts';
 
 const USAGE = `Usage: gatehouse code-review [--repo DIR] [--diff-type uncommitted|staged|last-commit|branch]
                             [--origin claude-code|opencode] [--timeout 30m] [--decision-file PATH] [--port N]
@@ -28,7 +28,7 @@ export const codeDecisionCodec: DecisionCodec<CodeDecision> = {
  * A hub submission of a work tree: every diff type, computed here by our
  * engine (the hub has no repository), so the reviewer can still switch.
  */
-async function codeSubmission(repo: GitRepository, diffType: DiffType): Promise<Record<string, unknown>> {
+async function codeSubmission(repo: ThreadedRepository, diffType: DiffType): Promise<Record<string, unknown>> {
   const context = await repo.context();
   const diffs = Object.fromEntries(
     await Promise.all(
@@ -42,7 +42,7 @@ async function codeSubmission(repo: GitRepository, diffType: DiffType): Promise<
       }),
     ),
   );
-  const project = path.basename(repo.layout.workdir);
+  const project = path.basename(repo.workdir);
   const branch = context.currentBranch;
   return { kind: 'code', diffType, diffs, gitContext: context, title: `${project} (${branch})`, project, branch };
 }
@@ -56,27 +56,36 @@ export async function runCodeReview(ctx: CommandContext, onListening?: (url: str
     return 0;
   }
   const loaded = loadReviewConfig({ args: args.configArgs, env: ctx.env, projectDir: ctx.cwd });
-  // A missing or broken repository stops here, before anything listens.
-  const repo = GitRepository.open(loaded.repo, { home: loaded.home });
-  await repo.context();
-  // Images may be served from the reviewed work tree.
-  const config = { ...loaded, projectDir: repo.layout.workdir };
-  const log = createLogger(config.logLevel);
-  log.info({ repo: repo.layout.workdir, diffType: config.diffType }, 'code review of a git work tree');
-  if (config.hubUrl !== null) {
-    const { runHubReview } = await import('../../hub/client.ts');
-    const submission = { ...(await codeSubmission(repo, config.diffType)), origin: config.origin };
-    const hubConfig = { ...config, hubUrl: config.hubUrl };
-    const codec = codeDecisionCodec;
-    return runHubReview({ config: hubConfig, io: ctx, log, title: 'Code review', submission, codec });
+  // A missing or broken repository stops here, before anything listens. The engine runs on a thread of
+  // its own, started first: it loads the engine while this thread loads the server.
+  const [repo, { runReview }, { codeReviewRoutes }] = await Promise.all([
+    ThreadedRepository.open(loaded.repo, { home: loaded.home }),
+    import('../instance.ts'),
+    import('./routes.ts'),
+  ]);
+  try {
+    await repo.context();
+    // Images may be served from the reviewed work tree.
+    const config = { ...loaded, projectDir: repo.workdir };
+    const log = createLogger(config.logLevel);
+    log.info({ repo: repo.workdir, diffType: config.diffType }, 'code review of a git work tree');
+    if (config.hubUrl !== null) {
+      const { runHubReview } = await import('../../hub/client.ts');
+      const submission = { ...(await codeSubmission(repo, config.diffType)), origin: config.origin };
+      const hubConfig = { ...config, hubUrl: config.hubUrl };
+      const codec = codeDecisionCodec;
+      return await runHubReview({ config: hubConfig, io: ctx, log, title: 'Code review', submission, codec });
+    }
+    return await runReview({
+      config,
+      io: ctx,
+      log,
+      title: 'Code review',
+      routes: codeReviewRoutes({ repo, diffType: config.diffType, config, log }),
+      codec: codeDecisionCodec,
+      onListening,
+    });
+  } finally {
+    await repo.close();
   }
-  return runReview({
-    config,
-    io: ctx,
-    log,
-    title: 'Code review',
-    routes: codeReviewRoutes({ repo, diffType: config.diffType, config, log }),
-    codec: codeDecisionCodec,
-    onListening,
-  });
 }

@@ -1,7 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import type { DiffType } from '../../git/diff-type.ts';
 import { fileLines } from '../../git/lines.ts';
-import type { GitRepository } from '../../git/repository.ts';
+import type { DiffEngine } from '../../git/thread.ts';
 import { LINE_SIDES, MAX_LINES_PER_REQUEST, type DiffLinesQuery, type DiffLinesResponse } from '../contract.ts';
 import { reviewErrors } from '../errors.ts';
 import { fromGit } from './git-errors.ts';
@@ -38,7 +38,7 @@ export function readLinesQuery(query: Context['query']): DiffLinesQuery {
  * are served, from the very tree, index or working file it compared; `end`
  * may run past the last line (the answer stops there, `totalLines` says where).
  */
-export function diffLines(repo: Pick<GitRepository, 'sideContent'>, currentType: () => DiffType): Middleware {
+export function diffLines(repo: Pick<DiffEngine, 'sideContent'>, currentType: () => DiffType): Middleware {
   return async (ctx: Context) => {
     const query = readLinesQuery(ctx.query);
     const type = currentType();

@@ -17,7 +17,8 @@ import type { DecisionGate } from '../instance.ts';
 import { readBody, type FieldReader } from '../validate.ts';
 import { fromGit } from './git-errors.ts';
 import { diffLines } from './lines.ts';
-import type { DiffResult, GitContext, GitRepository } from '../../git/repository.ts';
+import type { DiffResult, GitContext } from '../../git/repository.ts';
+import type { DiffEngine } from '../../git/thread.ts';
 import { DiffAnswers } from './diff-answers.ts';
 
 /** What a code review returns; `timeout` is set only when nobody answered in time. */
@@ -68,7 +69,7 @@ function readFeedback(body: FieldReader): CodeDecision {
 
 export interface CodeReviewOptions {
   /** Where the diffs come from: the work tree, or (on the hub) the diffs a submitter computed. */
-  repo: Pick<GitRepository, 'diff' | 'context' | 'sideContent'>;
+  repo: DiffEngine;
   /** The diff shown first; a switch changes it for later `GET /api/diff`. */
   diffType: DiffType;
   config: ReviewConfig;
