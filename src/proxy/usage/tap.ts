@@ -150,10 +150,17 @@ export class UsageTap {
   }
 }
 
-/** undici's handler for one call, with the answer's bytes shown to a tap on their way through. */
-class TappedHandler implements Dispatcher.DispatchHandler {
+/**
+ * undici's handler for one call, with the answer's bytes shown to a tap on
+ * their way through. It lets go of the tap once the answer has ended or
+ * failed: the tap's `done` holds the request's whole state, and a handler
+ * that outlives its request (one in flight during a collection of the young
+ * generation is moved to the old one, where it stays until a full
+ * collection) kept all of that alive and moved it too, request after request.
+ */
+export class TappedHandler implements Dispatcher.DispatchHandler {
   readonly #inner: Dispatcher.DispatchHandler;
-  readonly #tap: UsageTap;
+  #tap: UsageTap | undefined;
 
   constructor(inner: Dispatcher.DispatchHandler, tap: UsageTap) {
     this.#inner = inner;
@@ -170,22 +177,24 @@ class TappedHandler implements Dispatcher.DispatchHandler {
 
   onResponseStart(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseStart']>>): void {
     const status = args[1];
-    if (status >= 200) this.#tap.ok = status < 300;
+    if (status >= 200 && this.#tap) this.#tap.ok = status < 300;
     this.#inner.onResponseStart?.(...args);
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.#tap.push(chunk);
+    this.#tap?.push(chunk);
     this.#inner.onResponseData?.(controller, chunk);
   }
 
   onResponseEnd(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseEnd']>>): void {
     // Before the answer ends for the client: its request log line reads the usage.
-    this.#tap.end();
+    this.#tap?.end();
+    this.#tap = undefined;
     this.#inner.onResponseEnd?.(...args);
   }
 
   onResponseError(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseError']>>): void {
+    this.#tap = undefined;
     this.#inner.onResponseError?.(...args);
   }
 }
