@@ -4,11 +4,12 @@
  * upstreams, key names, models), never a key.
  *
  * A request's counts are added to plain numbers, found by one lookup per
- * request, and handed to prom-client's counters when /metrics is read: a
- * prom-client child hashes its labels on every inc(), and the six counts of
- * a request cost more than the rest of its accounting.
+ * request (a LabelTree), and handed to prom-client's counters when /metrics
+ * is read: a prom-client child hashes its labels on every inc(), and the six
+ * counts of a request cost more than the rest of its accounting.
  */
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
+import { LabelTree } from './label-tree.ts';
 import type { RequestRecord } from './request-log.ts';
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -37,7 +38,7 @@ class TalliedCounter<L extends string> {
     });
   }
 
-  /** The cell of these label values (`id`: the values joined, made by the caller once). */
+  /** The cell of these label values (`id`: the values joined, made by the caller once per series). */
   cell(id: string, labels: () => Record<L, string>): Cell<L> {
     let cell = this.#cells.get(id);
     if (!cell) this.#cells.set(id, (cell = { labels: labels(), value: 0 }));
@@ -118,7 +119,10 @@ class TalliedHistogram {
   }
 }
 
-/** Everything a request of one kind (family, endpoint, status, upstream, key, model) counts into. */
+/** A request's kind: family, endpoint, status, upstream, key and model ('' for none). */
+type ShapeLabels = [family: string, endpoint: string, status: number, upstream: string, key: string, model: string];
+
+/** Everything a request of one kind counts into. */
 interface Shape {
   labels: { family: string; endpoint: string; status: string; upstream: string; key: string; model: string };
   requests: Cell<string>;
@@ -193,19 +197,11 @@ export class ProxyMetrics {
   /** Counts the streams under way when scraped: the app's, which a reload replaces. */
   streamsInFlight: () => number = () => 0;
 
-  readonly #shapes = new Map<string, Shape>();
-
-  constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: 'gatehouse_' });
-  }
-
-  #shape(id: string): Shape {
-    let shape = this.#shapes.get(id);
-    if (shape) return shape;
-    const [family = '', endpoint = '', status = '', upstream = '', key = '', model = ''] = id.split('\0');
-    shape = {
+  readonly #shapes = new LabelTree<ShapeLabels, Shape>(([family, endpoint, code, upstream, key, model]) => {
+    const status = String(code);
+    return {
       labels: { family, endpoint, status, upstream, key, model },
-      requests: this.#requests.cell(id.slice(0, id.lastIndexOf('\0')), () => ({
+      requests: this.#requests.cell([family, endpoint, status, upstream, key].join('\0'), () => ({
         family,
         endpoint,
         status,
@@ -213,8 +209,17 @@ export class ProxyMetrics {
         key,
       })),
     };
-    this.#shapes.set(id, shape);
-    return shape;
+  });
+
+  readonly #attemptCells = new LabelTree<[upstream: string, outcome: number | string], Cell<string>>(
+    ([upstream, outcome]) => {
+      const o = String(outcome);
+      return this.#attempts.cell(`${upstream}\0${o}`, () => ({ upstream, outcome: o }));
+    },
+  );
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'gatehouse_' });
   }
 
   #times({ labels: { family, upstream } }: Shape): NonNullable<Shape['times']> {
@@ -230,14 +235,18 @@ export class ProxyMetrics {
   }
 
   observe(r: RequestRecord): void {
-    const shape = this.#shape(
-      `${r.family ?? ''}\0${r.endpoint}\0${String(r.status)}\0${r.upstream ?? ''}\0${r.key ?? ''}\0${r.model ?? ''}`,
-    );
+    const shape = this.#shapes.get([
+      r.family ?? '',
+      r.endpoint,
+      r.status,
+      r.upstream ?? '',
+      r.key ?? '',
+      r.model ?? '',
+    ]);
     shape.requests.value++;
     for (let i = 0; i < r.attempts.length; i++) {
       const { upstream, outcome } = r.attempts[i] as RequestRecord['attempts'][number];
-      const o = String(outcome);
-      this.#attempts.cell(`${upstream}\0${o}`, () => ({ upstream, outcome: o })).value++;
+      this.#attemptCells.get([upstream, outcome]).value++;
       if (i > 0) this.#retries.cell(upstream, () => ({ upstream })).value++;
     }
     if (r.upstream === undefined) return;

@@ -12,6 +12,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { Logger } from '../../log.ts';
+import { LabelTree } from '../label-tree.ts';
 import type { RequestSink } from '../request-log.ts';
 import { queryUsage, type UsageQuery, type UsageRow, type UsageSum } from './query.ts';
 
@@ -147,7 +148,8 @@ export interface UsageStoreOptions {
 
 export class UsageStore {
   readonly #options: UsageStoreOptions;
-  #pending = new Map<string, UsageSum>();
+  /** Sums since the last write, by hour, key, model, upstream and status. */
+  #pending = UsageStore.#sums();
   /** A batch whose write failed: written again as it was, before anything recorded since. */
   #unsent: UsageBatch | undefined;
   /** The last write begun: writes follow one another. */
@@ -161,15 +163,26 @@ export class UsageStore {
     this.#timer.unref();
   }
 
+  static #sums() {
+    return new LabelTree<[hour: string, key: string, model: string, upstream: string, status: number], UsageSum>(
+      ([hour, key, model, upstream, status]) => ({
+        hour,
+        key,
+        model,
+        upstream,
+        status,
+        requests: 0,
+        input: 0,
+        output: 0,
+        cached: 0,
+        estimated: 0,
+        ms: 0,
+      }),
+    );
+  }
+
   record(r: UsageRecord): void {
-    const hour = this.#hourOf(r.at);
-    const id = `${hour}\0${r.key}\0${r.model}\0${r.upstream}\0${r.status}`;
-    let sum = this.#pending.get(id);
-    if (!sum) {
-      const { key, model, upstream, status } = r;
-      sum = { hour, key, model, upstream, status, requests: 0, input: 0, output: 0, cached: 0, estimated: 0, ms: 0 };
-      this.#pending.set(id, sum);
-    }
+    const sum = this.#pending.get([this.#hourOf(r.at), r.key, r.model, r.upstream, r.status]);
     sum.requests++;
     sum.input += r.input;
     sum.output += r.output;
@@ -199,7 +212,7 @@ export class UsageStore {
       if (!batch) {
         if (this.#pending.size === 0) return;
         batch = this.#unsent = { id: randomUUID(), sums: [...this.#pending.values()] };
-        this.#pending = new Map();
+        this.#pending = UsageStore.#sums();
       }
       try {
         await this.#options.backend.write(batch);
