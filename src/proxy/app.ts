@@ -126,8 +126,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   const metrics = options.metrics ?? new ProxyMetrics();
   metrics.streamsInFlight = () => streams.size;
   metrics.cooling = () => fallback.cooling(config.upstreams.map((u) => u.name));
-  const keys = new KeyRing(config.apiKey, config.keys);
-  const sinks: RequestSink[] = [(record) => metrics.observe(record), spendTokens(admission, keys, log)];
+  const sinks: RequestSink[] = [(record) => metrics.observe(record), spendTokens(admission, log)];
   if (options.usage) sinks.push(usageSink(options.usage));
   const admin = (handler: ProxyMiddleware) => adminOnly(config.effectiveAuthMode, handler);
   // Public metrics are read like /healthz: no key, from a host the proxy serves (a scraper's name in allowed_hosts).
@@ -191,7 +190,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     .use(noSniff())
     .use(allowedOrigins(config.corsAllowedOrigins, protocols))
     .use(keylessHosts(keyed, config.allowedHosts))
-    .use(authenticate(keyed, keys, credentials))
+    .use(authenticate(keyed, new KeyRing(config.apiKey, config.keys), credentials))
     .use(mcp)
     .use(exactRoutes(fixed))
     .use(router.routes())

@@ -62,7 +62,6 @@ function refuseIfLimited(verdict: Verdict): void {
  */
 export class KeyRing {
   readonly #byDigest = new Map<string, ClientKey>();
-  readonly #byName = new Map<string, ClientKey>();
 
   constructor(apiKey: string, keys: readonly ClientKeyConfig[]) {
     if (apiKey !== '') {
@@ -81,12 +80,6 @@ export class KeyRing {
       this.#byDigest.set(operator.sha256, clientKey(operator));
     }
     for (const key of keys) this.#byDigest.set(key.sha256, clientKey(key));
-    for (const key of this.#byDigest.values()) this.#byName.set(key.name, key);
-  }
-
-  /** The key of this name (a finished request's, in the request log's record). */
-  named(name: string): ClientKey | undefined {
-    return this.#byName.get(name);
   }
 
   /** The key among those presented, or why none may be used: undefined when none is known. */
@@ -180,10 +173,8 @@ export const countsTokens = (key: ClientKey | undefined): key is ClientKey =>
   key !== undefined && (key.tpm !== undefined || key.budget !== undefined);
 
 /** Counts each finished request's tokens (its usage) against its key: a sink of the request log. */
-export function spendTokens(admission: Admission, keys: KeyRing, log: Logger): RequestSink {
-  return (record) => {
-    const { usage } = record;
-    const key = usage && record.key !== undefined ? keys.named(record.key) : undefined;
+export function spendTokens(admission: Admission, log: Logger): RequestSink {
+  return ({ key, usage }) => {
     if (!countsTokens(key) || !usage) return;
     // The request has been answered: a failure here (the state backend gone) is only logged.
     admission.spend(key, usage.input + usage.output)?.catch((error: unknown) => {

@@ -240,7 +240,7 @@ export class ProxyMetrics {
       r.endpoint,
       r.status,
       r.upstream ?? '',
-      r.key ?? '',
+      r.key?.name ?? '',
       r.model ?? '',
     ]);
     shape.requests.value++;

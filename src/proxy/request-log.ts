@@ -1,5 +1,6 @@
 import type { Logger } from '../log.ts';
 import type { Attempt, ProxyMiddleware, TokenUsage } from './context.ts';
+import type { ClientKey } from './keys.ts';
 import type { Families, Family } from './families.ts';
 import { PROTOCOLS } from './protocols/registry.ts';
 
@@ -28,7 +29,8 @@ export interface RequestRecord {
   /** The route as registered, `other` for none. */
   endpoint: string;
   family: Family | undefined;
-  key: string | undefined;
+  /** The key the request was made with (its name is what is logged and counted). */
+  key: ClientKey | undefined;
   model: string | undefined;
   upstream: string | undefined;
   status: number;
@@ -70,7 +72,7 @@ export function requestLog(log: Logger, families: Families, sinks: readonly Requ
         path: ctx.path,
         endpoint: state.endpoint ?? 'other',
         family: state.family,
-        key: state.key?.name,
+        key: state.key,
         model: state.model,
         upstream: state.upstream,
         // A client gone before any answer: nginx's 499 ("client closed request").
@@ -87,7 +89,7 @@ export function requestLog(log: Logger, families: Families, sinks: readonly Requ
         method: record.method,
         path: record.path,
         family: record.family,
-        key: record.key,
+        key: record.key?.name,
         model: record.model,
         upstream: record.upstream,
         // Only when fallback tried more than one upstream.

@@ -249,7 +249,7 @@ export function usageSink(store: UsageStore): RequestSink {
     const u = r.usage;
     store.record({
       at: r.at,
-      key: r.key ?? '-',
+      key: r.key?.name ?? '-',
       model: r.model,
       upstream: r.upstream ?? '-',
       status: r.status,

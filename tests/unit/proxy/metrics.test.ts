@@ -1,7 +1,11 @@
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { describe, expect, it } from 'vitest';
 import { ProxyMetrics } from '../../../src/proxy/metrics.ts';
+import type { ClientKey } from '../../../src/proxy/keys.ts';
 import type { RequestRecord } from '../../../src/proxy/request-log.ts';
+
+/** A key as a finished request's record carries it: only its name is read here. */
+const keyNamed = (name: string) => ({ name }) as ClientKey;
 
 const record = (over: Partial<RequestRecord> = {}): RequestRecord => ({
   at: 0,
@@ -9,7 +13,7 @@ const record = (over: Partial<RequestRecord> = {}): RequestRecord => ({
   path: '/v1/chat/completions',
   endpoint: '/v1/chat/completions',
   family: 'openai',
-  key: 'alice',
+  key: keyNamed('alice'),
   model: 'gpt-x',
   upstream: 'oa',
   status: 200,
@@ -48,7 +52,7 @@ describe('proxy metrics', () => {
     metrics.observe(record());
     metrics.observe(
       record({
-        key: 'bob',
+        key: keyNamed('bob'),
         upstream: 'backup',
         attempts: [
           { upstream: 'oa', outcome: 503, ms: 5 },
