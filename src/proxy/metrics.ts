@@ -14,6 +14,13 @@ import type { RequestRecord } from './request-log.ts';
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
+/** A series' label values, in the order of its metric's label names (a status may be a number). */
+type LabelValues = readonly (string | number)[];
+
+/** The labels of a series, as prom-client takes them. */
+const labelsOf = <L extends string>(names: readonly L[], values: LabelValues): Record<L, string> =>
+  Object.fromEntries(names.map((name, i) => [name, String(values[i])])) as Record<L, string>;
+
 /** One series' count, kept until a scrape hands it to its counter. */
 interface Cell<L extends string> {
   labels: Record<L, string>;
@@ -22,10 +29,10 @@ interface Cell<L extends string> {
 
 /** A prom-client Counter fed from cells when scraped. */
 class TalliedCounter<L extends string> {
-  readonly #cells = new Map<string, Cell<L>>();
+  readonly #cells: LabelTree<LabelValues, Cell<L>>;
 
   constructor(registry: Registry, name: string, help: string, labelNames: readonly L[]) {
-    const cells = this.#cells;
+    const cells = (this.#cells = new LabelTree((values) => ({ labels: labelsOf(labelNames, values), value: 0 })));
     new Counter<L>({
       name,
       help,
@@ -38,11 +45,9 @@ class TalliedCounter<L extends string> {
     });
   }
 
-  /** The cell of these label values (`id`: the values joined, made by the caller once per series). */
-  cell(id: string, labels: () => Record<L, string>): Cell<L> {
-    let cell = this.#cells.get(id);
-    if (!cell) this.#cells.set(id, (cell = { labels: labels(), value: 0 }));
-    return cell;
+  /** The cell of these label values. */
+  cell(values: LabelValues): Cell<L> {
+    return this.#cells.get(values);
   }
 }
 
@@ -69,25 +74,37 @@ interface Bins {
 class TalliedHistogram {
   readonly name: string;
   readonly help: string;
+  readonly #labelNames: readonly string[];
   readonly #bounds: readonly number[];
-  readonly #series = new Map<string, Bins>();
+  #series: LabelTree<LabelValues, Bins>;
 
-  constructor(registry: Registry, name: string, help: string, bounds: readonly number[]) {
+  constructor(
+    registry: Registry,
+    name: string,
+    help: string,
+    labelNames: readonly string[],
+    bounds: readonly number[],
+  ) {
     this.name = name;
     this.help = help;
+    this.#labelNames = labelNames;
     this.#bounds = bounds;
+    this.#series = this.#tree();
     registry.registerMetric(this as unknown as Metric);
   }
 
-  /** The series of these label values (`id`: the values joined). */
-  series(id: string, labels: () => Record<string, string>): Bins {
-    let bins = this.#series.get(id);
-    if (!bins)
-      this.#series.set(
-        id,
-        (bins = { labels: labels(), counts: this.#bounds.map(() => 0).concat(0), sum: 0, count: 0 }),
-      );
-    return bins;
+  #tree(): LabelTree<LabelValues, Bins> {
+    return new LabelTree((values) => ({
+      labels: labelsOf(this.#labelNames, values),
+      counts: this.#bounds.map(() => 0).concat(0),
+      sum: 0,
+      count: 0,
+    }));
+  }
+
+  /** The series of these label values. */
+  series(values: LabelValues): Bins {
+    return this.#series.get(values);
   }
 
   observe(bins: Bins, value: number): void {
@@ -115,7 +132,7 @@ class TalliedHistogram {
   }
 
   reset(): void {
-    this.#series.clear();
+    this.#series = this.#tree();
   }
 }
 
@@ -124,7 +141,8 @@ type ShapeLabels = [family: string, endpoint: string, status: number, upstream: 
 
 /** Everything a request of one kind counts into. */
 interface Shape {
-  labels: { family: string; endpoint: string; status: string; upstream: string; key: string; model: string };
+  /** What its latency series and token counts are made from, when first needed. */
+  labels: { family: string; upstream: string; key: string; model: string };
   requests: Cell<string>;
   /** Made when first needed: requests that reached no upstream or named no model have none. */
   times?: { duration: Bins; ttfb: Bins };
@@ -143,12 +161,14 @@ export class ProxyMetrics {
     this.registry,
     'gatehouse_request_duration_seconds',
     'Time from the request to the end of its answer (streams included).',
+    ['family', 'upstream'],
     LATENCY_BUCKETS,
   );
   readonly #ttfb = new TalliedHistogram(
     this.registry,
     'gatehouse_time_to_first_byte_seconds',
     "Time from the request to its answer's status line.",
+    ['family', 'upstream'],
     LATENCY_BUCKETS,
   );
   readonly #tokens = new TalliedCounter(
@@ -197,40 +217,21 @@ export class ProxyMetrics {
   /** Counts the streams under way when scraped: the app's, which a reload replaces. */
   streamsInFlight: () => number = () => 0;
 
-  readonly #shapes = new LabelTree<ShapeLabels, Shape>(([family, endpoint, code, upstream, key, model]) => {
-    const status = String(code);
-    return {
-      labels: { family, endpoint, status, upstream, key, model },
-      requests: this.#requests.cell([family, endpoint, status, upstream, key].join('\0'), () => ({
-        family,
-        endpoint,
-        status,
-        upstream,
-        key,
-      })),
-    };
-  });
-
-  readonly #attemptCells = new LabelTree<[upstream: string, outcome: number | string], Cell<string>>(
-    ([upstream, outcome]) => {
-      const o = String(outcome);
-      return this.#attempts.cell(`${upstream}\0${o}`, () => ({ upstream, outcome: o }));
-    },
-  );
+  readonly #shapes = new LabelTree<ShapeLabels, Shape>(([family, endpoint, status, upstream, key, model]) => ({
+    labels: { family, upstream, key, model },
+    requests: this.#requests.cell([family, endpoint, status, upstream, key]),
+  }));
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'gatehouse_' });
   }
 
   #times({ labels: { family, upstream } }: Shape): NonNullable<Shape['times']> {
-    const id = `${family}\0${upstream}`;
-    const labels = () => ({ family, upstream });
-    return { duration: this.#duration.series(id, labels), ttfb: this.#ttfb.series(id, labels) };
+    return { duration: this.#duration.series([family, upstream]), ttfb: this.#ttfb.series([family, upstream]) };
   }
 
   #tokensOf({ labels: { key, model } }: Shape): NonNullable<Shape['tokens']> {
-    const cell = (direction: string) =>
-      this.#tokens.cell(`${key}\0${model}\0${direction}`, () => ({ key, model, direction }));
+    const cell = (direction: string) => this.#tokens.cell([key, model, direction]);
     return { input: cell('input'), output: cell('output'), cached: cell('cached') };
   }
 
@@ -246,8 +247,8 @@ export class ProxyMetrics {
     shape.requests.value++;
     for (let i = 0; i < r.attempts.length; i++) {
       const { upstream, outcome } = r.attempts[i] as RequestRecord['attempts'][number];
-      this.#attemptCells.get([upstream, outcome]).value++;
-      if (i > 0) this.#retries.cell(upstream, () => ({ upstream })).value++;
+      this.#attempts.cell([upstream, outcome]).value++;
+      if (i > 0) this.#retries.cell([upstream]).value++;
     }
     if (r.upstream === undefined) return;
     const times = (shape.times ??= this.#times(shape));
