@@ -31,6 +31,9 @@ export interface DiffResult {
 
 export type { DiffOption, GitContext };
 
+/** What a review server asks of a work tree: its diffs, one side of a file, and its branches. */
+export type DiffEngine = Pick<GitRepository, 'diff' | 'context' | 'sideContent'>;
+
 /** One read of the repository: objects and blobs are cached for its length only. */
 interface Session {
   store: ObjectStore;

@@ -3,10 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { GitError } from './errors.ts';
 import type { OpenOptions } from './repo.ts';
-import type { GitRepository } from './repository.ts';
-
-/** What a review server asks of a work tree: its diffs, one side of a file, and its branches. */
-export type DiffEngine = Pick<GitRepository, 'diff' | 'context' | 'sideContent'>;
+import type { DiffEngine } from './repository.ts';
 
 type Method = keyof DiffEngine;
 
@@ -33,7 +30,8 @@ const YOUNG_GENERATION_MB = 48;
 // The thread runs the same kind of file as this one: `.ts` from the sources, `.js` once built.
 const ENTRY = new URL(`./thread-entry${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url);
 
-const failure = (f: EngineFailure) => (f.gitError ? new GitError(f.error) : new Error(f.error));
+/** The error a failure that crossed threads stands for. */
+const errorOf = (f: EngineFailure): Error => (f.gitError ? new GitError(f.error) : new Error(f.error));
 
 interface Pending {
   resolve: (value: unknown) => void;
@@ -44,7 +42,7 @@ interface Pending {
 function opened(worker: Worker): Promise<string> {
   return new Promise((resolve, reject) => {
     worker.once('message', (reply: EngineReply) =>
-      'workdir' in reply ? resolve(reply.workdir) : reject(failure(reply as EngineFailure)),
+      'workdir' in reply ? resolve(reply.workdir) : reject(errorOf(reply as EngineFailure)),
     );
     worker.once('error', reject);
     worker.once('exit', (code) => reject(new Error(`The diff engine's thread stopped (exit code ${code})`)));
@@ -131,14 +129,14 @@ export class ThreadedRepository implements DiffEngine {
   private settle(reply: EngineReply): void {
     if (!('id' in reply)) {
       // A thread started again and could not open the repository (it was removed, say).
-      if ('error' in reply) this.failAll(failure(reply));
+      if ('error' in reply) this.failAll(errorOf(reply));
       return;
     }
     const waiting = this.pending.get(reply.id);
     if (!waiting) return;
     this.pending.delete(reply.id);
     if (this.pending.size === 0) this.worker?.unref();
-    if ('error' in reply) waiting.reject(failure(reply));
+    if ('error' in reply) waiting.reject(errorOf(reply));
     else waiting.resolve(reply.value);
   }
 

@@ -1,7 +1,6 @@
 import { ORIGINS } from '../config/review.ts';
 import { DIFF_TYPES, type DiffType } from '../git/diff-type.ts';
-import type { GitContext } from '../git/repository.ts';
-import type { DiffEngine } from '../git/thread.ts';
+import type { DiffEngine, GitContext } from '../git/repository.ts';
 import { reviewErrors } from '../review/errors.ts';
 import { readBody, type FieldReader } from '../review/validate.ts';
 import type { NewReview } from './store.ts';

@@ -1,7 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import type { DiffType } from '../../git/diff-type.ts';
 import { fileLines } from '../../git/lines.ts';
-import type { DiffEngine } from '../../git/thread.ts';
+import type { DiffEngine } from '../../git/repository.ts';
 import { LINE_SIDES, MAX_LINES_PER_REQUEST, type DiffLinesQuery, type DiffLinesResponse } from '../contract.ts';
 import { reviewErrors } from '../errors.ts';
 import { fromGit } from './git-errors.ts';

@@ -17,8 +17,7 @@ import type { DecisionGate } from '../instance.ts';
 import { readBody, type FieldReader } from '../validate.ts';
 import { fromGit } from './git-errors.ts';
 import { diffLines } from './lines.ts';
-import type { DiffResult, GitContext } from '../../git/repository.ts';
-import type { DiffEngine } from '../../git/thread.ts';
+import type { DiffEngine, DiffResult, GitContext } from '../../git/repository.ts';
 import { DiffAnswers } from './diff-answers.ts';
 
 /** What a code review returns; `timeout` is set only when nobody answered in time. */
