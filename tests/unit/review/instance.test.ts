@@ -97,10 +97,11 @@ describe('runReview', () => {
 
   it('accepts exactly one of two concurrent decisions; the other gets 409 and is not recorded', async () => {
     const { url, exit, stdout } = await start();
-    const [a, b] = await Promise.all([
-      post(`${url}api/decide`, { value: 'first', delayMs: 200 }),
-      post(`${url}api/decide`, { value: 'second' }),
-    ]);
+    // The second is sent while the first is being recorded: sent at the same instant, it could be decided
+    // (and the server closed) before the first had even connected, which would then be refused.
+    const first = post(`${url}api/decide`, { value: 'first', delayMs: 200 });
+    await sleep(50);
+    const [a, b] = await Promise.all([first, post(`${url}api/decide`, { value: 'second' })]);
     expect([a.status, b.status].sort()).toEqual([200, 409]);
     const loser = a.status === 409 ? a : b;
     expect(await loser.json()).toEqual({ error: 'This review has already been decided' });
