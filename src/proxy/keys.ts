@@ -143,18 +143,18 @@ export class Admission {
   }
 
   #limitsOf(key: ClientKey): KeyLimits {
+    const limits = this.#limits.get(key);
+    // Until its budget period ends, a key's limits are the ones made for it.
+    if (limits && (limits.budget === undefined || this.#now() < limits.budget.endsAt)) return limits;
     const { budget, name } = key;
     const period = budget && this.#period(budget.period);
-    let limits = this.#limits.get(key);
-    if (!limits || limits.budget?.endsAt !== period?.endsAt) {
-      limits = {
-        budget: budget && period && { key: `budget:${name}:${period.id}`, limit: budget.tokens, endsAt: period.endsAt },
-        tpm: key.tpm === undefined ? undefined : { key: `tpm:${name}`, limit: key.tpm },
-        rpm: key.rpm === undefined ? undefined : { key: `rpm:${name}`, limit: key.rpm },
-      };
-      this.#limits.set(key, limits);
-    }
-    return limits;
+    const made: KeyLimits = {
+      budget: budget && period && { key: `budget:${name}:${period.id}`, limit: budget.tokens, endsAt: period.endsAt },
+      tpm: key.tpm === undefined ? undefined : { key: `tpm:${name}`, limit: key.tpm },
+      rpm: key.rpm === undefined ? undefined : { key: `rpm:${name}`, limit: key.rpm },
+    };
+    this.#limits.set(key, made);
+    return made;
   }
 
   #period(kind: BudgetPeriod): ReturnType<typeof budgetPeriod> {

@@ -91,17 +91,17 @@ export function memoryState(now: () => number = Date.now): SharedState {
   const counters = new Map<string, { value: number; expiresAt: number }>();
   const leases = new Map<string, number>();
 
-  const windowOf = (key: string): Window => {
+  // A key's admission (and its spending) reads the clock once: `at` is passed on.
+  const windowOf = (key: string, at: number): Window => {
     let window = windows.get(key);
     if (!window) windows.set(key, (window = { steps: [], total: 0 }));
-    const start = now() - WINDOW_MS;
+    const start = at - WINDOW_MS;
     while (window.steps.length > 0 && (window.steps[0] as [number, number])[0] + WINDOW_STEP_MS <= start) {
       window.total -= (window.steps.shift() as [number, number])[1];
     }
     return window;
   };
-  const record = (window: Window, amount: number): void => {
-    const at = now();
+  const record = (window: Window, amount: number, at: number): void => {
     const step = at - (at % WINDOW_STEP_MS);
     const last = window.steps.at(-1);
     if (last?.[0] === step) last[1] += amount;
@@ -109,24 +109,24 @@ export function memoryState(now: () => number = Date.now): SharedState {
     window.total += amount;
   };
   /** How long until the window's sum is below `limit`: walking from the oldest step until enough has left. */
-  const wait = (window: Window, limit: number): number => {
+  const wait = (window: Window, limit: number, at: number): number => {
     let left = window.total;
     for (const [step, value] of window.steps) {
       left -= value;
-      if (left < limit) return step + WINDOW_STEP_MS + WINDOW_MS - now();
+      if (left < limit) return step + WINDOW_STEP_MS + WINDOW_MS - at;
     }
     return WINDOW_MS;
   };
-  const counter = (key: string): { value: number; expiresAt: number } | undefined => {
+  const counter = (key: string, at = now()): { value: number; expiresAt: number } | undefined => {
     const entry = counters.get(key);
-    if (entry && entry.expiresAt <= now()) {
+    if (entry && entry.expiresAt <= at) {
       counters.delete(key);
       return undefined;
     }
     return entry;
   };
-  const add = (key: string, amount: number, expiresAt: number): number => {
-    const entry = counter(key);
+  const add = (key: string, amount: number, expiresAt: number, at = now()): number => {
+    const entry = counter(key, at);
     if (!entry) {
       counters.set(key, { value: amount, expiresAt });
       return amount;
@@ -147,27 +147,29 @@ export function memoryState(now: () => number = Date.now): SharedState {
   return {
     limits: {
       admit: ({ budget, tpm, rpm }) => {
-        if (budget && (counter(budget.key)?.value ?? 0) >= budget.limit) {
-          return { ok: false, limit: 'budget', retryAfterMs: budget.endsAt - now() };
+        const at = now();
+        if (budget && (counter(budget.key, at)?.value ?? 0) >= budget.limit) {
+          return { ok: false, limit: 'budget', retryAfterMs: budget.endsAt - at };
         }
         if (tpm) {
-          const tokens = windowOf(tpm.key);
+          const tokens = windowOf(tpm.key, at);
           if (tokens.total >= tpm.limit) {
-            return { ok: false, limit: 'tpm', retryAfterMs: wait(tokens, tpm.limit) };
+            return { ok: false, limit: 'tpm', retryAfterMs: wait(tokens, tpm.limit, at) };
           }
         }
         if (rpm) {
-          const requests = windowOf(rpm.key);
+          const requests = windowOf(rpm.key, at);
           if (requests.total >= rpm.limit) {
-            return { ok: false, limit: 'rpm', retryAfterMs: wait(requests, rpm.limit) };
+            return { ok: false, limit: 'rpm', retryAfterMs: wait(requests, rpm.limit, at) };
           }
-          record(requests, 1);
+          record(requests, 1, at);
         }
         return ADMITTED;
       },
       spend: ({ budget, tpm }, tokens) => {
-        if (tpm) record(windowOf(tpm.key), tokens);
-        if (budget) add(budget.key, tokens, budget.endsAt);
+        const at = now();
+        if (tpm) record(windowOf(tpm.key, at), tokens, at);
+        if (budget) add(budget.key, tokens, budget.endsAt, at);
       },
     },
     counters: {

@@ -5,6 +5,8 @@
  * response's own `write` to watch them cost every request more than the
  * reading itself.
  */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import type { TokenUsage } from '../context.ts';
 import type { ProtocolSpec } from '../protocols/protocol.ts';
@@ -171,14 +173,24 @@ export class TappedHandler implements Dispatcher.DispatchHandler {
     this.#inner.onRequestStart?.(controller, context);
   }
 
-  onRequestUpgrade(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onRequestUpgrade']>>): void {
-    this.#inner.onRequestUpgrade?.(...args);
+  onRequestUpgrade(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+    socket: Duplex,
+  ): void {
+    this.#inner.onRequestUpgrade?.(controller, statusCode, headers, socket);
   }
 
-  onResponseStart(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseStart']>>): void {
-    const status = args[1];
-    if (status >= 200 && this.#tap) this.#tap.ok = status < 300;
-    this.#inner.onResponseStart?.(...args);
+  // Parameters are named and passed on as they are: a rest parameter would be a new array on every call.
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+    statusMessage?: string,
+  ): void {
+    if (statusCode >= 200 && this.#tap) this.#tap.ok = statusCode < 300;
+    this.#inner.onResponseStart?.(controller, statusCode, headers, statusMessage);
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -186,16 +198,16 @@ export class TappedHandler implements Dispatcher.DispatchHandler {
     this.#inner.onResponseData?.(controller, chunk);
   }
 
-  onResponseEnd(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseEnd']>>): void {
+  onResponseEnd(controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
     // Before the answer ends for the client: its request log line reads the usage.
     this.#tap?.end();
     this.#tap = undefined;
-    this.#inner.onResponseEnd?.(...args);
+    this.#inner.onResponseEnd?.(controller, trailers);
   }
 
-  onResponseError(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseError']>>): void {
+  onResponseError(controller: Dispatcher.DispatchController, error: Error): void {
     this.#tap = undefined;
-    this.#inner.onResponseError?.(...args);
+    this.#inner.onResponseError?.(controller, error);
   }
 }
 
