@@ -35,30 +35,25 @@ export const STAINLESS_HEADERS = [
   'x-stainless-helper-method',
 ];
 
-const QUOTE = 0x22;
-
 /** When the proxy's model lists say models were created: its start. */
 export const CREATED = Math.floor(Date.now() / 1000);
 
 /** The last number written for `field` in a JSON text (or a piece of one): usage comes last in bodies and streams. */
 export function lastNumber(text: string, field: string): number | undefined {
-  // The bare name is searched and its quotes checked: a quoted copy of it would be a new string on every call.
-  let at = text.lastIndexOf(field);
+  const name = `"${field}"`;
+  let at = text.lastIndexOf(name);
   while (at !== -1) {
-    let i = at + field.length;
-    if (at > 0 && text.charCodeAt(at - 1) === QUOTE && text.charCodeAt(i) === QUOTE) {
-      // Past the name: blanks, a colon, blanks, then the digits.
+    // Past the name: blanks, a colon, blanks, then the digits.
+    let i = at + name.length;
+    while (text.charCodeAt(i) === 0x20) i++;
+    if (text.charCodeAt(i) === 0x3a) {
       i++;
       while (text.charCodeAt(i) === 0x20) i++;
-      if (text.charCodeAt(i) === 0x3a) {
-        i++;
-        while (text.charCodeAt(i) === 0x20) i++;
-        let end = i;
-        while (text.charCodeAt(end) >= 0x30 && text.charCodeAt(end) <= 0x39) end++;
-        if (end > i) return Number(text.slice(i, end));
-      }
+      let end = i;
+      while (text.charCodeAt(end) >= 0x30 && text.charCodeAt(end) <= 0x39) end++;
+      if (end > i) return Number(text.slice(i, end));
     }
-    at = at === 0 ? -1 : text.lastIndexOf(field, at - 1);
+    at = at === 0 ? -1 : text.lastIndexOf(name, at - 1);
   }
   return undefined;
 }
