@@ -1,11 +1,12 @@
-import type { Readable } from 'node:stream';
-import type { Dispatcher } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable, Writable } from 'node:stream';
+import { errors, Pool, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/proxy.ts';
 import { HttpError } from '../http/errors.ts';
 import { ClientGone } from './client-gone.ts';
 import { proxyErrors } from './errors.ts';
 import type { ProtocolSpec } from './protocols/protocol.ts';
-import { TappedPool, type TappedOptions, type UsageTap } from './usage/tap.ts';
+import type { UsageTap } from './usage/tap.ts';
 
 /** An upstream with its connection pool and its protocol. */
 export interface Upstream {
@@ -21,7 +22,7 @@ export function createUpstream(config: UpstreamConfig, protocol: ProtocolSpec): 
   return {
     config,
     protocol,
-    pool: new TappedPool(url.origin, { keepAliveTimeout: 30_000, connect: { timeout: 10_000 } }),
+    pool: new Pool(url.origin, { keepAliveTimeout: 30_000, connect: { timeout: 10_000 } }),
     basePath: url.pathname.replace(/\/+$/, ''),
   };
 }
@@ -84,9 +85,8 @@ export function upstreamFailure(upstream: Upstream, error: unknown, answering = 
 }
 
 /** undici's options for a request to an upstream: credentials swapped, the upstream's timeouts. */
-function dispatchOptions(upstream: Upstream, request: UpstreamRequest): Dispatcher.RequestOptions & TappedOptions {
+function dispatchOptions(upstream: Upstream, request: UpstreamRequest): Dispatcher.RequestOptions {
   return {
-    usageTap: request.usageTap,
     method: request.method,
     path: upstream.basePath + request.path + (request.query ? `?${request.query}` : ''),
     headers: upstreamHeaders(upstream, request.headers ?? {}),
@@ -128,16 +128,113 @@ export function sendUpstream(upstream: Upstream, request: UpstreamRequest): Prom
 
 /**
  * The same request, with the response written into the writable that `into`
- * returns for its status and headers, chunk by chunk as it arrives (undici's
- * stream(): no body stream of its own, backpressure both ways). Resolves once
- * the body is complete. After `into`, undici owns the writable: an upstream
- * failing mid-body destroys it, and the writable closing early aborts the
- * upstream call; either way this rejects.
+ * returns for its status and headers, chunk by chunk as it arrives (no body
+ * stream of its own, backpressure both ways), its bytes shown to the request's
+ * usage tap on the way. Resolves once the body has been handed on whole. After
+ * `into`, the writable is the call's: an upstream failing mid-body destroys it
+ * and this rejects. The request's signal stops the call when the writable's
+ * reader goes away (a ClientGone on the client's response).
  */
 export function streamUpstream(
   upstream: Upstream,
   request: UpstreamRequest,
   into: Dispatcher.StreamFactory,
-): Promise<unknown> {
-  return callUpstream(upstream, request, (options) => upstream.pool.stream(options, into));
+): Promise<void> {
+  return callUpstream(
+    upstream,
+    request,
+    (options) =>
+      new Promise<void>((resolve, reject) => {
+        upstream.pool.dispatch(options, new AnswerWriter(into, request, resolve, reject));
+      }),
+  );
+}
+
+/**
+ * undici's handler for a streamed call: what its `stream()` does, and the
+ * usage tap, in one object. undici's own handler for `stream()` (an async
+ * resource tracking the writable with four listeners) and a second handler in
+ * front of it for the tap cost every passed-through request CPU that this one
+ * does not (docs/proxy.md, "The team case"). Once the answer has ended or
+ * failed it lets go of everything: a handler that outlives its request (undici
+ * may keep it until the connection's next call) would otherwise keep the
+ * request's whole state alive, and move it into the old generation.
+ */
+export class AnswerWriter implements Dispatcher.DispatchHandler {
+  #into: Dispatcher.StreamFactory | undefined;
+  #tap: UsageTap | undefined;
+  #signal: UpstreamRequest['signal'];
+  #resolve: (() => void) | undefined;
+  #reject: ((error: Error) => void) | undefined;
+  #out: Writable | undefined;
+  #controller: Dispatcher.DispatchController | undefined;
+
+  constructor(
+    into: Dispatcher.StreamFactory,
+    request: Pick<UpstreamRequest, 'signal' | 'usageTap'>,
+    resolve: () => void,
+    reject: (error: Error) => void,
+  ) {
+    this.#into = into;
+    this.#tap = request.usageTap;
+    this.#signal = request.signal;
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  /** The signal's abort, as undici's own handlers take it. */
+  readonly #abort = (): void => this.#controller?.abort(new errors.RequestAbortedError());
+
+  onRequestStart(controller: Dispatcher.DispatchController, _context: unknown): void {
+    this.#controller = controller;
+    const signal = this.#signal;
+    if (signal === undefined) return;
+    if (signalled(signal)) this.#abort();
+    else if (signal instanceof ClientGone) signal.on('abort', this.#abort);
+    else signal.addEventListener('abort', this.#abort);
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    // 1xx: informational, the answer is still to come.
+    if (statusCode < 200 || !this.#into) return;
+    if (this.#tap) this.#tap.ok = statusCode < 300;
+    const out = this.#into({ statusCode, headers, opaque: null, context: {} });
+    this.#into = undefined;
+    this.#out = out;
+    if (out.writableNeedDrain) this.#pause(controller, out);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.#tap?.push(chunk);
+    const out = this.#out;
+    if (out && !out.write(chunk)) this.#pause(controller, out);
+  }
+
+  onResponseEnd(_controller: Dispatcher.DispatchController, _trailers: IncomingHttpHeaders): void {
+    // Before the answer ends for the client: its request log line reads the usage.
+    this.#tap?.end();
+    this.#out?.end();
+    const resolve = this.#resolve;
+    this.#release();
+    resolve?.();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.#out?.destroy(error);
+    const reject = this.#reject;
+    this.#release();
+    reject?.(error);
+  }
+
+  #pause(controller: Dispatcher.DispatchController, out: Writable): void {
+    controller.pause();
+    out.once('drain', () => controller.resume());
+  }
+
+  #release(): void {
+    const signal = this.#signal;
+    if (signal instanceof ClientGone) signal.off('abort', this.#abort);
+    else signal?.removeEventListener('abort', this.#abort);
+    this.#into = this.#tap = this.#signal = this.#resolve = this.#reject = this.#out = this.#controller = undefined;
+  }
 }

@@ -1,13 +1,11 @@
 /**
  * A passed-through answer's tokens, read on the way (where every protocol
  * puts its usage: a JSON body's end, a stream's first and final events). The
- * bytes are seen inside undici, as it hands each chunk on: replacing the
+ * bytes are shown to it by the handler that writes them to the client
+ * (AnswerWriter, upstreams.ts), as undici hands each chunk on: replacing the
  * response's own `write` to watch them cost every request more than the
  * reading itself.
  */
-import type { IncomingHttpHeaders } from 'node:http';
-import type { Duplex } from 'node:stream';
-import { Pool, type Dispatcher } from 'undici';
 import type { TokenUsage } from '../context.ts';
 import type { ProtocolSpec } from '../protocols/protocol.ts';
 
@@ -149,80 +147,5 @@ export class UsageTap {
       at = nameAt(part, true, true);
     }
     return at === -1 ? undefined : objectAt(part, at);
-  }
-}
-
-/**
- * undici's handler for one call, with the answer's bytes shown to a tap on
- * their way through. It lets go of the tap once the answer has ended or
- * failed: the tap's `done` holds the request's whole state, and a handler
- * that outlives its request (one in flight during a collection of the young
- * generation is moved to the old one, where it stays until a full
- * collection) kept all of that alive and moved it too, request after request.
- */
-export class TappedHandler implements Dispatcher.DispatchHandler {
-  readonly #inner: Dispatcher.DispatchHandler;
-  #tap: UsageTap | undefined;
-
-  constructor(inner: Dispatcher.DispatchHandler, tap: UsageTap) {
-    this.#inner = inner;
-    this.#tap = tap;
-  }
-
-  onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
-    this.#inner.onRequestStart?.(controller, context);
-  }
-
-  onRequestUpgrade(
-    controller: Dispatcher.DispatchController,
-    statusCode: number,
-    headers: IncomingHttpHeaders,
-    socket: Duplex,
-  ): void {
-    this.#inner.onRequestUpgrade?.(controller, statusCode, headers, socket);
-  }
-
-  // Parameters are named and passed on as they are: a rest parameter would be a new array on every call.
-  onResponseStart(
-    controller: Dispatcher.DispatchController,
-    statusCode: number,
-    headers: IncomingHttpHeaders,
-    statusMessage?: string,
-  ): void {
-    if (statusCode >= 200 && this.#tap) this.#tap.ok = statusCode < 300;
-    this.#inner.onResponseStart?.(controller, statusCode, headers, statusMessage);
-  }
-
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.#tap?.push(chunk);
-    this.#inner.onResponseData?.(controller, chunk);
-  }
-
-  onResponseEnd(controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
-    // Before the answer ends for the client: its request log line reads the usage.
-    this.#tap?.end();
-    this.#tap = undefined;
-    this.#inner.onResponseEnd?.(controller, trailers);
-  }
-
-  onResponseError(controller: Dispatcher.DispatchController, error: Error): void {
-    this.#tap = undefined;
-    this.#inner.onResponseError?.(controller, error);
-  }
-}
-
-/** Dispatch options that may carry a tap. */
-export interface TappedOptions extends Dispatcher.DispatchOptions {
-  usageTap?: UsageTap;
-}
-
-/**
- * The pool every upstream is called through: calls whose options carry a tap
- * are watched. A subclass, not Pool.compose(): a composed pool is a Proxy
- * that copies each call's options, a cost on every request for nothing here.
- */
-export class TappedPool extends Pool {
-  override dispatch(options: TappedOptions, handler: Dispatcher.DispatchHandler): boolean {
-    return super.dispatch(options, options.usageTap ? new TappedHandler(handler, options.usageTap) : handler);
   }
 }

@@ -1,9 +1,19 @@
-import { describe, expect, it } from 'vitest';
+import { EventEmitter } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import { Writable } from 'node:stream';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { errors, type Dispatcher } from 'undici';
+import { describe, expect, it, vi } from 'vitest';
 import type { UpstreamConfig } from '../../../src/config/proxy.ts';
 import { HttpError } from '../../../src/http/errors.ts';
 import { ClientCredentials } from '../../../src/proxy/credentials.ts';
 import { PROTOCOLS } from '../../../src/proxy/protocols/registry.ts';
-import { createUpstream as create, upstreamFailure } from '../../../src/proxy/upstreams.ts';
+import { ClientGone } from '../../../src/proxy/client-gone.ts';
+import type { TokenUsage } from '../../../src/proxy/context.ts';
+import { AnswerWriter, createUpstream as create, upstreamFailure } from '../../../src/proxy/upstreams.ts';
+import { UsageTap } from '../../../src/proxy/usage/tap.ts';
 
 const credentials = new ClientCredentials(PROTOCOLS);
 const forwardableHeaders = credentials.forwardableHeaders.bind(credentials);
@@ -110,5 +120,146 @@ describe('upstreamFailure', () => {
     expect(createUpstream({ ...config, baseUrl: 'https://gateway.example/anthropic' }).basePath).toBe('/anthropic');
     expect(createUpstream({ ...config, baseUrl: 'https://api.anthropic.com' }).basePath).toBe('');
     await upstream.pool.destroy();
+  });
+});
+
+describe('AnswerWriter: the handler that writes an answer on and shows its bytes to the usage tap', () => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  /** undici's controller of a call, its calls recorded. */
+  const controller = () => {
+    const pause = vi.fn();
+    const resume = vi.fn();
+    const abort = vi.fn();
+    return { c: { pause, resume, abort } as unknown as Dispatcher.DispatchController, pause, resume, abort };
+  };
+
+  /** A writer whose tap (and the request state its `done` holds) is reachable from nothing else. */
+  function writer(out: Writable, signal?: ClientGone) {
+    const seen: TokenUsage[] = [];
+    const settled: (Error | 'done')[] = [];
+    const tap = new UsageTap(PROTOCOLS.openai, 40, (usage) => seen.push(usage));
+    const handler = new AnswerWriter(
+      () => out,
+      { usageTap: tap, signal },
+      () => settled.push('done'),
+      (error) => settled.push(error),
+    );
+    return { handler, tap: new WeakRef(tap), seen, settled };
+  }
+
+  const collecting = () => {
+    const written: string[] = [];
+    const out = new Writable({
+      write: (chunk: Buffer, _encoding, done) => {
+        written.push(chunk.toString());
+        done();
+      },
+    });
+    return { out, written };
+  };
+
+  async function collected(tap: WeakRef<UsageTap>): Promise<boolean> {
+    // A WeakRef holds its target until the current job ends.
+    await nextTurn();
+    gc();
+    return tap.deref() === undefined;
+  }
+
+  const BODY = '{"usage":{"prompt_tokens":3,"completion_tokens":2}}';
+
+  it('writes the answer on, reads its usage, then lets go of the tap', async () => {
+    const { out, written } = collecting();
+    const { handler, tap, seen, settled } = writer(out);
+    const { c } = controller();
+    handler.onRequestStart(c, {});
+    handler.onResponseStart(c, 200, {});
+    handler.onResponseData(c, Buffer.from(BODY));
+    expect(await collected(tap)).toBe(false);
+    handler.onResponseEnd(c, {});
+    expect(written).toEqual([BODY]);
+    expect(out.writableEnded).toBe(true);
+    expect(seen).toEqual([{ input: 3, output: 2, cached: 0, estimated: false }]);
+    expect(settled).toEqual(['done']);
+    expect(await collected(tap)).toBe(true);
+  });
+
+  it('waits out an informational answer for the real one', () => {
+    const { out, written } = collecting();
+    const into = vi.fn(() => out);
+    const handler = new AnswerWriter(into, {}, vi.fn(), vi.fn());
+    const { c } = controller();
+    handler.onResponseStart(c, 100, {});
+    expect(into).not.toHaveBeenCalled();
+    handler.onResponseStart(c, 200, { 'content-type': 'application/json' });
+    expect(into).toHaveBeenCalledWith(expect.objectContaining({ statusCode: 200 }));
+    handler.onResponseData(c, Buffer.from('{}'));
+    expect(written).toEqual(['{}']);
+  });
+
+  it('destroys the writable on a failure, rejects, reports no usage and lets go of the tap', async () => {
+    const { out } = collecting();
+    out.on('error', () => {});
+    const { handler, tap, seen, settled } = writer(out);
+    const { c } = controller();
+    handler.onRequestStart(c, {});
+    handler.onResponseStart(c, 200, {});
+    const reset = new Error('reset');
+    handler.onResponseError(c, reset);
+    expect(out.destroyed).toBe(true);
+    expect(settled).toEqual([reset]);
+    expect(seen).toEqual([]);
+    expect(await collected(tap)).toBe(true);
+  });
+
+  it('pauses the upstream while the writable is full and resumes it once drained', async () => {
+    let release: () => void = () => {};
+    const out = new Writable({
+      highWaterMark: 4,
+      write: (_chunk, _encoding, done) => {
+        release = done;
+      },
+    });
+    const { handler } = writer(out);
+    const { c, pause, resume } = controller();
+    handler.onRequestStart(c, {});
+    handler.onResponseStart(c, 200, {});
+    handler.onResponseData(c, Buffer.from('more than four bytes'));
+    expect(pause).toHaveBeenCalledTimes(1);
+    expect(resume).not.toHaveBeenCalled();
+    release();
+    await nextTurn();
+    expect(resume).toHaveBeenCalledTimes(1);
+  });
+
+  it('aborts the call when the client goes away, and at once when it has already gone', () => {
+    const response = () => Object.assign(new EventEmitter(), { writableFinished: false }) as unknown as ServerResponse;
+    const res = response();
+    const { handler } = writer(collecting().out, new ClientGone(res));
+    const { c, abort } = controller();
+    handler.onRequestStart(c, {});
+    expect(abort).not.toHaveBeenCalled();
+    res.emit('close');
+    expect(abort).toHaveBeenCalledWith(expect.any(errors.RequestAbortedError));
+
+    const gone = response();
+    const signal = new ClientGone(gone);
+    gone.emit('close');
+    const late = writer(collecting().out, signal);
+    const { c: d, abort: abortLate } = controller();
+    late.handler.onRequestStart(d, {});
+    expect(abortLate).toHaveBeenCalledWith(expect.any(errors.RequestAbortedError));
+  });
+
+  it('stops listening to the client once the answer has ended', () => {
+    const res = Object.assign(new EventEmitter(), { writableFinished: false }) as unknown as ServerResponse;
+    const signal = new ClientGone(res);
+    const { handler } = writer(collecting().out, signal);
+    const { c } = controller();
+    handler.onRequestStart(c, {});
+    expect(signal.listenerCount('abort')).toBe(1);
+    handler.onResponseStart(c, 200, {});
+    handler.onResponseEnd(c, {});
+    expect(signal.listenerCount('abort')).toBe(0);
   });
 });
