@@ -7,7 +7,7 @@ import { HOP_BY_HOP, type ClientCredentials } from './credentials.ts';
 import type { OpenStreams, StreamCut } from './open-streams.ts';
 import type { Operation, ProtocolSpec } from './protocols/protocol.ts';
 import { streamErrorEvent } from './translate/handler.ts';
-import { streamUpstream, upstreamFailure, type Upstream, type UpstreamRequest } from './upstreams.ts';
+import { streamUpstream, upstreamFailure, type StreamedRequest, type Upstream } from './upstreams.ts';
 import { UsageTap } from './usage/tap.ts';
 
 /** The upstream's response headers as the client gets them: without hop-by-hop headers. */
@@ -104,7 +104,7 @@ export async function forward(ctx: ProxyContext, request: ForwardRequest): Promi
   const tap = new UsageTap(request.usage, bodyBytes(request.body, ctx), (usage) => {
     ctx.state.usage = usage;
   });
-  const upstreamRequest: UpstreamRequest = {
+  const upstreamRequest: StreamedRequest = {
     method: 'POST',
     path: request.path,
     query: credentials.forwardableQuery(ctx.querystring),

@@ -60,8 +60,6 @@ export interface UpstreamRequest {
   body?: Buffer | string | Readable | null;
   /** Aborts the upstream call: the client went away, or a time limit passed. */
   signal?: AbortSignal | ClientGone;
-  /** Reads the answer's tokens on the way (pass-through). */
-  usageTap?: UsageTap | undefined;
 }
 
 /**
@@ -126,6 +124,9 @@ export function sendUpstream(upstream: Upstream, request: UpstreamRequest): Prom
   return callUpstream(upstream, request, (options) => upstream.pool.request(options));
 }
 
+/** A streamed call's request: its signal is the client's response going away, and a tap may read its tokens. */
+export type StreamedRequest = UpstreamRequest & { signal?: ClientGone | undefined; usageTap?: UsageTap | undefined };
+
 /**
  * The same request, with the response written into the writable that `into`
  * returns for its status and headers, chunk by chunk as it arrives (no body
@@ -137,7 +138,7 @@ export function sendUpstream(upstream: Upstream, request: UpstreamRequest): Prom
  */
 export function streamUpstream(
   upstream: Upstream,
-  request: UpstreamRequest,
+  request: StreamedRequest,
   into: Dispatcher.StreamFactory,
 ): Promise<void> {
   return callUpstream(
@@ -163,7 +164,7 @@ export function streamUpstream(
 export class AnswerWriter implements Dispatcher.DispatchHandler {
   #into: Dispatcher.StreamFactory | undefined;
   #tap: UsageTap | undefined;
-  #signal: UpstreamRequest['signal'];
+  #signal: ClientGone | undefined;
   #resolve: (() => void) | undefined;
   #reject: ((error: Error) => void) | undefined;
   #out: Writable | undefined;
@@ -171,7 +172,7 @@ export class AnswerWriter implements Dispatcher.DispatchHandler {
 
   constructor(
     into: Dispatcher.StreamFactory,
-    request: Pick<UpstreamRequest, 'signal' | 'usageTap'>,
+    request: Pick<StreamedRequest, 'signal' | 'usageTap'>,
     resolve: () => void,
     reject: (error: Error) => void,
   ) {
@@ -188,10 +189,8 @@ export class AnswerWriter implements Dispatcher.DispatchHandler {
   onRequestStart(controller: Dispatcher.DispatchController, _context: unknown): void {
     this.#controller = controller;
     const signal = this.#signal;
-    if (signal === undefined) return;
-    if (signalled(signal)) this.#abort();
-    else if (signal instanceof ClientGone) signal.on('abort', this.#abort);
-    else signal.addEventListener('abort', this.#abort);
+    if (signal?.left) this.#abort();
+    else signal?.on('abort', this.#abort);
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
@@ -232,9 +231,7 @@ export class AnswerWriter implements Dispatcher.DispatchHandler {
   }
 
   #release(): void {
-    const signal = this.#signal;
-    if (signal instanceof ClientGone) signal.off('abort', this.#abort);
-    else signal?.removeEventListener('abort', this.#abort);
+    this.#signal?.off('abort', this.#abort);
     this.#into = this.#tap = this.#signal = this.#resolve = this.#reject = this.#out = this.#controller = undefined;
   }
 }
