@@ -307,8 +307,9 @@ describe('docker compose: the proxy scaled out behind a load balancer', () => {
       });
       return ((await res.json()) as { rows: { requests: number; output_tokens: number }[] }).rows;
     };
+    // Each replica writes its sums once a second: poll for longer than one write, not vitest's default second.
     await expect
-      .poll(() => usage(via(0)))
+      .poll(() => usage(via(0)), { timeout: 5_000 })
       .toEqual([expect.objectContaining({ requests: sent, errors: sent - 3, output_tokens: 15 })]);
     const totals = await usage(via(0));
     for (const base of replicas.slice(1)) expect(await usage(base)).toEqual(totals);
