@@ -8,7 +8,8 @@
  * (this process, undici) sends the same load directly, through the floor and
  * through gatehouse, interleaved round by round (the proxies taking turns to
  * go first), and prints req/s, p50/p99 and gatehouse's ratios to the floor.
- * Medians over the rounds; the req/s ratios are paired round by round.
+ * Medians over the rounds; the req/s ratios are paired round by round, each
+ * printed with its range and the 95 % confidence interval of its median.
  *
  * Scenarios are a list: a translated path is one more entry with its own
  * client path/body and the model that routes to another protocol.
@@ -45,7 +46,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Pool } from 'undici';
-import { median } from './stats.ts';
+import { median, medianInterval } from './stats.ts';
 
 const API_KEY = 'bench-key';
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 6);
@@ -467,22 +468,35 @@ async function imageCase(upstreamPort: number, dir: string): Promise<void> {
 const signed = (x: number, digits: number) => `${x >= 0 ? '+' : ''}${x.toFixed(digits)}`;
 
 /**
- * `ours` against `base` in req/s, round by round: the runs of one round are
- * seconds apart, so a machine that speeds up or slows down between rounds
- * moves both. The median ratio, with the lowest and highest.
+ * A paired figure over the rounds: its median, the lowest and highest round,
+ * and the median's 95 % confidence interval, which is what says whether an
+ * aim was met or the rounds were too noisy to tell.
  */
-function pairedRatio(ours: Result[], base: Result[]): string {
-  const ratios = ours.map((r, i) => (r.rps / (base[i]?.rps ?? NaN)) * 100);
-  const sorted = [...ratios].sort((a, b) => a - b);
-  return `${median(ratios).toFixed(0)}% (rounds ${sorted[0]?.toFixed(0)}–${sorted.at(-1)?.toFixed(0)}%)`;
+function overRounds(values: readonly number[], digits: number, unit: string, sign = false): string {
+  const sorted = [...values].sort((a, b) => a - b);
+  const interval = medianInterval(values);
+  const ci = interval ? `; 95% CI ${interval.map((x) => x.toFixed(digits)).join(' to ')}${unit}` : '';
+  const mid = median(values);
+  return `${sign ? signed(mid, digits) : mid.toFixed(digits)}${unit} (rounds ${sorted[0]?.toFixed(digits)} to ${sorted.at(-1)?.toFixed(digits)}${unit}${ci})`;
 }
 
-/** `ours` minus `base` in `field`, round by round: the median and the range. */
+/**
+ * `ours` against `base` in req/s, round by round: the runs of one round are
+ * seconds apart, so a machine that speeds up or slows down between rounds
+ * moves both.
+ */
+function pairedRatio(ours: Result[], base: Result[]): string {
+  return overRounds(
+    ours.map((r, i) => (r.rps / (base[i]?.rps ?? NaN)) * 100),
+    0,
+    '%',
+  );
+}
+
+/** `ours` minus `base` in `field`, round by round. */
 function pairedDifference(ours: Result[], base: Result[], field: 'p50' | 'cpu', scale = 1, unit = 'ms'): string {
   const differences = ours.map((r, i) => (r[field] - (base[i]?.[field] ?? NaN)) * scale);
-  const sorted = [...differences].sort((x, y) => x - y);
-  const digits = unit === 'ms' ? 3 : 1;
-  return `${signed(median(differences), digits)} ${unit} (rounds ${sorted[0]?.toFixed(digits)}–${sorted.at(-1)?.toFixed(digits)})`;
+  return overRounds(differences, unit === 'ms' ? 3 : 1, ` ${unit}`, true);
 }
 
 /** A redis-server of its own on a free loopback port, AOF on; resolves once it answers. */
@@ -630,10 +644,8 @@ async function main(): Promise<void> {
         console.log([name, ...cells.map((cell, i) => `  ${labels[i]} ${cell}`)].join('\n'));
         if (baseline) {
           const b = medianResult(runs.baseline);
-          const cpuAdded = runs.gatehouse.map((r, i) => (r.cpu - (runs.baseline[i]?.cpu ?? NaN)) * 1000);
-          const sorted = [...cpuAdded].sort((x, y) => x - y);
           team.push(
-            `| ${name ?? ''} | ${pairedRatio(runs.gatehouse, runs.floor)} | ${pairedRatio(runs.baseline, runs.floor)} | ${fmt(b)} | ${signed(median(cpuAdded), 1)} µs (rounds ${sorted[0]?.toFixed(1)}–${sorted.at(-1)?.toFixed(1)}) |`,
+            `| ${name ?? ''} | ${pairedRatio(runs.gatehouse, runs.floor)} | ${pairedRatio(runs.baseline, runs.floor)} | ${fmt(b)} | ${pairedDifference(runs.gatehouse, runs.baseline, 'cpu', 1000, 'µs')} |`,
           );
           console.log(`  baseline  ${fmt(b)}\n  team      ${team.at(-1) ?? ''}`);
         }
