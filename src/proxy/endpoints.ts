@@ -64,9 +64,15 @@ interface ModelRequest {
   operation: Operation;
   model: string;
   body: JsonObject;
-  raw: Buffer;
-  /** The bytes to forward once the model is mapped: the same buffer unless aliased. */
-  bytes: (mappedModel: string) => Buffer;
+  /**
+   * The body as it came, forwarded as is. Let go as soon as no upstream to try forwards it: translation needs only
+   * its size, and it may be megabytes (a base64 image) held for the whole upstream call.
+   */
+  raw: Buffer | undefined;
+  /** The body's size in bytes. */
+  size: number;
+  /** The model is the body's `model` field, which an alias rewrites; otherwise it is in the path. */
+  modelInBody: boolean;
 }
 
 /**
@@ -91,6 +97,7 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
   // A sole upstream is always tried: with nowhere else to go, cooling it down would only refuse sooner.
   const fallback = group.length > 1 ? deps.fallback : undefined;
   const tries = fallback ? (await fallback.order(model, group)).slice(0, fallback.retries + 1) : group;
+  if (!tries.some(({ upstream }) => passesThrough(request.family, operation, upstream.config))) request.raw = undefined;
   const signal = clientGone(ctx);
   const attempts: Attempt[] = (ctx.state.attempts = []);
   for (let i = 0; i < tries.length; i++) {
@@ -143,13 +150,16 @@ function attempt(
   { upstream, mappedModel }: Resolution,
   options: { stream: boolean; signal: ClientGone; retryable: boolean; onStatus: (status: number) => void },
 ): Promise<Forwarded | undefined> {
-  const { operation, model } = request;
+  const { operation, model, raw } = request;
   const { stream, signal, retryable, onStatus } = options;
-  if (passesThrough(request.family, operation, upstream.config)) {
+  // The body is only let go when no try forwards it (dispatch).
+  if (raw && passesThrough(request.family, operation, upstream.config)) {
     const path = operation.upstreamPath(mappedModel);
     const { credentials, streams } = deps;
     const streamed = stream ? { streams, operation } : undefined;
-    const body = request.bytes(mappedModel);
+    // Only an alias changes the bytes; re-serialising is the price of that.
+    const aliased = request.modelInBody && mappedModel !== model;
+    const body = aliased ? Buffer.from(JSON.stringify({ ...request.body, model: mappedModel })) : raw;
     const usage = upstream.protocol;
     return forward(ctx, { upstream, path, body, signal, credentials, stream: streamed, usage, retryable, onStatus });
   }
@@ -162,7 +172,7 @@ function attempt(
     upstreamModel: mappedModel,
     stream,
     body: request.body,
-    rawBytes: request.raw.length,
+    rawBytes: request.size,
     signal,
     streams: deps.streams,
   };
@@ -175,15 +185,7 @@ function jsonEndpoint(deps: EndpointDeps, family: Protocol, operation: Operation
     const raw = await readBody(ctx.req, deps.maxBodyBytes);
     const body = parseJsonObject(raw);
     const model = requireModel(body['model']);
-    return dispatch(ctx, deps, {
-      family,
-      operation,
-      model,
-      body,
-      raw,
-      // Only an alias changes the bytes; re-serialising is the price of that.
-      bytes: (mapped) => (mapped === model ? raw : Buffer.from(JSON.stringify({ ...body, model: mapped }))),
-    });
+    return dispatch(ctx, deps, { family, operation, model, body, raw, size: raw.length, modelInBody: true });
   };
 }
 
@@ -199,7 +201,8 @@ export function pathModelEndpoint(
     const model = requireModel(parsed.model);
     const raw = await readBody(ctx.req, deps.maxBodyBytes);
     const body = parseJsonObject(raw);
-    return dispatch(ctx, deps, { family, operation: parsed.operation, model, body, raw, bytes: () => raw });
+    const { operation } = parsed;
+    return dispatch(ctx, deps, { family, operation, model, body, raw, size: raw.length, modelInBody: false });
   };
 }
 

@@ -56,7 +56,8 @@ export interface TranslatingProxy {
 
 /** `proxy` settings over translationConfig's, and the app's options (its stores). */
 export interface TranslatingProxyOptions {
-  proxy?: Record<string, unknown>;
+  /** Or made from the scripted upstream's origin, for upstreams of one's own. */
+  proxy?: Record<string, unknown> | ((origin: string) => Record<string, unknown>);
   stores?: TranslationStores;
 }
 
@@ -64,8 +65,10 @@ export async function startTranslatingProxy(options: TranslatingProxyOptions = {
   const upstream = await startScriptedUpstream();
   const dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-translate-'));
   const file = path.join(dir, 'proxy.json');
-  const base = translationConfig(`http://127.0.0.1:${upstream.port}`) as { proxy: Record<string, unknown> };
-  writeFileSync(file, JSON.stringify({ proxy: { ...base.proxy, ...options.proxy } }));
+  const origin = `http://127.0.0.1:${upstream.port}`;
+  const base = translationConfig(origin) as { proxy: Record<string, unknown> };
+  const more = typeof options.proxy === 'function' ? options.proxy(origin) : options.proxy;
+  writeFileSync(file, JSON.stringify({ proxy: { ...base.proxy, ...more } }));
   const config = loadProxyConfig({ argv: ['--config', file], env: {}, cwd: dir });
   const proxy = createProxyApp(config, {
     env: {},
