@@ -75,6 +75,10 @@ interface ModelRequest {
   modelInBody: boolean;
 }
 
+/** Whether this candidate gets the request as it came (same protocol), not translated. */
+const forwardsTo = (request: ModelRequest, { upstream }: Resolution): boolean =>
+  passesThrough(request.family, request.operation, upstream.config);
+
 /**
  * Routes a parsed model request: count locally, or try its upstreams in the
  * order Fallback gives, each passed through or translated, moving on to the
@@ -89,7 +93,7 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
   if (admitted) await admitted;
   const group = deps.router.candidates(model);
   const first = group[0];
-  if (operation.count && !(first && passesThrough(request.family, operation, first.upstream.config))) {
+  if (operation.count && !(first && forwardsTo(request, first))) {
     countLocally(ctx, operation.count, request.body, model);
     return;
   }
@@ -97,7 +101,7 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
   // A sole upstream is always tried: with nowhere else to go, cooling it down would only refuse sooner.
   const fallback = group.length > 1 ? deps.fallback : undefined;
   const tries = fallback ? (await fallback.order(model, group)).slice(0, fallback.retries + 1) : group;
-  if (!tries.some(({ upstream }) => passesThrough(request.family, operation, upstream.config))) request.raw = undefined;
+  if (!tries.some((candidate) => forwardsTo(request, candidate))) request.raw = undefined;
   const signal = clientGone(ctx);
   const attempts: Attempt[] = (ctx.state.attempts = []);
   for (let i = 0; i < tries.length; i++) {
@@ -147,13 +151,14 @@ function attempt(
   ctx: ProxyContext,
   deps: EndpointDeps,
   request: ModelRequest,
-  { upstream, mappedModel }: Resolution,
+  candidate: Resolution,
   options: { stream: boolean; signal: ClientGone; retryable: boolean; onStatus: (status: number) => void },
 ): Promise<Forwarded | undefined> {
   const { operation, model, raw } = request;
+  const { upstream, mappedModel } = candidate;
   const { stream, signal, retryable, onStatus } = options;
   // The body is only let go when no try forwards it (dispatch).
-  if (raw && passesThrough(request.family, operation, upstream.config)) {
+  if (raw && forwardsTo(request, candidate)) {
     const path = operation.upstreamPath(mappedModel);
     const { credentials, streams } = deps;
     const streamed = stream ? { streams, operation } : undefined;
