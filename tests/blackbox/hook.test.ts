@@ -75,6 +75,7 @@ describe('gatehouse hook claude-code (PermissionRequest for ExitPlanMode)', () =
         hookEventName: 'PermissionRequest',
         decision: {
           behavior: 'allow',
+          updatedInput: EVENT.tool_input,
           updatedPermissions: [{ type: 'setMode', mode: 'acceptEdits', destination: 'session' }],
         },
       },
@@ -83,7 +84,7 @@ describe('gatehouse hook claude-code (PermissionRequest for ExitPlanMode)', () =
     expect(stderr).toContain('"msg":"plan approved"');
   });
 
-  it('approve without a mode is a plain allow; SERVICE_ORIGIN does not change the hook origin', async () => {
+  it('approve without a mode is an allow echoing the tool input; SERVICE_ORIGIN does not change the hook origin', async () => {
     const h = hook(JSON.stringify(EVENT), { SERVICE_ORIGIN: 'opencode' });
     const url = await h.url();
     expect(((await (await fetch(`${url}api/plan`)).json()) as { origin: string }).origin).toBe('claude-code');
@@ -91,7 +92,8 @@ describe('gatehouse hook claude-code (PermissionRequest for ExitPlanMode)', () =
     const { code, stdout } = await h.exited;
     expect(code).toBe(0);
     expect(stdout).toBe(
-      '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}\n',
+      '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow",' +
+        `"updatedInput":${JSON.stringify(EVENT.tool_input)}}}}\n`,
     );
   });
 

@@ -80,7 +80,7 @@ describe('reviews on the hub keep the review server contract', () => {
         permission_mode: 'plan',
         hook_event_name: 'PermissionRequest',
         tool_name: 'ExitPlanMode',
-        tool_input: { plan },
+        tool_input: { plan, planFilePath: `${dir}/.claude/plans/hooked.md` },
       });
     const first = client(['hook', 'claude-code'], { stdin: event('# Hooked\n\n1. A\n') });
     const firstId = idOf(await first.url);
@@ -103,7 +103,9 @@ describe('reviews on the hub keep the review server contract', () => {
     });
     await decide(h.url, secondId, 'approve', { permissionMode: 'acceptEdits' });
     const setMode = { type: 'setMode', mode: 'acceptEdits', destination: 'session' };
-    const allowed = hookAnswer({ behavior: 'allow', updatedPermissions: [setMode] });
+    // The hub stores the decision; the client encodes the answer for its own event.
+    const updatedInput = { plan: '# Hooked\n\n1. A\n2. B\n', planFilePath: `${dir}/.claude/plans/hooked.md` };
+    const allowed = hookAnswer({ behavior: 'allow', updatedInput, updatedPermissions: [setMode] });
     expect(lastLine((await second.exited).stdout)).toEqual(allowed);
   });
 

@@ -180,8 +180,10 @@ describe('installed with npm install -g in a fresh node:24-bookworm-slim, as the
     ).toBe(200);
     const { exitCode, stdout } = await c.finish();
     expect(exitCode).toBe(0);
+    const event = exitPlanModeEvent(PLAN, WORKSPACE);
     expect(stdout).toBe(
       '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow",' +
+        `"updatedInput":${JSON.stringify(event.tool_input)},` +
         '"updatedPermissions":[{"type":"setMode","mode":"acceptEdits","destination":"session"}]}}}\n',
     );
   });

@@ -256,6 +256,7 @@ describe('plan review in the browser', () => {
         hookEventName: 'PermissionRequest',
         decision: {
           behavior: 'allow',
+          updatedInput: { plan: PLAN },
           updatedPermissions: [{ type: 'setMode', mode: 'bypassPermissions', destination: 'session' }],
         },
       },

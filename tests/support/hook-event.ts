@@ -7,7 +7,7 @@ export function exitPlanModeEvent(plan: string, cwd: string) {
     permission_mode: 'plan',
     hook_event_name: 'PermissionRequest',
     tool_name: 'ExitPlanMode',
-    tool_input: { plan },
+    tool_input: { plan, planFilePath: '/home/node/.claude/plans/refactor-auth.md' },
     permission_suggestions: [{ type: 'setMode', mode: 'acceptEdits', destination: 'session' }],
   };
 }

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { CommandContext } from '../../command.ts';
 import { loadReviewConfig } from '../../config/review.ts';
+import { isObject, type JsonObject } from '../../json.ts';
 import { parseReviewArgs } from '../args.ts';
 import type { DecisionCodec } from '../instance.ts';
 import type { PlanDecision } from './routes.ts';
@@ -19,6 +20,8 @@ export interface HookEvent {
   permissionMode: string;
   /** The session's working directory (`cwd`): the reviewed project. */
   cwd: string | undefined;
+  /** The event's `tool_input` as it came (`plan`, `planFilePath`, …): an allow echoes it back. */
+  toolInput: JsonObject;
 }
 
 /** Thrown for an event the hook cannot serve; the message says what is wrong. */
@@ -29,7 +32,7 @@ export class HookEventError extends Error {
 /**
  * Parses the PermissionRequest event Claude Code writes on stdin:
  * `{hook_event_name: "PermissionRequest", tool_name: "ExitPlanMode",
- * tool_input: {plan}, permission_mode, cwd, session_id, …}`.
+ * tool_input: {plan, planFilePath}, permission_mode, cwd, session_id, …}`.
  */
 export function parseHookEvent(text: string): HookEvent {
   let event: unknown;
@@ -56,7 +59,8 @@ export function parseHookEvent(text: string): HookEvent {
     );
   }
   const input = e['tool_input'];
-  const plan = typeof input === 'object' && input !== null ? (input as Record<string, unknown>)['plan'] : undefined;
+  const toolInput: JsonObject = isObject(input) ? input : {};
+  const plan = toolInput['plan'];
   if (typeof plan !== 'string' || plan.trim() === '')
     throw new HookEventError('the hook event has no plan (tool_input.plan must be a non-empty string)');
   const mode = e['permission_mode'];
@@ -64,7 +68,7 @@ export function parseHookEvent(text: string): HookEvent {
   const cwd = e['cwd'];
   if (cwd !== undefined && (typeof cwd !== 'string' || !path.isAbsolute(cwd)))
     throw new HookEventError('cwd must be an absolute path');
-  return { plan, permissionMode: mode ?? 'default', cwd };
+  return { plan, permissionMode: mode ?? 'default', cwd, toolInput };
 }
 
 /**
@@ -84,16 +88,20 @@ function answer(decision: Record<string, unknown>) {
 }
 
 /**
- * The hook answer for a plan decision. Approve → allow (switching the
- * session's permission mode when the reviewer chose one); deny → deny with
- * the feedback as the message Claude reads; a timeout is a deny too, so an
- * unattended session never runs an unreviewed plan.
+ * The hook answer for a plan decision on the event whose `tool_input` was
+ * `toolInput`. Approve → allow, echoing `toolInput` as `updatedInput`
+ * (Claude Code since 2.1.199 ignores an ExitPlanMode allow without it and
+ * shows its own dialog), switching the session's permission mode when the
+ * reviewer chose one; deny → deny with the feedback as the message Claude
+ * reads; a timeout is a deny too, so an unattended session never runs an
+ * unreviewed plan.
  */
-export function hookAnswer(decision: PlanDecision): unknown {
+export function hookAnswer(decision: PlanDecision, toolInput: JsonObject): unknown {
   switch (decision.decision) {
     case 'approved':
       return answer({
         behavior: 'allow',
+        updatedInput: toolInput,
         ...(decision.permissionMode !== null && {
           updatedPermissions: [{ type: 'setMode', mode: decision.permissionMode, destination: 'session' }],
         }),
@@ -105,12 +113,14 @@ export function hookAnswer(decision: PlanDecision): unknown {
   }
 }
 
-/** Claude Code reads the answer from stdout with exit 0, whatever the decision. */
-export const hookCodec: DecisionCodec<PlanDecision> = {
-  timeout: () => TIMEOUT_DECISION,
-  encode: hookAnswer,
-  exitCode: () => 0,
-};
+/**
+ * The codec for one event (served here or on a hub, the answer is encoded
+ * where the hook runs, from the event it read). Claude Code reads the answer
+ * from stdout with exit 0, whatever the decision.
+ */
+export function hookCodec(toolInput: JsonObject): DecisionCodec<PlanDecision> {
+  return { timeout: () => TIMEOUT_DECISION, encode: (decision) => hookAnswer(decision, toolInput), exitCode: () => 0 };
+}
 
 /**
  * `gatehouse hook claude-code`. A malformed event is exit 1 with the reason
@@ -145,5 +155,11 @@ export async function runHook(ctx: CommandContext): Promise<number> {
   }
   const loaded = loadReviewConfig({ args: args.configArgs, env: ctx.env, projectDir: event.cwd ?? ctx.cwd });
   const config = { ...loaded, origin: 'claude-code' as const, session: hookSessionId(text) || loaded.session };
-  return servePlan({ ctx, config, plan: event.plan, permissionMode: event.permissionMode, codec: hookCodec });
+  return servePlan({
+    ctx,
+    config,
+    plan: event.plan,
+    permissionMode: event.permissionMode,
+    codec: hookCodec(event.toolInput),
+  });
 }
