@@ -8,7 +8,7 @@ import type { Admission } from './keys.ts';
 import { RETRY_STATUSES, retryAfterMs, retryable, type Fallback } from './fallback.ts';
 import { HttpError } from '../http/errors.ts';
 import { proxyErrors } from './errors.ts';
-import { boundaryOf, multipartStream, readMultipartHead, withModel } from './multipart.ts';
+import { encodeMultipart, isMultipart, parseMultipart } from './multipart.ts';
 import { forward, type Forwarded } from './passthrough.ts';
 import type { BodyRoute, Operation, PathRoute } from './protocols/protocol.ts';
 import type { Protocol, ProtocolRecord } from './protocols/registry.ts';
@@ -212,17 +212,17 @@ export function pathModelEndpoint(
 }
 
 /**
- * A multipart endpoint (OpenAI's image edits and transcriptions): read as far
- * as the `model` field, then the file streams on to an upstream of the same
- * protocol. A JSON body takes the JSON path.
+ * A multipart endpoint (OpenAI's image edits and transcriptions): the form is read and parsed whole, its one
+ * `model` checked, and that parsed form goes to an upstream of the same protocol (multipart.ts). A JSON body
+ * takes the JSON path.
  */
 function multipartModelEndpoint(deps: EndpointDeps, family: Protocol, operation: Operation): ProxyMiddleware {
   const json = jsonEndpoint(deps, family, operation);
   return async (ctx, next): Promise<unknown> => {
-    const boundary = boundaryOf(ctx.get('content-type'));
-    if (!boundary) return json(ctx, next);
-    const head = await readMultipartHead(ctx.req, boundary, deps.maxBodyBytes);
-    const model = requireModel(head.model);
+    const contentType = ctx.get('content-type');
+    if (!isMultipart(contentType)) return json(ctx, next);
+    const { form, model: named } = await parseMultipart(await readBody(ctx.req, deps.maxBodyBytes), contentType);
+    const model = requireModel(named);
     ctx.state.model = model;
     ctx.state.stream = false;
     const admitted = admit(ctx, deps, model);
@@ -234,16 +234,15 @@ function multipartModelEndpoint(deps: EndpointDeps, family: Protocol, operation:
     if (!passesThrough(family, operation, upstream.config)) {
       throw proxyErrors.noTranslation(family, upstream.config.protocol, operation.name);
     }
-    const first = mappedModel === model ? head.head : withModel(head, mappedModel);
-    const declared = ctx.get('content-length');
+    const { body, contentType: encodedType } = await encodeMultipart(form, mappedModel);
     await forward(ctx, {
       upstream,
       path: operation.upstreamPath(mappedModel),
-      body: multipartStream(first, head, deps.maxBodyBytes),
+      body,
       signal: clientGone(ctx),
       credentials: deps.credentials,
       usage: upstream.protocol,
-      headers: declared ? { 'content-length': String(Number(declared) + first.length - head.head.length) } : {},
+      headers: { 'content-type': encodedType, 'content-length': String(body.length) },
     });
   };
 }

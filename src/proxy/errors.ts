@@ -33,6 +33,10 @@ export const proxyErrors = {
     new HttpError(400, `\`${field}\` must be ${expected}`, { kind: 'invalid_request' }),
   missingModel: () => new HttpError(400, 'The request names no `model`', { kind: 'missing_model' }),
   invalidMultipart: () => new HttpError(400, 'Malformed multipart/form-data body', { kind: 'invalid_multipart' }),
+  invalidMultipartField: (what: string) =>
+    new HttpError(400, `The multipart/form-data body has ${what}: send exactly one text field named "model"`, {
+      kind: 'invalid_multipart',
+    }),
   tooLarge: (limit: number) =>
     new HttpError(413, `Request body larger than ${limit} bytes`, { kind: 'request_too_large' }),
   modelNotFound: (model: string) =>

@@ -1,111 +1,105 @@
-import type { IncomingMessage } from 'node:http';
-import { Readable } from 'node:stream';
-import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { HttpError } from '../../../src/http/errors.ts';
-import { boundaryOf, multipartStream, readMultipartHead, withModel } from '../../../src/proxy/multipart.ts';
+import { encodeMultipart, isMultipart, parseMultipart, readForm } from '../../../src/proxy/multipart.ts';
 
 const BOUNDARY = '----gatehouse-test-boundary';
+const TYPE = `multipart/form-data; boundary=${BOUNDARY}`;
 
-function form(parts: [string, string | Buffer, string?][]): Buffer {
+/** A form written by hand: each part's raw header lines, then its value. */
+function form(parts: [headers: string, value: string | Buffer][]): Buffer {
   const chunks: Buffer[] = [];
-  for (const [name, value, filename] of parts) {
-    const disposition = `form-data; name="${name}"${filename ? `; filename="${filename}"` : ''}`;
-    chunks.push(
-      Buffer.from(
-        `--${BOUNDARY}\r\nContent-Disposition: ${disposition}\r\n${filename ? 'Content-Type: application/octet-stream\r\n' : ''}\r\n`,
-      ),
-      Buffer.from(value),
-      Buffer.from('\r\n'),
-    );
+  for (const [headers, value] of parts) {
+    chunks.push(Buffer.from(`--${BOUNDARY}\r\n${headers}\r\n\r\n`), Buffer.from(value), Buffer.from('\r\n'));
   }
   chunks.push(Buffer.from(`--${BOUNDARY}--\r\n`));
   return Buffer.concat(chunks);
 }
+const field = (name: string, value: string): [string, string] => [
+  `Content-Disposition: form-data; name="${name}"`,
+  value,
+];
+const file = (name: string, filename: string, value: string | Buffer): [string, string | Buffer] => [
+  `Content-Disposition: form-data; name="${name}"; filename="${filename}"\r\nContent-Type: application/octet-stream`,
+  value,
+];
 
-/** A request whose body arrives in the given pieces. */
-function request(body: Buffer, cuts: number[], headers: Record<string, string> = {}): IncomingMessage {
-  const points = [...new Set(cuts.map((c) => c % (body.length + 1)))].sort((a, b) => a - b);
-  const pieces: Buffer[] = [];
-  let at = 0;
-  for (const p of [...points, body.length]) {
-    if (p > at) pieces.push(body.subarray(at, p));
-    at = Math.max(at, p);
-  }
-  const stream = Readable.from(pieces, { objectMode: false }) as unknown as IncomingMessage;
-  stream.headers = headers;
-  return stream;
-}
-
-async function collect(stream: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
-
-describe('boundaryOf', () => {
+describe('isMultipart', () => {
   it.each([
-    [`multipart/form-data; boundary=${BOUNDARY}`, BOUNDARY],
-    ['multipart/form-data; charset=utf-8; boundary="quoted boundary"', 'quoted boundary'],
-    ['application/json', undefined],
-    [undefined, undefined],
-  ])('%s → %s', (type, boundary) => {
-    expect(boundaryOf(type)).toBe(boundary);
+    [TYPE, true],
+    ['Multipart/Form-Data;boundary=x', true],
+    ['multipart/form-data', true],
+    ['multipart/form-datax; boundary=x', false],
+    ['application/json', false],
+    [undefined, false],
+  ])('%s → %s', (type, expected) => {
+    expect(isMultipart(type)).toBe(expected);
   });
 });
 
-describe('readMultipartHead', () => {
-  const file = Buffer.alloc(20_000, 0x61);
-  const body = form([
-    ['image', file, 'in.png'],
-    ['prompt', 'a hat'],
-    ['model', 'gpt-image-1'],
-    ['n', '1'],
-  ]);
+describe('parseMultipart', () => {
+  const image = Buffer.alloc(20_000, 0x61);
 
-  it('finds the model wherever the chunks are cut, and the forwarded bytes are the body', async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.array(fc.nat(), { maxLength: 12 }), async (cuts) => {
-        const head = await readMultipartHead(request(body, cuts), BOUNDARY, 1_000_000);
-        expect(head.model).toBe('gpt-image-1');
-        expect(head.head.toString('latin1', head.valueStart, head.valueEnd)).toBe('gpt-image-1');
-        expect((await collect(multipartStream(head.head, head, 1_000_000))).equals(body)).toBe(true);
-      }),
-      { numRuns: 60 },
+  it('reads the one model field by its exact name, wherever it stands', async () => {
+    for (const parts of [
+      [file('image', 'in.png', image), field('prompt', 'a hat'), field('model', 'gpt-image-1')],
+      [field('model', 'gpt-image-1'), file('image', 'in.png', image)],
+    ]) {
+      expect((await parseMultipart(form(parts), TYPE)).model).toBe('gpt-image-1');
+    }
+  });
+
+  it('is not fooled by a file named "model", a header or a file mentioning name="model"', async () => {
+    const parsed = await parseMultipart(
+      form([
+        file('file', 'model', 'Content-Disposition: form-data; name="model"\r\n\r\nevil'),
+        ['Content-Disposition: form-data; name="prompt"\r\nX-Note: name="model"', 'hi'],
+        field('model', 'whisper-1'),
+      ]),
+      TYPE,
     );
+    expect(parsed.model).toBe('whisper-1');
   });
 
-  it('replaces the model in place for an alias', async () => {
-    const head = await readMultipartHead(request(body, [100, 20_100]), BOUNDARY, 1_000_000);
-    const forwarded = await collect(multipartStream(withModel(head, 'gpt-image-1.5'), head, 1_000_000));
-    expect(forwarded.toString('latin1')).toBe(
-      body.toString('latin1').replace('\r\n\r\ngpt-image-1\r\n', '\r\n\r\ngpt-image-1.5\r\n'),
+  it('a form without a model has none', async () => {
+    expect((await parseMultipart(form([field('prompt', 'x')]), TYPE)).model).toBeUndefined();
+  });
+
+  it.each([
+    ['two model fields', [field('model', 'gpt-ok'), field('model', 'gpt-forbidden')], /more than one/],
+    ['a model field in other case', [field('Model', 'gpt-forbidden'), field('model', 'gpt-ok')], /"Model"/],
+    ['only an upper-case MODEL', [field('MODEL', 'gpt-forbidden')], /"MODEL"/],
+    ['a model that is a file', [file('model', 'm.txt', 'gpt-ok')], /is a file/],
+  ])('%s → 400', async (_, parts, message) => {
+    await expect(parseMultipart(form(parts), TYPE)).rejects.toMatchObject({ status: 400, message });
+  });
+
+  it.each([
+    ['no boundary', form([field('model', 'x')]), 'multipart/form-data'],
+    ['another boundary', form([field('model', 'x')]), 'multipart/form-data; boundary=other'],
+    [
+      'no closing delimiter',
+      Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="model"\r\n\r\nx`),
+      TYPE,
+    ],
+    ['garbage', Buffer.from('not a form at all'), TYPE],
+  ])('a malformed form (%s) → 400', async (_, body, type) => {
+    await expect(parseMultipart(body, type)).rejects.toMatchObject({ status: 400, kind: 'invalid_multipart' });
+  });
+});
+
+describe('encodeMultipart', () => {
+  it('sends the parsed form, the model set in place, with a boundary of its own', async () => {
+    const image = Buffer.from([0, 1, 2, 255, 13, 10, 45, 45]);
+    const { form: parsed } = await parseMultipart(
+      form([file('image', 'in.png', image), field('model', 'fast'), field('n', '1')]),
+      TYPE,
     );
-  });
-
-  it('is not fooled by a file named "model" or by the text name="model" inside a file', async () => {
-    const tricky = form([
-      ['file', Buffer.from('Content-Disposition: form-data; name="model"\r\n\r\nfake'), 'model'],
-      ['model', 'whisper-1'],
-    ]);
-    expect((await readMultipartHead(request(tricky, [7]), BOUNDARY, 1_000_000)).model).toBe('whisper-1');
-  });
-
-  it('a form without a model reads to the end', async () => {
-    const head = await readMultipartHead(request(form([['prompt', 'x']]), []), BOUNDARY, 1_000_000);
-    expect(head.model).toBeUndefined();
-  });
-
-  it('over the limit before or after the model → 413', async () => {
-    await expect(readMultipartHead(request(body, [50]), BOUNDARY, 10_000)).rejects.toMatchObject({ status: 413 });
-    await expect(
-      readMultipartHead(request(body, [], { 'content-length': String(body.length) }), BOUNDARY, 10_000),
-    ).rejects.toBeInstanceOf(HttpError);
-    const late = form([
-      ['model', 'whisper-1'],
-      ['file', Buffer.alloc(50_000), 'a.wav'],
-    ]);
-    const head = await readMultipartHead(request(late, [200]), BOUNDARY, 20_000);
-    await expect(collect(multipartStream(head.head, head, 20_000))).rejects.toMatchObject({ status: 413 });
+    const { body, contentType } = await encodeMultipart(parsed, 'gpt-image-1');
+    expect(contentType).not.toContain(BOUNDARY);
+    const again = await readForm(body, contentType);
+    expect([...again.keys()]).toEqual(['image', 'model', 'n']);
+    expect(again.getAll('model')).toEqual(['gpt-image-1']);
+    const sent = again.get('image') as File;
+    expect(sent.name).toBe('in.png');
+    expect(Buffer.from(await sent.arrayBuffer()).equals(image)).toBe(true);
   });
 });

@@ -1,0 +1,130 @@
+/**
+ * What a key may do, tried from outside (issue 27's team proxy items): the multipart model field, warmup,
+ * reserved tokens under concurrency, metric series for client-chosen names, passed-through Responses
+ * conversations and MCP servers. One proxy container with one key per rule.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readForm } from '../../src/proxy/multipart.ts';
+import { FakeUpstream } from '../support/fake-upstream.ts';
+import { HOST_FROM_CONTAINER, startProxyContainer, type ProxyContainer } from '../support/proxy-container.ts';
+
+const KEYS = {
+  operator: 'operator-key-0123456789abcdef',
+  /** May use gpt-image-ok and whisper-ok only. */
+  picky: 'picky-key-0123456789abcdef',
+};
+type Name = keyof typeof KEYS;
+
+describe('proxy key rules (container)', () => {
+  let fake: FakeUpstream;
+  let proxy: ProxyContainer;
+
+  beforeAll(async () => {
+    fake = await FakeUpstream.start({ host: '0.0.0.0' });
+    const at = (vendor: string) => `http://${HOST_FROM_CONTAINER}:${fake.port}/${vendor}`;
+    proxy = await startProxyContainer(
+      {
+        proxy: {
+          allow_lan_access: true,
+          upstreams: [
+            { name: 'oa', protocol: 'openai', base_url: at('openai/v1'), api_key: 'u', models: ['gpt-*', 'whisper-*'] },
+          ],
+          keys: [{ name: 'picky', key_env: 'PICKY_KEY', models: ['gpt-image-ok', 'whisper-ok'] }],
+        },
+      },
+      { PROXY_API_KEY: KEYS.operator, PICKY_KEY: KEYS.picky },
+    );
+  });
+  afterAll(async () => {
+    await (proxy as ProxyContainer | undefined)?.stop();
+    await (fake as FakeUpstream | undefined)?.close();
+  });
+
+  const auth = (key: Name) => ({ authorization: `Bearer ${KEYS[key]}` });
+
+  describe('multipart: the model checked is the model sent', () => {
+    const BOUNDARY = 'rules-boundary';
+    /** A form written by hand, each part as its raw header lines and value. */
+    const form = (parts: [string, string][]) =>
+      parts.map(([headers, value]) => `--${BOUNDARY}\r\n${headers}\r\n\r\n${value}\r\n`).join('') +
+      `--${BOUNDARY}--\r\n`;
+    const field = (name: string, value: string): [string, string] => [
+      `Content-Disposition: form-data; name="${name}"`,
+      value,
+    ];
+    const audio: [string, string] = [
+      'Content-Disposition: form-data; name="file"; filename="a.wav"\r\nContent-Type: audio/wav',
+      'RIFF....WAVE',
+    ];
+    const send = (path: string, body: string) =>
+      fetch(`${proxy.base}${path}`, {
+        method: 'POST',
+        headers: { ...auth('picky'), 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+        body,
+      });
+    const PATHS = ['/v1/audio/transcriptions', '/v1/images/edits'];
+
+    it.each(PATHS)(
+      '%s: the allowed model in a plain form is served, and the upstream reads that model',
+      async (path) => {
+        const model = path.includes('audio') ? 'whisper-ok' : 'gpt-image-ok';
+        const res = await send(path, form([audio, field('model', model)]));
+        expect(res.status).toBe(200);
+        const seen = fake.last(`/openai${path}`);
+        const parsed = await readForm(seen.body, String(seen.headers['content-type']));
+        expect(parsed.getAll('model')).toEqual([model]);
+      },
+    );
+
+    it.each([
+      ['a second model field after the allowed one', [field('model', 'whisper-ok'), audio, field('model', 'gpt-4o')]],
+      ['a second model field before the allowed one', [field('model', 'gpt-4o'), field('model', 'whisper-ok')]],
+      ['a field named Model', [field('Model', 'gpt-4o'), field('model', 'whisper-ok')]],
+      ['a field named MODEL only', [audio, field('MODEL', 'gpt-4o')]],
+      ['a model that is a file', [['Content-Disposition: form-data; name="model"; filename="m"', 'whisper-ok']]],
+    ] as [string, [string, string][]][])('%s → 400, nothing sent upstream', async (_, parts) => {
+      const before = fake.requests.length;
+      for (const path of PATHS) {
+        const res = await send(path, form(parts));
+        expect(res.status).toBe(400);
+        expect(((await res.json()) as { error: { code: string } }).error.code).toBe('invalid_multipart');
+      }
+      expect(fake.requests.length).toBe(before);
+    });
+
+    it.each([
+      [
+        'a file named model',
+        [['Content-Disposition: form-data; name="file"; filename="model"', 'gpt-4o'], field('model', 'gpt-4o')],
+      ],
+      [
+        'a header that mentions name="model"',
+        [['Content-Disposition: form-data; name="x"\r\nX-A: name="model"', 'whisper-ok'], field('model', 'gpt-4o')],
+      ],
+      [
+        'a file whose bytes look like a model part',
+        [
+          [
+            'Content-Disposition: form-data; name="file"; filename="a"',
+            'Content-Disposition: form-data; name="model"\r\n\r\nwhisper-ok',
+          ],
+          field('model', 'gpt-4o'),
+        ],
+      ],
+    ] as [string, [string, string][]][])('%s is not the model: the real one (not allowed) → 403', async (_, parts) => {
+      const before = fake.requests.length;
+      const res = await send('/v1/audio/transcriptions', form(parts));
+      expect(res.status).toBe(403);
+      expect(fake.requests.length).toBe(before);
+    });
+
+    it('a malformed form → 400 in the OpenAI shape', async () => {
+      const res = await send(
+        '/v1/audio/transcriptions',
+        `--${BOUNDARY}\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-ok`,
+      );
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ error: { code: 'invalid_multipart', type: 'invalid_request_error' } });
+    });
+  });
+});
