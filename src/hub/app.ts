@@ -4,10 +4,10 @@ import Koa, { type Context, type Middleware, type Next } from 'koa';
 import { koaBody } from 'koa-body';
 import type { Logger } from 'pino';
 import type { HubConfig } from '../config/hub.ts';
-import { hostGuard } from '../http/host-guard.ts';
+import { hostGuard, originOf } from '../http/host-guard.ts';
 import { errorHandler, noSniff, renderPlainError } from '../http/middleware.ts';
 import { documentHeaders } from '../http/web-document.ts';
-import { sameOriginPosts } from '../review/app.ts';
+import { encodingErrors, sameOriginPosts } from '../review/app.ts';
 import { reviewErrors } from '../review/errors.ts';
 import { rolesOf, type Access } from './access.ts';
 import { hubErrors } from './errors.ts';
@@ -66,8 +66,12 @@ function reviewMount(hub: Hub, access: Access): Middleware {
   };
 }
 
-/** The origin the client reached the hub at (its Host was checked against hub.allowed_hosts). */
-const requestOrigin = (ctx: Context) => `${ctx.protocol}://${ctx.host}`;
+/** The origin the client reached the hub at, rebuilt from its Host (checked against hub.allowed_hosts already). */
+function requestOrigin(ctx: Context): string {
+  const origin = originOf(ctx.protocol, ctx.get('host'));
+  if (origin === null) throw hubErrors.hostNotAllowed(ctx.get('host'));
+  return origin;
+}
 
 function waitSeconds(ctx: Context): number {
   const raw = ctx.query['wait'];
@@ -153,6 +157,7 @@ function jsonBodies(limit: number): Middleware[] {
     multipart: false,
     urlencoded: false,
     text: false,
+    onError: encodingErrors,
   });
   return [
     async (ctx: Context, next: Next): Promise<unknown> => {

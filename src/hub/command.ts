@@ -27,7 +27,9 @@ export async function runHub(ctx: CommandContext): Promise<number> {
   }
   const config = loadHubConfig({ args: args.configArgs, env: ctx.env, cwd: ctx.cwd });
   const log = createLogger(config.review.logLevel, { redact: REDACTED });
-  const store = new HubStore(config.dbPath);
+  const store = new HubStore(config.dbPath, (review, problem) =>
+    log.error({ review, problem }, 'review set aside: its stored row cannot be read'),
+  );
   const notifier = new Notifier({ ...config.notify, log });
   const hub = new Hub({ config, store, log, notify: (event) => notifier.notify(event) });
   const access = new Access({

@@ -7,6 +7,7 @@ import type { Context } from 'koa';
 import type { Logger } from 'pino';
 import type { HubConfig } from '../config/hub.ts';
 import type { Origin, ReviewConfig } from '../config/review.ts';
+import { hostAllowed } from '../http/host-guard.ts';
 import { webDocument } from '../http/web-document.ts';
 import { createReviewApp } from '../review/app.ts';
 import { codeDecisionCodec } from '../review/code/command.ts';
@@ -114,10 +115,23 @@ export class Hub {
     return this.#config.publicUrl?.href ?? `${requestOrigin}/`;
   }
 
+  /**
+   * The base a stored review's links are built on: the one stored, while it
+   * still names a host this hub serves (rows stored before Hosts were checked
+   * strictly may name none, or a foreign site), else the hub's own.
+   */
+  #servedBase(stored: string): string {
+    const fallback = this.baseUrl(`http://localhost:${this.#config.port}`);
+    if (!URL.canParse(stored)) return fallback;
+    const url = new URL(stored);
+    const plain = /^https?:$/.test(url.protocol) && url.username === '' && url.password === '';
+    return plain && hostAllowed(url.host, this.#config.allowedHosts) ? url.href : fallback;
+  }
+
   summary(review: StoredReview): ReviewSummary {
     return {
       id: review.id,
-      url: new URL(`r/${review.id}/`, review.baseUrl).href,
+      url: new URL(`r/${review.id}/`, this.#servedBase(review.baseUrl)).href,
       kind: review.kind,
       title: review.title,
       origin: review.origin,
@@ -189,7 +203,12 @@ export class Hub {
     const fire = () => {
       this.#deadlines.delete(review.id);
       const decision = review.kind === 'plan' ? TIMEOUT_DECISION : codeDecisionCodec.timeout();
-      if (this.#commit(review.id, decision)) this.#live.get(review.id)?.gate.close(decision);
+      // A timer has no caller to answer: what goes wrong here is logged, never thrown into the process.
+      try {
+        if (this.#commit(review.id, decision)) this.#live.get(review.id)?.gate.close(decision);
+      } catch (error) {
+        this.#log.error({ err: error, review: review.id }, 'deadline not recorded');
+      }
     };
     const delay = review.deadline - this.#now();
     this.#deadlines.set(review.id, setTimeout(fire, Math.max(0, Math.min(delay, MAX_TIMER_MS))));

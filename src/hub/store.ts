@@ -31,8 +31,18 @@ export interface StoredReview extends Omit<NewReview, 'requestKey'> {
   decidedAt: number | null;
 }
 
-/** A row as read: the columns renamed to StoredReview's fields, the JSON columns still text. */
-type Row = Omit<StoredReview, 'payload' | 'decision'> & { payload?: string; decision: string | null };
+/** A row as read: the columns renamed to StoredReview's fields, integers as bigints, the JSON columns still text. */
+type Row = Omit<StoredReview, 'payload' | 'decision' | 'version' | 'createdAt' | 'deadline' | 'decidedAt'> & {
+  payload?: string;
+  decision: string | null;
+  version: bigint;
+  createdAt: bigint;
+  deadline: bigint | null;
+  decidedAt: bigint | null;
+};
+
+/** What to do with a row that cannot be read (see HubStore). */
+export type SetAside = (id: string, problem: string) => void;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS reviews (
@@ -50,7 +60,8 @@ CREATE TABLE IF NOT EXISTS reviews (
   created_at INTEGER NOT NULL,
   deadline INTEGER,
   decision TEXT,
-  decided_at INTEGER
+  decided_at INTEGER,
+  set_aside TEXT
 );
 CREATE INDEX IF NOT EXISTS reviews_session ON reviews (session, version) WHERE session <> '';
 CREATE INDEX IF NOT EXISTS reviews_pending ON reviews (created_at) WHERE decision IS NULL;
@@ -61,33 +72,66 @@ CREATE TABLE IF NOT EXISTS browser_sessions (
 );
 `;
 
+/** Rows not set aside (see HubStore). */
+const READABLE = 'set_aside IS NULL';
+
 /** The columns every read returns (the payload only when asked for). */
 const SUMMARY = `id, kind, title, origin, project, branch, session, version, base_url AS baseUrl,
   created_at AS createdAt, deadline, decision, decided_at AS decidedAt`;
 
-function fromRow({ payload, decision, ...row }: Row): StoredReview {
+/** An integer column as a number; a value past what a number holds exactly makes the row unreadable. */
+function exact(value: bigint, column: string): number {
+  if (value > BigInt(Number.MAX_SAFE_INTEGER) || value < BigInt(Number.MIN_SAFE_INTEGER)) {
+    throw new RangeError(`${column} ${value} is past the range of a number`);
+  }
+  return Number(value);
+}
+
+/** A row read into a review; throws when a column cannot be read. */
+function fromRow({ payload, decision, version, createdAt, deadline, decidedAt, ...row }: Row): StoredReview {
   return {
     ...row,
+    version: exact(version, 'version'),
+    createdAt: exact(createdAt, 'created_at'),
+    deadline: deadline === null ? null : exact(deadline, 'deadline'),
+    decidedAt: decidedAt === null ? null : exact(decidedAt, 'decided_at'),
     payload: payload === undefined ? undefined : JSON.parse(payload),
     decision: decision === null ? null : JSON.parse(decision),
   };
 }
+
+/** Columns added since the first schema, added to an older database when it is opened. */
+const ADDED_COLUMNS: readonly [table: string, column: string, declaration: string][] = [
+  ['reviews', 'set_aside', 'TEXT'],
+];
 
 /**
  * The hub's durable state in one SQLite file. Every write is committed
  * (WAL, synchronous=FULL: on disk) before the call returns, so whatever the
  * hub acknowledged survives a crash. node:sqlite is synchronous, and the hub
  * is one process: statements never interleave.
+ *
+ * A review row that cannot be read (a number past what JavaScript holds, a
+ * JSON column that does not parse) is set aside where it is met: marked with
+ * the problem, reported to `setAside`, and skipped by every read after, so
+ * one bad row never stops the hub from starting or serving.
  */
 export class HubStore {
   readonly #db: DatabaseSync;
   readonly #statements = new Map<string, StatementSync>();
+  readonly #setAside: SetAside;
 
-  constructor(file: string) {
+  constructor(file: string, setAside: SetAside = () => undefined) {
     mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    this.#setAside = setAside;
     this.#db = new DatabaseSync(file);
     this.#db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA busy_timeout = 5000;');
     this.#db.exec(SCHEMA);
+    for (const [table, column, declaration] of ADDED_COLUMNS) {
+      const columns = this.#db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
+      if (!columns.some((c) => c.name === column))
+        this.#db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${declaration}`);
+    }
   }
 
   #prepare(sql: string): StatementSync {
@@ -99,15 +143,35 @@ export class HubStore {
     return statement;
   }
 
+  /** The reviews a query finds, its integers read as bigints so that none can throw; unreadable rows set aside. */
+  #reviews(sql: string, ...params: (string | number)[]): StoredReview[] {
+    const statement = this.#prepare(sql);
+    statement.setReadBigInts(true);
+    const reviews: StoredReview[] = [];
+    for (const row of statement.all(...params) as unknown as Row[]) {
+      try {
+        reviews.push(fromRow(row));
+      } catch (error) {
+        const problem = (error as Error).message;
+        // The request key goes too: a retry of that submission makes a new review instead of meeting this one.
+        this.#prepare('UPDATE reviews SET set_aside = ?, request_key = NULL WHERE id = ?').run(problem, row.id);
+        this.#setAside(row.id, problem);
+      }
+    }
+    return reviews;
+  }
+
   /**
    * Stores a new review as the next version of its session; a submission
    * retried with the same request key answers the review it already made.
    */
   insert(id: string, review: NewReview, now: number): { review: StoredReview; created: boolean } {
     if (review.requestKey !== null) {
-      const existing = this.#prepare(`SELECT ${SUMMARY} FROM reviews WHERE request_key = ?`).get(review.requestKey) as
-        Row | undefined;
-      if (existing) return { review: fromRow(existing), created: false };
+      const [existing] = this.#reviews(
+        `SELECT ${SUMMARY} FROM reviews WHERE ${READABLE} AND request_key = ?`,
+        review.requestKey,
+      );
+      if (existing) return { review: existing, created: false };
     }
     const maxVersion = this.#prepare('SELECT MAX(version) AS v FROM reviews WHERE session = ?');
     const last = review.session === '' ? undefined : maxVersion.get(review.session);
@@ -137,43 +201,41 @@ export class HubStore {
 
   /** One review with its payload, or undefined. */
   get(id: string): StoredReview | undefined {
-    const row = this.#prepare(`SELECT ${SUMMARY}, payload FROM reviews WHERE id = ?`).get(id) as Row | undefined;
-    return row && fromRow(row);
+    return this.#reviews(`SELECT ${SUMMARY}, payload FROM reviews WHERE ${READABLE} AND id = ?`, id)[0];
   }
 
   /** The decision of a review: undefined when there is no such review, null while pending. */
   decisionOf(id: string): unknown {
-    const row = this.#prepare('SELECT decision FROM reviews WHERE id = ?').get(id) as Pick<Row, 'decision'> | undefined;
-    if (row === undefined) return undefined;
-    return row.decision === null ? null : JSON.parse(row.decision);
+    return this.#reviews(`SELECT ${SUMMARY} FROM reviews WHERE ${READABLE} AND id = ?`, id)[0]?.decision;
   }
 
   /** Records the decision unless one is already recorded; true when this call recorded it. */
   decide(id: string, decision: unknown, now: number): boolean {
-    const update = this.#prepare('UPDATE reviews SET decision = ?, decided_at = ? WHERE id = ? AND decision IS NULL');
+    const update = this.#prepare(
+      `UPDATE reviews SET decision = ?, decided_at = ? WHERE id = ? AND ${READABLE} AND decision IS NULL`,
+    );
     return update.run(JSON.stringify(decision), now, id).changes === 1;
   }
 
   /** The version before this one in the same session (with its payload), if any. */
   previousVersion(review: StoredReview): StoredReview | undefined {
     if (review.session === '' || review.version <= 1) return undefined;
-    const select = this.#prepare(`SELECT ${SUMMARY}, payload FROM reviews WHERE session = ? AND version = ?`);
-    const row = select.get(review.session, review.version - 1) as Row | undefined;
-    return row && fromRow(row);
+    const select = `SELECT ${SUMMARY}, payload FROM reviews WHERE ${READABLE} AND session = ? AND version = ?`;
+    return this.#reviews(select, review.session, review.version - 1)[0];
   }
 
   /** Every pending review, oldest first (without payloads). */
   pending(): StoredReview[] {
-    const select = this.#prepare(`SELECT ${SUMMARY} FROM reviews WHERE decision IS NULL ORDER BY created_at, rowid`);
-    return (select.all() as unknown as Row[]).map(fromRow);
+    return this.#reviews(
+      `SELECT ${SUMMARY} FROM reviews WHERE ${READABLE} AND decision IS NULL ORDER BY created_at, rowid`,
+    );
   }
 
   /** The latest decided reviews, newest first (without payloads). */
   recentlyDecided(limit: number): StoredReview[] {
-    const select = this.#prepare(
-      `SELECT ${SUMMARY} FROM reviews WHERE decision IS NOT NULL ORDER BY decided_at DESC, rowid DESC LIMIT ?`,
-    );
-    return (select.all(limit) as unknown as Row[]).map(fromRow);
+    const select = `SELECT ${SUMMARY} FROM reviews WHERE ${READABLE} AND decision IS NOT NULL
+      ORDER BY decided_at DESC, rowid DESC LIMIT ?`;
+    return this.#reviews(select, limit);
   }
 
   addBrowserSession(digest: string, expiresAt: number): void {

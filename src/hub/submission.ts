@@ -2,6 +2,7 @@ import { ORIGINS } from '../config/review.ts';
 import { DIFF_TYPES, type DiffType } from '../git/diff-type.ts';
 import type { DiffEngine, GitContext } from '../git/repository.ts';
 import { reviewErrors } from '../review/errors.ts';
+import { MAX_TIMER_MS } from '../review/instance.ts';
 import { readBody, type FieldReader } from '../review/validate.ts';
 import type { NewReview } from './store.ts';
 
@@ -22,6 +23,12 @@ export interface CodePayload {
 }
 
 const TEXT_MAX = 200;
+/**
+ * The longest `timeoutMs`: the longest a Node timer waits (about 24.8 days).
+ * Every number a submitter sends is range-checked before it is stored, so
+ * that what is stored reads back as the same number.
+ */
+export const TIMEOUT_MAX_MS = MAX_TIMER_MS;
 
 function shortText(body: FieldReader, key: string, fallback: string): string {
   const value = body.optionalString(key)?.trim() ?? '';
@@ -77,7 +84,9 @@ export function readSubmission(
   const kind = body.requiredEnum('kind', ['plan', 'code'] as const);
   const origin = body.optionalEnum('origin', ORIGINS) ?? 'claude-code';
   const timeoutMs =
-    body.fields['timeoutMs'] == null ? null : body.requiredNumber('timeoutMs', { integer: true, min: 1 });
+    body.fields['timeoutMs'] == null
+      ? null
+      : body.requiredNumber('timeoutMs', { integer: true, min: 1, max: TIMEOUT_MAX_MS });
   let payload: PlanPayload | CodePayload;
   let branch = shortText(body, 'branch', '');
   if (kind === 'plan') {
@@ -106,8 +115,9 @@ export function submittedRepository(payload: CodePayload): DiffEngine {
   return {
     diff(type) {
       const diff = payload.diffs[type];
-      if (diff === undefined) return Promise.reject(new Error(`the submitter sent no ${type} diff`));
-      if ('error' in diff) return Promise.reject(new Error(diff.error));
+      // The submitter's own words are its report, never a git error of the hub's (and a 400: nothing failed here).
+      if (diff === undefined) return Promise.reject(reviewErrors.diffNotSubmitted(type));
+      if ('error' in diff) return Promise.reject(reviewErrors.diffNotComputed(type, diff.error));
       const latin1Patch = Buffer.from(diff.rawPatch, 'utf8').toString('latin1');
       return Promise.resolve({ rawPatch: diff.rawPatch, gitRef: diff.gitRef, latin1Patch });
     },

@@ -63,6 +63,13 @@ function jsonOrMultipartPosts(): Middleware {
   };
 }
 
+/** koa-body's `onError` for JSON bodies: one that is not in its declared Content-Encoding is a 400. */
+export function encodingErrors(error: Error): never {
+  // zlib's codes (Z_DATA_ERROR, Z_BUF_ERROR): a gzip or deflate header on bytes that are not.
+  if (/^Z_/.test(String((error as NodeJS.ErrnoException).code))) throw reviewErrors.badEncoding();
+  throw error;
+}
+
 /**
  * The decision bodies' JSON parser; a body that is not in its declared Content-Encoding is a 400. Only POSTs
  * carry a body here (no route takes PUT or PATCH), and koa-body (with zod and formidable, a third of the
@@ -78,11 +85,7 @@ function jsonBody(): Middleware {
       multipart: false,
       urlencoded: false,
       text: false,
-      onError: (error) => {
-        // zlib's codes (Z_DATA_ERROR, Z_BUF_ERROR): a gzip or deflate header on bytes that are not.
-        if (/^Z_/.test(String((error as NodeJS.ErrnoException).code))) throw reviewErrors.badEncoding();
-        throw error;
-      },
+      onError: encodingErrors,
     });
   });
   return async (ctx: Context, next: Next) => {

@@ -42,6 +42,10 @@ export const reviewErrors = {
     return new HttpError(400, `Invalid range: line ${start} is past the end of the file (${length})`);
   },
   rangeTooLong: (max: number) => new HttpError(400, `Invalid range: at most ${max} lines per request`),
+  // A code review on the hub: the submitter computed its diffs
+  diffNotSubmitted: (type: string) => new HttpError(400, `The submitter sent no ${type} diff to switch to`),
+  diffNotComputed: (type: string, why: string) =>
+    new HttpError(400, `The submitter could not compute the ${type} diff: ${why}`),
   linesNotSubmitted: () =>
     new HttpError(501, 'This review holds the submitted patch only: lines outside its hunks cannot be shown'),
 
@@ -72,6 +76,7 @@ export const reviewErrors = {
   // Plan save and notes
   pathNotAllowed: (field: string) =>
     new HttpError(400, `Invalid field ${field}: must be a folder inside an allowed root`),
+  notAFolder: (field: string, why: string) => new HttpError(400, `Invalid field ${field}: must be a folder (${why})`),
   vaultNotFound: () => new HttpError(400, 'Invalid field notevault.vaultPath: no such vault folder'),
   saveFailed: (what: string, cause: unknown) =>
     new HttpError(

@@ -1,4 +1,4 @@
-import { realpath } from 'node:fs/promises';
+import { lstat, realpath } from 'node:fs/promises';
 import path from 'node:path';
 
 /** True when `child` is `parent` or lies below it (both absolute and normalised). */
@@ -59,4 +59,37 @@ export function userPath(p: string, { home, base }: { home: string; base: string
   if (p === '~') return home;
   if (p.startsWith('~/')) return path.join(home, p.slice(2));
   return path.resolve(base, p);
+}
+
+/** Linux's limits: a whole path, and one name in it. */
+const PATH_MAX = 4096;
+const NAME_MAX = 255;
+
+/** Why no file can be saved under `folder` for its length alone (checked before the disk is asked), or null. */
+export function lengthProblem(folder: string): string | null {
+  const names = folder.split(path.sep);
+  if (Buffer.byteLength(folder) + 1 + NAME_MAX <= PATH_MAX && names.every((n) => Buffer.byteLength(n) <= NAME_MAX)) {
+    return null;
+  }
+  return `at most ${PATH_MAX - NAME_MAX - 1} bytes in all and ${NAME_MAX} per name`;
+}
+
+/**
+ * Why files cannot be saved in `folder` (an absolute, resolved path), or null
+ * when it is a folder or can be made one: a path too long for a file name to
+ * fit under it, or something there (or above it) that is not a folder: a
+ * file, a dangling symlink.
+ */
+export async function folderProblem(folder: string): Promise<string | null> {
+  const long = lengthProblem(folder);
+  if (long !== null) return long;
+  for (let current = folder; ; current = path.dirname(current)) {
+    try {
+      return (await lstat(current)).isDirectory() ? null : `${current} is not a folder`;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT') return `${current} cannot be read (${code ?? 'unknown error'})`;
+      if (path.dirname(current) === current) return null;
+    }
+  }
 }

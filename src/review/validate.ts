@@ -60,12 +60,15 @@ export class FieldReader {
     return value;
   }
 
-  requiredNumber(key: string, { integer = false, min = -Infinity } = {}): number {
+  requiredNumber(key: string, { integer = false, min = -Infinity, max = Infinity } = {}): number {
     const value = this.#present(key);
     if (value === undefined) throw reviewErrors.missingField(join(this.path, key));
-    if (typeof value !== 'number' || !Number.isFinite(value) || (integer && !Number.isInteger(value)) || value < min) {
+    const whole = !integer || Number.isInteger(value);
+    if (typeof value !== 'number' || !Number.isFinite(value) || !whole || value < min || value > max) {
       const what = integer ? 'an integer' : 'a number';
-      throw reviewErrors.invalidField(join(this.path, key), min > -Infinity ? `${what} ≥ ${min}` : what);
+      const tooLarge = typeof value === 'number' && value > max;
+      const range = tooLarge ? ` ≤ ${max}` : min > -Infinity ? ` ≥ ${min}` : '';
+      throw reviewErrors.invalidField(join(this.path, key), `${what}${range}`);
     }
     return value;
   }

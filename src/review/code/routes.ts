@@ -41,9 +41,12 @@ function readDiffType(body: FieldReader): DiffType {
   return type;
 }
 
+/** The largest line number an annotation may name (numbers are range-checked before a decision stores them). */
+export const LINE_MAX = 2 ** 31 - 1;
+
 function readAnnotation(a: FieldReader): Annotation {
-  const lineStart = a.requiredNumber('lineStart', { integer: true, min: 1 });
-  const lineEnd = a.requiredNumber('lineEnd', { integer: true, min: lineStart });
+  const lineStart = a.requiredNumber('lineStart', { integer: true, min: 1, max: LINE_MAX });
+  const lineEnd = a.requiredNumber('lineEnd', { integer: true, min: lineStart, max: LINE_MAX });
   const text = a.optionalString('text');
   const suggestedCode = a.optionalString('suggestedCode');
   return {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import type { NotevaultRequest } from '../contract.ts';
 import { reviewErrors } from '../errors.ts';
-import { isInside, realTarget, resolveInsideRoots, userPath } from '../paths.ts';
+import { folderProblem, isInside, realTarget, resolveInsideRoots, userPath } from '../paths.ts';
 import { localDateTime, planTitle, writeNewFile } from './files.ts';
 
 export interface NoteOptions {
@@ -76,6 +76,8 @@ export async function noteFolder(request: NotevaultRequest, options: NoteOptions
   }
   const target = await realTarget(path.join(vault, folder));
   if (target === null || !isInside(target, vault)) throw reviewErrors.pathNotAllowed('notevault.folder');
+  const problem = await folderProblem(target);
+  if (problem !== null) throw reviewErrors.notAFolder('notevault.folder', problem);
   return target;
 }
 

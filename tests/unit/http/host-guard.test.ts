@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { hostAllowed, hostnameOf, isLoopbackHostname } from '../../../src/http/host-guard.ts';
+import { hostAllowed, hostnameOf, isLoopbackHostname, originOf, parseHost } from '../../../src/http/host-guard.ts';
 import { documentPolicy } from '../../../src/http/web-document.ts';
 
 describe('Host header checks', () => {
@@ -31,6 +31,48 @@ describe('Host header checks', () => {
     for (const host of served) expect(hostAllowed(host, allowed), host).toBe(true);
     const refused = ['evil.example', 'review.lan.evil.example', 'space-8080.app.github.dev', ''];
     for (const host of refused) expect(hostAllowed(host, allowed), host).toBe(false);
+  });
+});
+
+describe('strict Host parsing', () => {
+  // Each of these passed the old check under a served suffix, then made a URL parser throw or point elsewhere.
+  const malformed = [
+    'evil.example#.localhost',
+    'evil.example@app.localhost',
+    'evil.example%2f.localhost',
+    'a%20b.localhost',
+    'a b.localhost',
+    'app.localhost,evil.example',
+    'app.localhost/evil',
+    'app.localhost?x',
+    'app.localhost\\evil',
+    '[::1]evil',
+    '[::1]:19432x',
+    '[not-ipv6]',
+    'localhost:',
+    'localhost:0',
+    'localhost:65536',
+    'localhost:1:2',
+    '127.1',
+    '0x7f.0.0.1',
+    'localhost..',
+    '.localhost',
+    '-a.localhost',
+    `${'a'.repeat(64)}.localhost`,
+  ];
+
+  it.each(malformed)('refuses %j, even under a served name', (host) => {
+    expect(parseHost(host)).toBeNull();
+    expect(hostAllowed(host, ['evil.example', 'review.lan'])).toBe(false);
+  });
+
+  it('reads host[:port] forms that are valid, and rebuilds an origin from them only', () => {
+    expect(parseHost('App.LocalHost:8080')).toEqual({ hostname: 'app.localhost', port: 8080 });
+    expect(parseHost('[::FFFF:127.0.0.1]')).toEqual({ hostname: '::ffff:127.0.0.1', port: null });
+    expect(parseHost('my_box.lan.')).toEqual({ hostname: 'my_box.lan', port: null });
+    expect(originOf('http', 'Review.LAN:19432')).toBe('http://review.lan:19432');
+    expect(originOf('https', '[::1]:443')).toBe('https://[::1]');
+    for (const host of malformed) expect(originOf('http', host), host).toBeNull();
   });
 });
 

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { HubStore, type NewReview } from '../../../src/hub/store.ts';
 
@@ -69,6 +70,33 @@ describe('HubStore', () => {
     expect(retry).toMatchObject({ created: false, review: { id: 'a', version: 1 } });
     expect(store.pending()).toHaveLength(1);
     store.close();
+  });
+
+  it('sets aside a row it cannot read, and keeps serving and reopening', () => {
+    const setAside: [string, string][] = [];
+    const store = new HubStore(file, (id, problem) => setAside.push([id, problem]));
+    store.insert('good', plan({ deadline: 10 }), 1);
+    store.insert('huge', plan({ requestKey: 'k' }), 2);
+    store.insert('broken', plan(), 3);
+    store.close();
+    // What an older hub let in (a deadline past a JavaScript number), and a payload that no longer parses.
+    const db = new DatabaseSync(file);
+    db.prepare('UPDATE reviews SET deadline = ? WHERE id = ?').run(2n ** 62n, 'huge');
+    db.prepare("UPDATE reviews SET payload = '{' WHERE id = ?").run('broken');
+    db.close();
+
+    const reopened = new HubStore(file, (id, problem) => setAside.push([id, problem]));
+    expect(reopened.pending().map((r) => r.id)).toEqual(['good', 'broken']);
+    expect(reopened.get('broken')).toBeUndefined();
+    expect(setAside.map(([id]) => id)).toEqual(['huge', 'broken']);
+    expect(setAside[0]?.[1]).toContain('deadline 4611686018427387904');
+    // Set aside once: later reads skip it, a decision cannot land on it, its request key is free again.
+    expect(reopened.pending().map((r) => r.id)).toEqual(['good']);
+    expect(reopened.decisionOf('huge')).toBeUndefined();
+    expect(reopened.decide('huge', { decision: 'approved' }, 4)).toBe(false);
+    expect(reopened.insert('again', plan({ requestKey: 'k' }), 5).created).toBe(true);
+    expect(setAside).toHaveLength(2);
+    reopened.close();
   });
 
   it('keeps browser sessions until they expire', () => {
