@@ -65,15 +65,6 @@ export function userPath(p: string, { home, base }: { home: string; base: string
 const PATH_MAX = 4096;
 const NAME_MAX = 255;
 
-/** Why no file can be saved under `folder` for its length alone (checked before the disk is asked), or null. */
-export function lengthProblem(folder: string): string | null {
-  const names = folder.split(path.sep);
-  if (Buffer.byteLength(folder) + 1 + NAME_MAX <= PATH_MAX && names.every((n) => Buffer.byteLength(n) <= NAME_MAX)) {
-    return null;
-  }
-  return `at most ${PATH_MAX - NAME_MAX - 1} bytes in all and ${NAME_MAX} per name`;
-}
-
 /**
  * Why files cannot be saved in `folder` (an absolute, resolved path), or null
  * when it is a folder or can be made one: a path too long for a file name to
@@ -81,8 +72,10 @@ export function lengthProblem(folder: string): string | null {
  * file, a dangling symlink.
  */
 export async function folderProblem(folder: string): Promise<string | null> {
-  const long = lengthProblem(folder);
-  if (long !== null) return long;
+  const names = folder.split(path.sep);
+  if (Buffer.byteLength(folder) + 1 + NAME_MAX > PATH_MAX || names.some((n) => Buffer.byteLength(n) > NAME_MAX)) {
+    return `at most ${PATH_MAX - NAME_MAX - 1} bytes in all and ${NAME_MAX} per name`;
+  }
   for (let current = folder; ; current = path.dirname(current)) {
     try {
       return (await lstat(current)).isDirectory() ? null : `${current} is not a folder`;

@@ -90,7 +90,7 @@ describe('hub numbers and rows', () => {
     }
     const largest = await hubCall(hub.url, 'POST', 'api/reviews', { ...PLAN, timeoutMs: 2 ** 31 - 1 }, asSubmitter);
     expect(largest.status).toBe(201);
-    expect((await hubCall(hub.url, 'GET', `api/reviews/${largest.body['id']}/decision`)).status).toBe(204);
+    expect((await hubCall(hub.url, 'GET', `api/reviews/${largest.body['id'] as string}/decision`)).status).toBe(204);
     await expectHubServes();
   });
 
@@ -130,5 +130,53 @@ describe('hub numbers and rows', () => {
     const logs = await hub.logs();
     expect(logs).toContain(huge);
     expect(logs).toContain('review set aside');
+  });
+});
+
+describe('hub malformed input', () => {
+  it('answers 400, never 500: bad gzip, an unusable save folder, a diff type the submitter did not send', async () => {
+    const notGzip = await rawRequest(new URL('api/reviews', hub.url).href, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', ...asSubmitter },
+      body: JSON.stringify(PLAN),
+    });
+    expect(notGzip.status).toBe(400);
+    expect(JSON.parse(notGzip.text)).toEqual({ error: 'The request body does not match its Content-Encoding' });
+
+    const plan = await hubCall(hub.url, 'POST', 'api/reviews', PLAN, asSubmitter);
+    const deny = (customPath: string) =>
+      hubCall(hub.url, 'POST', `r/${plan.body['id'] as string}/api/deny`, { planSave: { enabled: true, customPath } });
+    const tooLong = 'Invalid field planSave.customPath: must be a folder (at most 3840 bytes in all and 255 per name)';
+    expect(await deny(`~/${'a/'.repeat(2_000)}`)).toMatchObject({ status: 400, body: { error: tooLong } });
+    await run('docker', ['exec', hub.id, 'sh', '-c', 'echo x > ~/a-file && ln -s /nowhere ~/dangling']);
+    for (const customPath of ['~/a-file', '~/dangling', '~/a-file/plans']) {
+      const answer = await deny(customPath);
+      expect(answer, customPath).toMatchObject({
+        status: 400,
+        body: { error: expect.stringMatching(/must be a folder \(/) },
+      });
+    }
+    expect((await deny(`~/${'n'.repeat(300)}`)).status).toBe(400);
+    expect((await hubCall(hub.url, 'GET', `api/reviews/${plan.body['id'] as string}/decision`)).status).toBe(204);
+
+    const code = {
+      kind: 'code',
+      diffType: 'uncommitted',
+      diffs: { uncommitted: { rawPatch: '', gitRef: 'HEAD' }, staged: { error: 'index.lock exists' } },
+      gitContext: { currentBranch: 'main', defaultBranch: 'main' },
+    };
+    const review = await hubCall(hub.url, 'POST', 'api/reviews', code, asSubmitter);
+    const switchTo = (diffType: string) =>
+      hubCall(hub.url, 'POST', `r/${review.body['id'] as string}/api/diff/switch`, { diffType });
+    expect(await switchTo('last-commit')).toMatchObject({
+      status: 400,
+      body: { error: 'The submitter sent no last-commit diff to switch to' },
+    });
+    expect(await switchTo('staged')).toMatchObject({
+      status: 400,
+      body: { error: 'The submitter could not compute the staged diff: index.lock exists' },
+    });
+    expect((await switchTo('uncommitted')).status).toBe(200);
+    expect(await hub.logs()).not.toContain('Internal server error');
   });
 });

@@ -30,6 +30,7 @@ async function review(): Promise<ReviewContainer> {
     // Another local user's plant: /tmp/gatehouse as a symlink into a folder they read.
     shell:
       'mkdir /work/planted && ln -s /work/planted /tmp/gatehouse && ln -s loop /work/loop' +
+      ' && ln -s /nowhere /work/dangling' +
       ' && exec gatehouse plan /work/PLAN.md',
   });
   started.push(c);
@@ -144,6 +145,8 @@ describe('review server (container, remote mode): cross-site and local attacks',
   it('answers bad paths, ill-formed text, a non-gzip body with 400, writing nothing; still decides', async () => {
     const c = await review();
     const refusedPath = (field: string) => `Invalid field ${field}: must be a folder inside an allowed root`;
+    const notAFolder = (field: string, why: string) => `Invalid field ${field}: must be a folder (${why})`;
+    const TOO_LONG = 'at most 3840 bytes in all and 255 per name';
     const long = 'x'.repeat(70_000);
     const cases: [unknown, string][] = [
       [{ planSave: { customPath: '/work/a\u0000b' } }, refusedPath('planSave.customPath')],
@@ -152,6 +155,29 @@ describe('review server (container, remote mode): cross-site and local attacks',
       [{ planSave: { customPath: '/proc/1/root/etc' } }, refusedPath('planSave.customPath')],
       [{ notevault: { vaultPath: '/work', plan: PLAN, folder: 'loop/notes' } }, refusedPath('notevault.folder')],
       [{ notevault: { vaultPath: '/work', plan: PLAN, folder: long } }, refusedPath('notevault.folder')],
+      // Not a folder where one should be, or too deep for a file name to fit under it.
+      [
+        { planSave: { customPath: '/work/dangling' } },
+        notAFolder('planSave.customPath', '/work/dangling is not a folder'),
+      ],
+      [
+        { planSave: { customPath: '/work/PLAN.md' } },
+        notAFolder('planSave.customPath', '/work/PLAN.md is not a folder'),
+      ],
+      [
+        { planSave: { customPath: '/work/PLAN.md/plans' } },
+        notAFolder('planSave.customPath', '/work/PLAN.md/plans cannot be read (ENOTDIR)'),
+      ],
+      [{ planSave: { customPath: `/work/${'a/'.repeat(2_000)}` } }, notAFolder('planSave.customPath', TOO_LONG)],
+      [{ planSave: { customPath: `/work/${'a'.repeat(300)}` } }, refusedPath('planSave.customPath')],
+      [
+        { notevault: { vaultPath: '/work', plan: PLAN, folder: 'dangling' } },
+        notAFolder('notevault.folder', '/work/dangling is not a folder'),
+      ],
+      [
+        { notevault: { vaultPath: '/work', plan: PLAN, folder: 'a/'.repeat(2_000) } },
+        notAFolder('notevault.folder', TOO_LONG),
+      ],
     ];
     for (const [body, error] of cases) {
       const answer = await json(c, 'POST', 'api/approve', body);

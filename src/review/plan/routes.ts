@@ -6,7 +6,7 @@ import { JsonAnswer, sendJson } from '../../http/json-bytes.ts';
 import type { DecisionResponse, NotevaultRequest, PlanResponse, VaultsResponse } from '../contract.ts';
 import { reviewErrors } from '../errors.ts';
 import type { DecisionGate } from '../instance.ts';
-import { folderProblem, lengthProblem, resolveInsideRoots, userPath } from '../paths.ts';
+import { folderProblem, resolveInsideRoots, userPath } from '../paths.ts';
 import { readBody, type FieldReader } from '../validate.ts';
 import { localDate, planSlug, writeNewFile } from './files.ts';
 import { listVaults, noteFolder, notememoUrl, writeNote } from './notes.ts';
@@ -75,8 +75,6 @@ async function planSaveFolder(request: PlanSaveRequest, config: ReviewConfig): P
   if (!request.enabled) return null;
   if (request.customPath === undefined) return config.planDir;
   const requested = userPath(request.customPath, { home: config.home, base: config.projectDir });
-  const long = lengthProblem(requested);
-  if (long !== null) throw reviewErrors.notAFolder('planSave.customPath', long);
   const real = await resolveInsideRoots(requested, config.allowedRoots);
   if (real === null) throw reviewErrors.pathNotAllowed('planSave.customPath');
   const problem = await folderProblem(real);
