@@ -66,6 +66,8 @@ export interface ProxyConfig {
   apiKey: string;
   /** Keys for people and services, besides the single api_key. */
   keys: ClientKeyConfig[];
+  /** Output tokens a request reserves against its key's tpm and budget when it names no cap of its own. */
+  reserveOutputTokens: number;
   /** Browser origins allowed (`*`: any, only where every request needs a key). */
   corsAllowedOrigins: string[];
   /** Hosts besides loopback that keyless requests may name. */
@@ -138,6 +140,12 @@ function proxySchema(env: NodeJS.ProcessEnv) {
         doc: 'Keys for people and services: name, key_env or key_sha256, limits.',
         format: Array,
         default: [] as unknown[],
+      },
+      reserve_output_tokens: {
+        doc: "Output tokens a request reserves against its key's tpm and budget until its answer is counted, when it names no max_tokens (or the like).",
+        format: 'nat',
+        default: 1024,
+        env: 'PROXY_RESERVE_OUTPUT_TOKENS',
       },
       cors: {
         allowed_origins: {
@@ -402,6 +410,7 @@ export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConf
     effectiveAuthMode,
     apiKey: p.api_key,
     keys,
+    reserveOutputTokens: p.reserve_output_tokens,
     corsAllowedOrigins,
     allowedHosts: p.allowed_hosts,
     maxBodyBytes: p.max_body_bytes,

@@ -26,7 +26,7 @@ import { ModelCatalog, modelInfo, modelList } from './models.ts';
 import { OpenStreams } from './open-streams.ts';
 import type { ProtocolSpec } from './protocols/protocol.ts';
 import { PROTOCOLS, type Protocol, type ProtocolRecord } from './protocols/registry.ts';
-import { Admission, KeyRing, spendTokens } from './keys.ts';
+import { Admission, KeyRing, settleTokens } from './keys.ts';
 import { ProxyMetrics } from './metrics.ts';
 import { requestLog, type RequestSink } from './request-log.ts';
 import { usageSink, type UsageStore } from './usage/store.ts';
@@ -126,7 +126,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   const metrics = options.metrics ?? new ProxyMetrics();
   metrics.streamsInFlight = () => streams.size;
   metrics.cooling = () => fallback.cooling(config.upstreams.map((u) => u.name));
-  const sinks: RequestSink[] = [(record) => metrics.observe(record), spendTokens(admission, log)];
+  const sinks: RequestSink[] = [(record) => metrics.observe(record), settleTokens(admission, log)];
   if (options.usage) sinks.push(usageSink(options.usage));
   const admin = (handler: ProxyMiddleware) => adminOnly(config.effectiveAuthMode, handler);
   // Public metrics are read like /healthz: no key, from a host the proxy serves (a scraper's name in allowed_hosts).
@@ -140,6 +140,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     streams,
     admission,
     fallback,
+    reserveOutputTokens: config.reserveOutputTokens,
   };
   const mcp = options.mcp ?? mcpRoutes(config.mcpServers, { env, log, maxBodyBytes: config.maxBodyBytes });
 

@@ -1,6 +1,7 @@
 import type { Middleware, ParameterizedContext } from 'koa';
 import type { Family } from './families.ts';
 import type { ClientKey } from './keys.ts';
+import type { Reservation } from './state/shared.ts';
 
 /** One try of one upstream for a request (fallback may make several). */
 export interface Attempt {
@@ -30,6 +31,8 @@ export interface ProxyState {
   endpoint?: string;
   /** Set by authentication when a known key was presented (never with auth off). */
   key?: ClientKey;
+  /** The tokens admission reserved against the key's tpm and budget, settled when the request has ended. */
+  reservation?: Reservation;
   model?: string;
   /** The upstream that served the response. */
   upstream?: string;

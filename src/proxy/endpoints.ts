@@ -4,7 +4,7 @@ import { clientGone, type ClientGone } from './client-gone.ts';
 import type { Attempt, ProxyContext, ProxyMiddleware, ProxyState } from './context.ts';
 import type { ClientCredentials } from './credentials.ts';
 import type { OpenStreams } from './open-streams.ts';
-import type { Admission } from './keys.ts';
+import { countsTokens, type Admission } from './keys.ts';
 import { RETRY_STATUSES, retryAfterMs, retryable, type Fallback } from './fallback.ts';
 import { HttpError } from '../http/errors.ts';
 import { proxyErrors } from './errors.ts';
@@ -25,15 +25,44 @@ export interface EndpointDeps {
   streams: OpenStreams;
   admission: Admission;
   fallback: Fallback;
+  /** Output tokens reserved for a request that names no cap (proxy.reserve_output_tokens). */
+  reserveOutputTokens: number;
 }
 
 /**
- * The key's allowlist and limits once the model is known: nothing to check with auth off; a promise only while
- * a shared backend answers.
+ * The key's allowlist and limits once the model is known, its reservation kept to be settled when the request
+ * has ended: nothing to check with auth off; a promise only while a shared backend answers. `estimate` is only
+ * worked out for a key whose tokens count.
  */
-function admit(ctx: ProxyContext, deps: EndpointDeps, model: string): Promise<void> | undefined {
+function admit(
+  ctx: ProxyContext,
+  deps: EndpointDeps,
+  model: string,
+  estimate: () => number,
+): Promise<void> | undefined {
   const { key } = ctx.state;
-  return key && deps.admission.admit(key, model);
+  if (!key) return undefined;
+  const reserved = deps.admission.admit(key, model, countsTokens(key) ? estimate() : 0);
+  if (!(reserved instanceof Promise)) {
+    ctx.state.reservation = reserved;
+    return undefined;
+  }
+  return reserved.then((reservation) => {
+    ctx.state.reservation = reservation;
+  });
+}
+
+/**
+ * The tokens a request may spend: its input from its size (about four bytes a token, JSON's punctuation
+ * included, so rather more than fewer) and its output from its cap, else the configured default; a count spends
+ * no output.
+ */
+function estimateTokens(deps: EndpointDeps, request: ModelRequest): number {
+  const { operation } = request;
+  const input = Math.ceil(request.size / 4);
+  if (operation.count) return input;
+  const cap = operation.outputCap?.(request.body);
+  return input + (typeof cap === 'number' && Number.isFinite(cap) && cap >= 0 ? cap : deps.reserveOutputTokens);
 }
 
 function requireModel(value: unknown): string {
@@ -89,7 +118,7 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
   const stream = operation.stream ?? request.body['stream'] === true;
   ctx.state.model = model;
   ctx.state.stream = stream;
-  const admitted = admit(ctx, deps, model);
+  const admitted = admit(ctx, deps, model, () => estimateTokens(deps, request));
   if (admitted) await admitted;
   const group = deps.router.candidates(model);
   const first = group[0];
@@ -225,7 +254,8 @@ function multipartModelEndpoint(deps: EndpointDeps, family: Protocol, operation:
     const model = requireModel(named);
     ctx.state.model = model;
     ctx.state.stream = false;
-    const admitted = admit(ctx, deps, model);
+    // The form's size says little of its tokens (an image, audio): the output default stands for the request.
+    const admitted = admit(ctx, deps, model, () => deps.reserveOutputTokens);
     if (admitted) await admitted;
     const resolution = deps.router.resolve(model);
     if (!resolution) throw proxyErrors.modelNotFound(model);

@@ -10,7 +10,7 @@ import { HttpError } from '../http/errors.ts';
 import { globToRegExp } from './routing.ts';
 import type { Logger } from '../log.ts';
 import type { RequestSink } from './request-log.ts';
-import type { KeyLimits, Limit, SharedState, Verdict } from './state/shared.ts';
+import type { KeyLimits, Limit, Reservation, SharedState, Verdict } from './state/shared.ts';
 
 /** Errors of a key's own, in the shape of every family (families.ts renders them). */
 export const keyErrors = {
@@ -106,9 +106,9 @@ export function budgetPeriod(period: BudgetPeriod, now: number): { id: string; s
 }
 
 /**
- * Whether a key may make a model request now, and what its tokens count
- * against once the response is done. Tokens are known only then, so `tpm`
- * and budgets refuse from the request after the one that reached them.
+ * Whether a key may make a request now, and what its tokens count against. A model request of a key with a tpm
+ * or a budget reserves an estimate of its tokens at admission (so requests in flight at once count against each
+ * other) and settles it against the real count when its answer has ended (see Reservation).
  */
 export class Admission {
   readonly #state: SharedState;
@@ -117,6 +117,8 @@ export class Admission {
   readonly #periods = new Map<BudgetPeriod, ReturnType<typeof budgetPeriod>>();
   /** Each key's limits with their state keys, made again only when its budget period ends. */
   readonly #limits = new Map<ClientKey, KeyLimits>();
+  /** Each key's rpm alone, for requests that are not model requests. */
+  readonly #rpm = new Map<ClientKey, KeyLimits>();
 
   constructor(state: SharedState, now: () => number = Date.now) {
     this.#state = state;
@@ -124,30 +126,44 @@ export class Admission {
   }
 
   /**
-   * Throws for a model the key may not use or a limit it has reached; a promise only while a shared backend
-   * answers (this process's memory answers at once: nothing to wait for).
+   * Throws for a model the key may not use or a limit it has reached. A key whose tokens count gets the
+   * Reservation of `estimate` tokens to settle; a promise only while a shared backend answers (this process's
+   * memory answers at once: nothing to wait for).
    */
-  admit(key: ClientKey, model: string): Promise<void> | undefined {
+  admit(key: ClientKey, model: string, estimate: number): Reservation | undefined | Promise<Reservation | undefined> {
     if (!key.allows(model)) throw keyErrors.modelNotAllowed(model);
     if (!key.limited) return undefined;
+    const at = this.#now();
+    const limits = this.#limitsOf(key, at);
+    const reserve = countsTokens(key) ? estimate : 0;
     // Budget, tpm and rpm in one step: with a shared backend, one round trip.
-    const verdict = this.#state.limits.admit(this.#limitsOf(key));
+    const verdict = this.#state.limits.admit(limits, reserve, at);
+    if (verdict instanceof Promise) return verdict.then((v) => reservation(v, limits, reserve, at));
+    return reservation(verdict, limits, reserve, at);
+  }
+
+  /** A request that is not a model request (MCP, a warmup of the model lists): it counts toward rpm only. */
+  admitRequest(key: ClientKey): Promise<void> | undefined {
+    if (key.rpm === undefined) return undefined;
+    let limits = this.#rpm.get(key);
+    if (!limits) this.#rpm.set(key, (limits = { rpm: { key: `rpm:${key.name}`, limit: key.rpm } }));
+    const verdict = this.#state.limits.admit(limits, 0, this.#now());
     if (verdict instanceof Promise) return verdict.then(refuseIfLimited);
     refuseIfLimited(verdict);
     return undefined;
   }
 
-  /** Counts a finished request's tokens against the key's tpm and budget; a promise only with a shared backend. */
-  spend(key: ClientKey, tokens: number): void | Promise<void> {
-    return this.#state.limits.spend(this.#limitsOf(key), tokens);
+  /** Replaces a reservation by the tokens spent (0 when the request failed); a promise only with a shared backend. */
+  settle(reservation: Reservation, spent: number): void | Promise<void> {
+    return this.#state.limits.settle(reservation, spent);
   }
 
-  #limitsOf(key: ClientKey): KeyLimits {
+  #limitsOf(key: ClientKey, now: number): KeyLimits {
     const limits = this.#limits.get(key);
     // Until its budget period ends, a key's limits are the ones made for it.
-    if (limits && (limits.budget === undefined || this.#now() < limits.budget.endsAt)) return limits;
+    if (limits && (limits.budget === undefined || now < limits.budget.endsAt)) return limits;
     const { budget, name } = key;
-    const period = budget && this.#period(budget.period);
+    const period = budget && this.#period(budget.period, now);
     const made: KeyLimits = {
       budget: budget && period && { key: `budget:${name}:${period.id}`, limit: budget.tokens, endsAt: period.endsAt },
       tpm: key.tpm === undefined ? undefined : { key: `tpm:${name}`, limit: key.tpm },
@@ -157,8 +173,7 @@ export class Admission {
     return made;
   }
 
-  #period(kind: BudgetPeriod): ReturnType<typeof budgetPeriod> {
-    const now = this.#now();
+  #period(kind: BudgetPeriod, now: number): ReturnType<typeof budgetPeriod> {
     let period = this.#periods.get(kind);
     if (!period || now < period.startsAt || now >= period.endsAt) {
       period = budgetPeriod(kind, now);
@@ -168,17 +183,26 @@ export class Admission {
   }
 }
 
-/** Whether the key's tokens are counted: it has a tpm limit or a budget. */
-export const countsTokens = (key: ClientKey | undefined): key is ClientKey =>
-  key !== undefined && (key.tpm !== undefined || key.budget !== undefined);
+/** Refuses, or the reservation a key whose tokens count holds (none for a key with only an rpm). */
+function reservation(verdict: Verdict, limits: KeyLimits, reserve: number, at: number): Reservation | undefined {
+  refuseIfLimited(verdict);
+  if (limits.budget === undefined && limits.tpm === undefined) return undefined;
+  return { limits, tokens: verdict.ok && verdict.reserved === false ? 0 : reserve, at };
+}
 
-/** Counts each finished request's tokens (its usage) against its key: a sink of the request log. */
-export function spendTokens(admission: Admission, log: Logger): RequestSink {
-  return ({ key, usage }) => {
-    if (!countsTokens(key) || !usage) return;
+/** Whether the key's tokens are counted: it has a tpm limit or a budget. */
+export const countsTokens = (key: ClientKey): boolean => key.tpm !== undefined || key.budget !== undefined;
+
+/**
+ * Settles each finished request's reservation against its tokens (its usage; none when it failed): a sink of the
+ * request log.
+ */
+export function settleTokens(admission: Admission, log: Logger): RequestSink {
+  return ({ key, reservation, usage }) => {
+    if (!reservation) return;
     // The request has been answered: a failure here (the state backend gone) is only logged.
-    admission.spend(key, usage.input + usage.output)?.catch((error: unknown) => {
-      log.warn({ key: key.name, err: (error as Error).message }, 'tokens not counted against the key');
+    admission.settle(reservation, usage ? usage.input + usage.output : 0)?.catch((error: unknown) => {
+      log.warn({ key: key?.name, err: (error as Error).message }, 'tokens not counted against the key');
     });
   };
 }

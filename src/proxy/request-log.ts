@@ -1,6 +1,7 @@
 import type { Logger } from '../log.ts';
 import type { Attempt, ProxyMiddleware, TokenUsage } from './context.ts';
 import type { ClientKey } from './keys.ts';
+import type { Reservation } from './state/shared.ts';
 import type { Families, Family } from './families.ts';
 import { PROTOCOLS } from './protocols/registry.ts';
 
@@ -31,6 +32,7 @@ export interface RequestRecord {
   family: Family | undefined;
   /** The key the request was made with (its name is what is logged and counted). */
   key: ClientKey | undefined;
+  reservation: Reservation | undefined;
   model: string | undefined;
   upstream: string | undefined;
   status: number;
@@ -73,6 +75,7 @@ export function requestLog(log: Logger, families: Families, sinks: readonly Requ
         endpoint: state.endpoint ?? 'other',
         family: state.family,
         key: state.key,
+        reservation: state.reservation,
         model: state.model,
         upstream: state.upstream,
         // A client gone before any answer: nginx's 499 ("client closed request").

@@ -12,6 +12,10 @@ const KEYS = {
   operator: 'operator-key-0123456789abcdef',
   /** May use gpt-image-ok and whisper-ok only. */
   picky: 'picky-key-0123456789abcdef',
+  /** 50 tokens a day. */
+  spender: 'spender-key-0123456789abcdef',
+  /** 50 tokens a minute. */
+  minute: 'minute-key-0123456789abcdef',
 };
 type Name = keyof typeof KEYS;
 
@@ -20,7 +24,8 @@ describe('proxy key rules (container)', () => {
   let proxy: ProxyContainer;
 
   beforeAll(async () => {
-    fake = await FakeUpstream.start({ host: '0.0.0.0' });
+    // gpt-slow-… answers after half a second: long enough for 30 requests to be in flight at once.
+    fake = await FakeUpstream.start({ host: '0.0.0.0', slowMs: 500 });
     const at = (vendor: string) => `http://${HOST_FROM_CONTAINER}:${fake.port}/${vendor}`;
     proxy = await startProxyContainer(
       {
@@ -29,10 +34,19 @@ describe('proxy key rules (container)', () => {
           upstreams: [
             { name: 'oa', protocol: 'openai', base_url: at('openai/v1'), api_key: 'u', models: ['gpt-*', 'whisper-*'] },
           ],
-          keys: [{ name: 'picky', key_env: 'PICKY_KEY', models: ['gpt-image-ok', 'whisper-ok'] }],
+          keys: [
+            { name: 'picky', key_env: 'PICKY_KEY', models: ['gpt-image-ok', 'whisper-ok'] },
+            { name: 'spender', key_env: 'SPENDER_KEY', budget_tokens: 50, budget_period: 'day' },
+            { name: 'minute', key_env: 'MINUTE_KEY', tpm: 50 },
+          ],
         },
       },
-      { PROXY_API_KEY: KEYS.operator, PICKY_KEY: KEYS.picky },
+      {
+        PROXY_API_KEY: KEYS.operator,
+        PICKY_KEY: KEYS.picky,
+        SPENDER_KEY: KEYS.spender,
+        MINUTE_KEY: KEYS.minute,
+      },
     );
   });
   afterAll(async () => {
@@ -126,5 +140,35 @@ describe('proxy key rules (container)', () => {
       expect(res.status).toBe(400);
       expect(await res.json()).toMatchObject({ error: { code: 'invalid_multipart', type: 'invalid_request_error' } });
     });
+  });
+
+  describe('budgets and tpm: tokens are reserved at admission', () => {
+    /** A chat answer of the fake: 10 tokens (5 in, 5 out), after half a second. */
+    const chat = (key: Name) =>
+      fetch(`${proxy.base}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { ...auth(key), 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'gpt-slow-1', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }),
+      }).then(async (res) => {
+        await res.arrayBuffer();
+        return res.status;
+      });
+
+    it.each(['spender', 'minute'] as const)(
+      '%s: 30 concurrent requests spend at most one answer beyond 50 tokens, and what is left is usable once they end',
+      async (key) => {
+        const statuses = await Promise.all(Array.from({ length: 30 }, () => chat(key)));
+        const served = statuses.filter((s) => s === 200).length;
+        expect(statuses.filter((s) => s === 429).length).toBe(30 - served);
+        expect(served).toBeGreaterThanOrEqual(1);
+        // Without reservations all 30 passed (300 tokens of 50).
+        expect(served * 10).toBeLessThanOrEqual(50 + 10);
+        // The reservations were settled to 10 each: the rest of the 50 is served one request at a time.
+        let more = 0;
+        while ((await chat(key)) === 200) more += 1;
+        expect((served + more) * 10).toBeGreaterThanOrEqual(50);
+        expect((served + more) * 10).toBeLessThanOrEqual(50 + 10);
+      },
+    );
   });
 });

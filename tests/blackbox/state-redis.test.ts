@@ -52,28 +52,30 @@ describe('Redis stores', () => {
     try {
       const state = redisState(conn, `away-${randomUUID()}:`);
       const rpm1 = { rpm: { key: 'rpm:k', limit: 1 } };
-      expect(await state.limits.admit(rpm1)).toEqual({ ok: true });
+      expect(await state.limits.admit(rpm1, 0, Date.now())).toEqual({ ok: true });
       await redis.down();
       const started = Date.now();
-      await expect(state.limits.admit(rpm1)).rejects.toThrow();
+      await expect(state.limits.admit(rpm1, 0, Date.now())).rejects.toThrow();
       expect(Date.now() - started).toBeLessThan(1_000);
       await redis.up();
       await conn.ready(10_000);
       // The window survived in the AOF: the earlier request is still counted.
-      expect(await state.limits.admit(rpm1)).toMatchObject({ ok: false, limit: 'rpm' });
+      expect(await state.limits.admit(rpm1, 0, Date.now())).toMatchObject({ ok: false, limit: 'rpm' });
     } finally {
       await conn.close();
     }
   });
 
-  it('counts every token of answers that end at once (summed while a spend is under way)', async () => {
+  it('counts every token of answers that end at once (summed while a settling is under way)', async () => {
     const conn = await connect();
     try {
       const state = redisState(conn, `spend-${randomUUID()}:`);
       const limits = { tpm: { key: 'tpm:k', limit: 1_000 } };
-      await Promise.all(Array.from({ length: 50 }, async () => state.limits.spend(limits, 20)));
-      expect(await state.limits.admit(limits)).toMatchObject({ ok: false, limit: 'tpm' });
-      expect(await state.limits.admit({ tpm: { key: 'tpm:k', limit: 1_001 } })).toEqual({ ok: true });
+      await Promise.all(
+        Array.from({ length: 50 }, async () => state.limits.settle({ limits, tokens: 0, at: Date.now() }, 20)),
+      );
+      expect(await state.limits.admit(limits, 0, Date.now())).toMatchObject({ ok: false, limit: 'tpm' });
+      expect(await state.limits.admit({ tpm: { key: 'tpm:k', limit: 1_001 } }, 0, Date.now())).toEqual({ ok: true });
     } finally {
       await conn.close();
     }

@@ -28,6 +28,12 @@ export interface Operation {
   readonly stream?: boolean;
   /** Whether an upstream of the operation's own protocol takes it as it is (default: always). */
   servedBy?(upstream: UpstreamConfig): boolean;
+  /**
+   * The most output tokens the request asks for (its `max_tokens` or the like), read from the body as it came:
+   * what admission reserves for the answer (see Reservation). Without it, or when it is not a number, the
+   * configured default is reserved; an operation that answers no generated text reserves none (`count`).
+   */
+  outputCap?(body: JsonObject): unknown;
   /** A token count: answered locally, from this estimate, when it does not pass through. */
   readonly count?: {
     estimate(body: JsonObject, model: string): number;

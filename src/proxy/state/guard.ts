@@ -5,7 +5,8 @@
  *   - cooldowns and probes: nothing is cooling down (routing goes on);
  *   - a stored Responses conversation: 503 state_unavailable (it exists, it cannot be read now);
  *   - carried reasoning: none (the request goes as the client sent it);
- *   - writes (tokens spent, failures, answers to remember): skipped.
+ *   - writes (tokens settled, failures, answers to remember): skipped; a request admitted while nothing could be
+ *     counted reserved nothing, so its settling counts all it spent.
  * The outage is logged once when it begins and once when it ends. While it lasts, one call a second goes to
  * the backend to find out whether it is back and the others answer at once: a backend that hangs would
  * otherwise hold every request for the command timeout.
@@ -14,7 +15,7 @@ import type { OnUnavailable } from '../../config/state.ts';
 import type { Logger } from '../../log.ts';
 import { proxyErrors } from '../errors.ts';
 import type { Store, TranslationStores } from '../translate/stores.ts';
-import { ADMITTED, type SharedState } from './shared.ts';
+import { ADMITTED_UNCOUNTED, type SharedState } from './shared.ts';
 
 /** How often a call goes through to a backend that is away. */
 const PROBE_MS = 1_000;
@@ -63,8 +64,8 @@ export class StateGuard {
     const { limits, counters, leases } = inner;
     return {
       limits: {
-        admit: (key) => read(() => limits.admit(key), ADMITTED),
-        spend: (key, tokens) => write(() => limits.spend(key, tokens)),
+        admit: (key, reserve, at) => read(() => limits.admit(key, reserve, at), ADMITTED_UNCOUNTED),
+        settle: (reservation, spent) => write(() => limits.settle(reservation, spent)),
       },
       counters: {
         // Nothing was counted: a failure in a row is not one more.

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { createClient } from 'redis';
 import type { Logger } from '../../log.ts';
 import type { StoreLimits, Store } from '../translate/stores.ts';
-import { ADMITTED, WINDOW_MS, WINDOW_STEP_MS, type Limit, type SharedState } from './shared.ts';
+import { ADMITTED, WINDOW_MS, WINDOW_STEP_MS, type Limit, type Reservation, type SharedState } from './shared.ts';
 
 export type RedisClient = ReturnType<typeof createClient>;
 
@@ -176,42 +176,56 @@ end
 `;
 
 /**
- * A key's admission (Limits.admit). KEYS: its budget counter, tpm window and rpm window, those it has.
- * ARGV[3..6]: the budget's limit and end, the tpm limit, the rpm limit ('' for none). Answers [] when
- * admitted, else [the limit that refused, retry after].
+ * A key's admission and reservation (Limits.admit). KEYS: its budget counter, tpm window and rpm window, those it
+ * has. ARGV[3..7]: the budget's limit and end, the tpm limit, the rpm limit ('' for none), the tokens to reserve.
+ * Answers [] when admitted, else [the limit that refused, retry after].
  */
 const ADMIT = script(`${COMMON}
 local budget, ends, tpm, rpm = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local k = 1
+local reserve = tonumber(ARGV[7])
+local k, tokens, oldest = 1, nil, nil
 if budget then
   local c = redis.call('HMGET', KEYS[k], 'v', 'e')
   if c[2] and tonumber(c[2]) > now and tonumber(c[1]) >= budget then return { 'budget', ends - now } end
   k = k + 1
 end
 if tpm then
-  local total, oldest = window(KEYS[k])
-  if total >= tpm then return { 'tpm', wait(KEYS[k], total, oldest, tpm) } end
+  local total
+  tokens = KEYS[k]
+  total, oldest = window(tokens)
+  if total >= tpm then return { 'tpm', wait(tokens, total, oldest, tpm) } end
   k = k + 1
 end
 if rpm then
-  local total, oldest = window(KEYS[k])
-  if total >= rpm then return { 'rpm', wait(KEYS[k], total, oldest, rpm) } end
-  record(KEYS[k], 1, oldest)
+  local total, first = window(KEYS[k])
+  if total >= rpm then return { 'rpm', wait(KEYS[k], total, first, rpm) } end
+  record(KEYS[k], 1, first)
+end
+if reserve > 0 then
+  if tokens then record(tokens, reserve, oldest) end
+  if budget then count(KEYS[1], reserve, ends) end
 end
 return {}`);
 
 /**
- * An answer's tokens (Limits.spend). KEYS: the tpm window and the budget counter, those the key has.
- * ARGV[3..5]: tokens, 1 with a tpm window, the budget's end ('' for none).
+ * A reservation's settling (Limits.settle). KEYS: the tpm window and the budget counter, those the key has.
+ * ARGV[3..6]: spent less reserved, the step the reservation sits in, 1 with a tpm window, the budget's end ('' for
+ * none). The step still in the window takes the difference; gone, what was spent beyond it goes to now's step.
  */
-const SPEND = script(`${COMMON}
+const SETTLE = script(`${COMMON}
+local delta, at = tonumber(ARGV[3]), ARGV[4]
 local k = 1
-if ARGV[4] == '1' then
+if ARGV[5] == '1' then
   local _, oldest = window(KEYS[k])
-  record(KEYS[k], ARGV[3], oldest)
+  if oldest and tonumber(at) >= oldest and redis.call('HEXISTS', KEYS[k], at) == 1 then
+    redis.call('HINCRBY', KEYS[k], at, delta)
+    redis.call('HINCRBY', KEYS[k], 't', delta)
+  elseif delta > 0 then
+    record(KEYS[k], delta, oldest)
+  end
   k = k + 1
 end
-if ARGV[5] ~= '' then count(KEYS[k], ARGV[3], ARGV[5]) end
+if ARGV[6] ~= '' then count(KEYS[k], delta, ARGV[6]) end
 return 1`);
 
 /** A counter's add. ARGV[3..4]: amount, ends at. Answers the new value. */
@@ -233,36 +247,54 @@ return 1`);
  */
 export function summed<T>(
   send: (thing: T, amount: number) => Promise<void>,
+  /** What makes two things one (by default: being the same object). */
+  keyOf: (thing: T) => unknown = (thing) => thing,
 ): (thing: T, amount: number) => Promise<void> {
   /** Per thing with a send under way: what came since, and the promise of the send that will carry it. */
-  const waiting = new Map<T, { amount: number; sent?: PromiseWithResolvers<void> }>();
-  const start = (thing: T, amount: number): Promise<void> => {
-    waiting.set(thing, { amount: 0 });
+  const waiting = new Map<unknown, { amount: number; sent?: PromiseWithResolvers<void> }>();
+  const start = (thing: T, key: unknown, amount: number): Promise<void> => {
+    waiting.set(key, { amount: 0 });
     return send(thing, amount).finally(() => {
-      const next = waiting.get(thing);
-      waiting.delete(thing);
-      if (next?.sent) start(thing, next.amount).then(next.sent.resolve, next.sent.reject);
+      const next = waiting.get(key);
+      waiting.delete(key);
+      if (next?.sent) start(thing, key, next.amount).then(next.sent.resolve, next.sent.reject);
     });
   };
   return (thing, amount) => {
-    const next = waiting.get(thing);
-    if (!next) return start(thing, amount);
+    const key = keyOf(thing);
+    const next = waiting.get(key);
+    if (!next) return start(thing, key, amount);
     next.amount += amount;
     next.sent ??= Promise.withResolvers();
     return next.sent.promise;
   };
 }
 
+const stepOf = (at: number): number => at - (at % WINDOW_STEP_MS);
+
 /** SharedState in Redis, every key under `prefix`; close() ends the connection. */
 export function redisState(conn: RedisConnection, prefix: string, now: () => number = Date.now): SharedState {
   /** ARGV's first two, which every script of COMMON reads: now and the step it is in. */
-  const clock = (): [string, string] => {
-    const at = now();
-    return [String(at), String(at - (at % WINDOW_STEP_MS))];
-  };
+  const clock = (at = now()): [string, string] => [String(at), String(stepOf(at))];
+  // A key's settlings for one step are summed while a call is under way.
+  const settle = summed(
+    async ({ limits: { budget, tpm }, at }: Reservation, delta: number) => {
+      const keys: string[] = [];
+      if (tpm) keys.push(prefix + tpm.key);
+      if (budget) keys.push(prefix + budget.key);
+      await conn.script(SETTLE, keys, [
+        ...clock(),
+        String(delta),
+        String(stepOf(at)),
+        tpm ? '1' : '',
+        budget ? String(budget.endsAt) : '',
+      ]);
+    },
+    ({ limits: { budget, tpm }, at }) => `${tpm?.key ?? ''}\n${budget?.key ?? ''}\n${stepOf(at)}`,
+  );
   return {
     limits: {
-      admit: async ({ budget, tpm, rpm }) => {
+      admit: async ({ budget, tpm, rpm }, reserve, at) => {
         const keys: string[] = [];
         if (budget) keys.push(prefix + budget.key);
         if (tpm) keys.push(prefix + tpm.key);
@@ -270,20 +302,14 @@ export function redisState(conn: RedisConnection, prefix: string, now: () => num
         const limits = [budget?.limit, budget?.endsAt, tpm?.limit, rpm?.limit].map((n) =>
           n === undefined ? '' : String(n),
         );
-        const answer = (await conn.script(ADMIT, keys, [...clock(), ...limits])) as [] | [Limit, number];
+        const answer = (await conn.script(ADMIT, keys, [...clock(at), ...limits, String(reserve)])) as
+          [] | [Limit, number];
         return answer.length === 0 ? ADMITTED : { ok: false, limit: answer[0], retryAfterMs: answer[1] };
       },
-      spend: summed(async ({ budget, tpm }, tokens) => {
-        const keys: string[] = [];
-        if (tpm) keys.push(prefix + tpm.key);
-        if (budget) keys.push(prefix + budget.key);
-        await conn.script(SPEND, keys, [
-          ...clock(),
-          String(tokens),
-          tpm ? '1' : '',
-          budget ? String(budget.endsAt) : '',
-        ]);
-      }),
+      settle: (reservation, spent) => {
+        const delta = spent - reservation.tokens;
+        return delta === 0 ? undefined : settle(reservation, delta);
+      },
     },
     counters: {
       add: async (key, amount, expiresAt) =>

@@ -20,11 +20,30 @@ export interface KeyLimits {
 
 export type Limit = 'budget' | 'tpm' | 'rpm';
 
-/** Admitted, or which of a key's limits refused and how long until it would not (ms). */
-export type Verdict = { ok: true } | { ok: false; limit: Limit; retryAfterMs: number };
+/**
+ * Admitted (and its tokens reserved, unless `reserved` is false: nothing could be counted, see StateGuard), or
+ * which of a key's limits refused and how long until it would not (ms).
+ */
+export type Verdict = { ok: true; reserved?: false } | { ok: false; limit: Limit; retryAfterMs: number };
 
 /** One answer for every admission: nothing to allocate. */
 export const ADMITTED: Verdict = { ok: true };
+/** Admitted with nothing counted: the backend could not be reached and on_unavailable is allow. */
+export const ADMITTED_UNCOUNTED: Verdict = { ok: true, reserved: false };
+
+/**
+ * Tokens a request holds in its key's tpm window and budget from its admission until its answer's real count
+ * is known: an estimate (the input from the request, the output from its cap or a default), so that requests
+ * in flight at once count against each other. Settling replaces it by what was spent (nothing, when the
+ * request failed).
+ */
+export interface Reservation {
+  readonly limits: KeyLimits;
+  /** Tokens reserved: 0 when none could be (ADMITTED_UNCOUNTED). */
+  readonly tokens: number;
+  /** When it was taken (ms since the epoch): its tokens sit in that step of the tpm window. */
+  readonly at: number;
+}
 
 /**
  * A key's limits, as one step each: with a shared backend, one round trip per request and one per answer;
@@ -35,14 +54,17 @@ export const ADMITTED: Verdict = { ok: true };
  */
 export interface Limits {
   /**
-   * Refuses while the budget's counter or the tpm window's sum has reached its limit (tokens are known after
-   * an answer, so the request after the one that reached it is refused), then takes one request from the rpm
-   * window if it has room. A refusal takes nothing and says when it would pass: at the budget's end, or when
-   * enough of the window has left it (a whole minute when nothing leaving would do).
+   * At `at`: refuses while the budget's counter or the tpm window's sum (reservations included) has reached
+   * its limit, else takes one request from the rpm window if it has room and reserves `reserve` tokens in the
+   * budget and the tpm window. A refusal takes nothing and says when it would pass: at the budget's end, or
+   * when enough of the window has left it (a whole minute when nothing leaving would do).
    */
-  admit(limits: KeyLimits): Verdict | Promise<Verdict>;
-  /** Counts an answer's tokens in the tpm window and the budget, whatever their sums. */
-  spend(limits: KeyLimits, tokens: number): void | Promise<void>;
+  admit(limits: KeyLimits, reserve: number, at: number): Verdict | Promise<Verdict>;
+  /**
+   * Replaces a reservation by the tokens spent: the difference goes to the budget, and to the tpm window's
+   * step the reservation sits in (or, that step gone from the minute, what was spent beyond it to now's).
+   */
+  settle(reservation: Reservation, spent: number): void | Promise<void>;
 }
 
 /** Counters that end at a fixed time: consecutive failures. */
@@ -144,18 +166,29 @@ export function memoryState(now: () => number = Date.now): SharedState {
     return until;
   };
 
+  /** Adds `delta` to the step of `step`, or what is spent beyond the reservation to now's when it is gone. */
+  const correct = (window: Window, step: number, delta: number, at: number): void => {
+    for (let i = window.steps.length - 1; i >= 0; i--) {
+      const entry = window.steps[i] as [number, number];
+      if (entry[0] < step) break;
+      if (entry[0] === step) {
+        entry[1] += delta;
+        window.total += delta;
+        return;
+      }
+    }
+    if (delta > 0) record(window, delta, at);
+  };
+
   return {
     limits: {
-      admit: ({ budget, tpm, rpm }) => {
-        const at = now();
+      admit: ({ budget, tpm, rpm }, reserve, at) => {
         if (budget && (counter(budget.key, at)?.value ?? 0) >= budget.limit) {
           return { ok: false, limit: 'budget', retryAfterMs: budget.endsAt - at };
         }
-        if (tpm) {
-          const tokens = windowOf(tpm.key, at);
-          if (tokens.total >= tpm.limit) {
-            return { ok: false, limit: 'tpm', retryAfterMs: wait(tokens, tpm.limit, at) };
-          }
+        const tokens = tpm && windowOf(tpm.key, at);
+        if (tpm && tokens && tokens.total >= tpm.limit) {
+          return { ok: false, limit: 'tpm', retryAfterMs: wait(tokens, tpm.limit, at) };
         }
         if (rpm) {
           const requests = windowOf(rpm.key, at);
@@ -164,12 +197,18 @@ export function memoryState(now: () => number = Date.now): SharedState {
           }
           record(requests, 1, at);
         }
+        if (reserve > 0) {
+          if (tokens) record(tokens, reserve, at);
+          if (budget) add(budget.key, reserve, budget.endsAt, at);
+        }
         return ADMITTED;
       },
-      spend: ({ budget, tpm }, tokens) => {
-        const at = now();
-        if (tpm) record(windowOf(tpm.key, at), tokens, at);
-        if (budget) add(budget.key, tokens, budget.endsAt, at);
+      settle: ({ limits: { budget, tpm }, tokens, at }, spent) => {
+        const delta = spent - tokens;
+        if (delta === 0) return;
+        const time = now();
+        if (tpm) correct(windowOf(tpm.key, time), at - (at % WINDOW_STEP_MS), delta, time);
+        if (budget) add(budget.key, delta, budget.endsAt, time);
       },
     },
     counters: {

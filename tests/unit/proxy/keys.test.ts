@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { ClientKeyConfig } from '../../../src/config/keys.ts';
 import { HttpError } from '../../../src/http/errors.ts';
 import { Admission, budgetPeriod, KeyRing, type ClientKey } from '../../../src/proxy/keys.ts';
-import { memoryState } from '../../../src/proxy/state/shared.ts';
+import { memoryState, type Reservation } from '../../../src/proxy/state/shared.ts';
 
 const sha = (key: string) => createHash('sha256').update(key).digest('hex');
 const config = (name: string, more: Partial<ClientKeyConfig> = {}): ClientKeyConfig => ({
@@ -78,7 +78,7 @@ describe('Admission', () => {
   const key = (more: Partial<ClientKeyConfig>) =>
     new KeyRing('', [config('k', more)]).find(['key-of-k'], 0) as ClientKey;
   /** admit() throws at once for a model not allowed, and rejects for a limit. */
-  const refusal = async (admit: () => Promise<void> | undefined) => {
+  const refusal = async (admit: () => unknown) => {
     try {
       await admit();
     } catch (error) {
@@ -86,60 +86,91 @@ describe('Admission', () => {
     }
     throw new Error('admitted');
   };
+  /** Admitted, with the reservation its key holds. */
+  const admitted = async (a: Admission, k: ClientKey, estimate: number): Promise<Reservation> => {
+    const reservation = await a.admit(k, 'm', estimate);
+    if (!reservation) throw new Error('no reservation');
+    return reservation;
+  };
 
   it('allows only the models its globs match (403 otherwise)', async () => {
     const a = admission();
     const k = key({ models: ['claude-*', 'gpt-4o'] });
-    await a.admit(k, 'claude-sonnet-4-5');
-    await a.admit(k, 'gpt-4o');
-    expect(await refusal(() => a.admit(k, 'gpt-4o-mini'))).toMatchObject({ status: 403, kind: 'model_not_allowed' });
+    await a.admit(k, 'claude-sonnet-4-5', 10);
+    await a.admit(k, 'gpt-4o', 10);
+    expect(await refusal(() => a.admit(k, 'gpt-4o-mini', 10))).toMatchObject({
+      status: 403,
+      kind: 'model_not_allowed',
+    });
   });
 
   it('lets rpm requests through a minute, then 429 with retry-after until the oldest leaves', async () => {
     const a = admission();
     const k = key({ rpm: 3 });
     for (let i = 0; i < 3; i++) {
-      await a.admit(k, 'm');
+      // A key that counts no tokens holds no reservation.
+      expect(await a.admit(k, 'm', 10)).toBeUndefined();
       time += 1_000;
     }
-    const refused = await refusal(() => a.admit(k, 'm'));
+    const refused = await refusal(() => a.admit(k, 'm', 10));
     // The first request's second leaves the window 61 s after it began.
     expect(refused).toMatchObject({ status: 429, headers: { 'retry-after': '58' } });
     time += 58_000;
-    await a.admit(k, 'm');
+    await a.admit(k, 'm', 10);
+  });
+
+  it('requests that are not model requests count toward rpm alone', async () => {
+    const a = admission();
+    const k = key({ rpm: 2, budget: { tokens: 10, period: 'day' } });
+    await a.settle(await admitted(a, k, 0), 50);
+    // The budget is spent: model requests are refused, other requests only by rpm.
+    expect(await refusal(() => a.admit(k, 'm', 0))).toMatchObject({ status: 429 });
+    await a.admitRequest(k);
+    expect(await refusal(() => a.admitRequest(k))).toMatchObject({ status: 429, message: /requests per minute/ });
+    expect(a.admitRequest(key({}))).toBeUndefined();
   });
 
   it('refuses once the last minute used up tpm, until those tokens leave the window', async () => {
     const a = admission();
     const k = key({ tpm: 1_000 });
-    await a.admit(k, 'm');
-    await a.spend(k, 600);
+    await a.settle(await admitted(a, k, 100), 600);
     time += 10_000;
-    await a.admit(k, 'm');
-    await a.spend(k, 500);
-    expect(await refusal(() => a.admit(k, 'm'))).toMatchObject({ status: 429, headers: { 'retry-after': '51' } });
+    await a.settle(await admitted(a, k, 100), 500);
+    expect(await refusal(() => a.admit(k, 'm', 0))).toMatchObject({ status: 429, headers: { 'retry-after': '51' } });
     time += 51_000;
-    await a.admit(k, 'm');
+    await a.admit(k, 'm', 0);
+  });
+
+  it('reserves the estimate at admission, so requests in flight count against each other', async () => {
+    const a = admission();
+    const k = key({ tpm: 1_000 });
+    const held = [await admitted(a, k, 400), await admitted(a, k, 400), await admitted(a, k, 400)];
+    expect(held.map((r) => r.tokens)).toEqual([400, 400, 400]);
+    expect(await refusal(() => a.admit(k, 'm', 400))).toMatchObject({ status: 429 });
+    // Two answers spent less, one failed: 300 counted.
+    await a.settle(held[0] as Reservation, 100);
+    await a.settle(held[1] as Reservation, 200);
+    await a.settle(held[2] as Reservation, 0);
+    await a.admit(k, 'm', 400);
   });
 
   it('refuses once the budget is spent, until the period ends', async () => {
     const a = admission();
     const k = key({ budget: { tokens: 100, period: 'day' } });
-    await a.spend(k, 99);
-    await a.admit(k, 'm');
-    await a.spend(k, 1);
-    const refused = await refusal(() => a.admit(k, 'm'));
+    await a.settle(await admitted(a, k, 0), 99);
+    await a.settle(await admitted(a, k, 0), 1);
+    const refused = await refusal(() => a.admit(k, 'm', 0));
     expect(refused).toMatchObject({ status: 429, headers: { 'retry-after': String(12 * 3600) } });
     expect(refused.message).toContain('token budget');
     time = Date.UTC(2026, 10, 25);
-    await a.admit(k, 'm');
+    await a.admit(k, 'm', 0);
   });
 
   it('names the key in no message', async () => {
     const a = admission();
     const k = key({ rpm: 1, models: ['x'] });
-    await a.admit(k, 'x');
-    for (const error of [await refusal(() => a.admit(k, 'x')), await refusal(() => a.admit(k, 'y'))]) {
+    await a.admit(k, 'x', 0);
+    for (const error of [await refusal(() => a.admit(k, 'x', 0)), await refusal(() => a.admit(k, 'y', 0))]) {
       expect(error.message).not.toContain('key-of-k');
     }
   });

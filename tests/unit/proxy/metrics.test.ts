@@ -14,6 +14,7 @@ const record = (over: Partial<RequestRecord> = {}): RequestRecord => ({
   endpoint: '/v1/chat/completions',
   family: 'openai',
   key: keyNamed('alice'),
+  reservation: undefined,
   model: 'gpt-x',
   upstream: 'oa',
   status: 200,

@@ -11,7 +11,12 @@ const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 const CREATED_AT = new Date(CREATED * 1000).toISOString();
 
 export const operations = {
-  messages: { name: 'messages', upstreamPath: () => '/v1/messages', client: adapter },
+  messages: {
+    name: 'messages',
+    upstreamPath: () => '/v1/messages',
+    client: adapter,
+    outputCap: (body) => body['max_tokens'],
+  },
   countTokens: {
     name: 'messages.count_tokens',
     upstreamPath: () => '/v1/messages/count_tokens',

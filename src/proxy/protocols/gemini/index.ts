@@ -3,6 +3,7 @@
  * path carries model and method (`models/gemini-2.5-flash:generateContent`).
  */
 import { isObject } from '../../../json.ts';
+import type { JsonObject } from '../../translate/model.ts';
 import { estimateConversation } from '../../translate/tokens.ts';
 import type { CatalogEntry, Operation, ProtocolSpec } from '../protocol.ts';
 import { listedModels, lastNumber } from '../shared.ts';
@@ -11,6 +12,10 @@ import { gemini as adapter } from './generate.ts';
 
 const modelPath = (model: string, method: string): string => `/v1beta/models/${encodeURIComponent(model)}:${method}`;
 const sse = (query: { alt?: unknown }) => ({ sse: query.alt === 'sse' });
+const outputCap = (body: JsonObject): unknown => {
+  const config = body['generationConfig'];
+  return isObject(config) ? config['maxOutputTokens'] : undefined;
+};
 
 export const operations = {
   generateContent: {
@@ -19,6 +24,7 @@ export const operations = {
     client: adapter,
     stream: false,
     context: sse,
+    outputCap,
   },
   streamGenerateContent: {
     name: 'streamGenerateContent',
@@ -26,6 +32,7 @@ export const operations = {
     client: adapter,
     stream: true,
     context: sse,
+    outputCap,
   },
   countTokens: {
     name: 'countTokens',

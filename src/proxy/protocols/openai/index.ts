@@ -16,11 +16,15 @@ function plain(name: string, path: string, extra: Partial<Operation> = {}): Oper
 }
 
 export const operations = {
-  chat: plain('chat.completions', '/chat/completions', { client: openaiChat }),
-  completions: plain('completions', '/completions'),
+  chat: plain('chat.completions', '/chat/completions', {
+    client: openaiChat,
+    outputCap: (body) => body['max_completion_tokens'] ?? body['max_tokens'],
+  }),
+  completions: plain('completions', '/completions', { outputCap: (body) => body['max_tokens'] }),
   // An upstream with `responses_api: false` gets Responses requests translated to chat completions.
   responses: plain('responses', '/responses', {
     client: openaiResponses,
+    outputCap: (body) => body['max_output_tokens'],
     continuable: { newId: () => newId('resp_') },
     servedBy: (upstream: UpstreamConfig) => upstream.responsesApi,
   }),

@@ -54,6 +54,8 @@ function setup(onUnavailable: OnUnavailable) {
   };
 }
 
+/** When admissions are made (the windows never roll in these tests). */
+const AT = 1_000_000;
 const RPM_1: KeyLimits = { rpm: { key: 'rpm:k', limit: 1 } };
 const BUDGET: KeyLimits = { budget: { key: 'budget:k:1', limit: 100, endsAt: 2_000_000 } };
 
@@ -76,34 +78,35 @@ describe('StateGuard', () => {
 
   it('passes calls through while the backend answers', async () => {
     const { limits, routing } = setup('deny');
-    expect(await limits.limits.admit(RPM_1)).toEqual({ ok: true });
-    expect((await limits.limits.admit(RPM_1)).ok).toBe(false);
+    expect(await limits.limits.admit(RPM_1, 0, AT)).toEqual({ ok: true });
+    expect((await limits.limits.admit(RPM_1, 0, AT)).ok).toBe(false);
     await routing.leases.hold('cool:a', 1_005_000);
     expect(await routing.leases.until('cool:a')).toBe(1_005_000);
   });
 
   it('on_unavailable allow: limits are skipped and writes dropped while the backend is away', async () => {
     const { down, limits } = setup('allow');
-    await limits.limits.admit(RPM_1);
+    await limits.limits.admit(RPM_1, 0, AT);
     down.value = true;
-    expect(await limits.limits.admit(RPM_1)).toEqual({ ok: true });
-    expect(await limits.limits.admit(RPM_1)).toEqual({ ok: true });
-    await limits.limits.spend(BUDGET, 100);
+    // Admitted with nothing reserved: its settling will count all it spends.
+    expect(await limits.limits.admit(RPM_1, 0, AT)).toEqual({ ok: true, reserved: false });
+    expect(await limits.limits.admit(BUDGET, 10, AT)).toEqual({ ok: true, reserved: false });
+    await limits.limits.settle({ limits: BUDGET, tokens: 0, at: AT }, 100);
     down.value = false;
     // Nothing was counted meanwhile.
-    expect(await limits.limits.admit(BUDGET)).toEqual({ ok: true });
+    expect(await limits.limits.admit(BUDGET, 0, AT)).toMatchObject({ ok: true });
   });
 
   it('on_unavailable deny: what decides a limit refuses with 503 state_unavailable and retry-after', async () => {
     const { down, limits, tick } = setup('deny');
     down.value = true;
-    const error = await refusal(limits.limits.admit(RPM_1));
+    const error = await refusal(limits.limits.admit(RPM_1, 0, AT));
     expect(error).toMatchObject({ status: 503, kind: 'state_unavailable', headers: { 'retry-after': '2' } });
-    expect((await refusal(limits.limits.admit(BUDGET))).kind).toBe('state_unavailable');
+    expect((await refusal(limits.limits.admit(BUDGET, 0, AT))).kind).toBe('state_unavailable');
     tick(1_000);
-    expect((await refusal(limits.limits.admit(BUDGET))).kind).toBe('state_unavailable');
+    expect((await refusal(limits.limits.admit(BUDGET, 0, AT))).kind).toBe('state_unavailable');
     // Spending after an answer went out is never refused.
-    await limits.limits.spend(BUDGET, 10);
+    await limits.limits.settle({ limits: BUDGET, tokens: 0, at: AT }, 10);
   });
 
   it('routing sees no upstream cooling down and lets the probe go while the backend is away', async () => {
@@ -129,21 +132,21 @@ describe('StateGuard', () => {
   it('logs an outage once when it begins and once when it ends, and probes the backend once a second', async () => {
     const { down, lines, limits, tick } = setup('allow');
     down.value = true;
-    for (let i = 0; i < 20; i++) await limits.limits.admit(RPM_1);
+    for (let i = 0; i < 20; i++) await limits.limits.admit(RPM_1, 0, AT);
     // The first call found the backend away; the others within the second were answered without it.
     expect(down.calls).toBe(1);
     tick(1_000);
-    await limits.limits.admit(RPM_1);
-    await limits.limits.admit(RPM_1);
+    await limits.limits.admit(RPM_1, 0, AT);
+    await limits.limits.admit(RPM_1, 0, AT);
     expect(down.calls).toBe(2);
     down.value = false;
     tick(999);
-    expect(await limits.limits.admit(RPM_1)).toEqual({ ok: true });
+    expect(await limits.limits.admit(RPM_1, 0, AT)).toMatchObject({ ok: true });
     expect(down.calls).toBe(2);
     tick(1);
     // The probe finds it back: from then on every call reaches it.
-    expect(await limits.limits.admit(RPM_1)).toEqual({ ok: true });
-    expect((await limits.limits.admit(RPM_1)).ok).toBe(false);
+    expect(await limits.limits.admit(RPM_1, 0, AT)).toEqual({ ok: true });
+    expect((await limits.limits.admit(RPM_1, 0, AT)).ok).toBe(false);
     expect(down.calls).toBe(4);
     const said = lines.filter((l) => l.msg.includes('shared state')).map((l) => l.msg);
     expect(said).toEqual([
