@@ -128,12 +128,12 @@ local function steps(from, to)
   for at = from, to, STEP do fields[#fields + 1] = at end
   return fields
 end
--- A window's sum after deleting the steps that have left it (those ending a minute ago or before), and
+-- A window's sum after deleting the steps that have left it (those beginning a minute ago or before), and
 -- whether it has any (an oldest step).
 local function window(key)
   local w = redis.call('HMGET', key, 't', 'o')
   local total, oldest = tonumber(w[1]) or 0, tonumber(w[2])
-  local gone = now - WINDOW - STEP
+  local gone = now - WINDOW
   gone = gone - gone % STEP
   if not oldest or oldest > gone then return total, oldest end
   local fields = steps(oldest, gone)
@@ -148,7 +148,7 @@ local function wait(key, total, oldest, limit)
   if #fields == 0 then return WINDOW end
   for i, value in ipairs(redis.call('HMGET', key, unpack(fields))) do
     total = total - (tonumber(value) or 0)
-    if total < limit then return fields[i] + STEP + WINDOW - now end
+    if total < limit then return fields[i] + WINDOW - now end
   end
   return WINDOW
 end
@@ -157,7 +157,7 @@ local function record(key, amount, oldest)
   redis.call('HINCRBY', key, step, amount)
   redis.call('HINCRBY', key, 't', amount)
   if not oldest then redis.call('HSET', key, 'o', step) end
-  redis.call('PEXPIRE', key, WINDOW + STEP)
+  redis.call('PEXPIRE', key, WINDOW)
 end
 -- Adds to a counter that ends at ends (a budget's end is the same all period: set once).
 local function count(key, amount, ends)

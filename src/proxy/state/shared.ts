@@ -48,9 +48,9 @@ export interface Reservation {
 /**
  * A key's limits, as one step each: with a shared backend, one round trip per request and one per answer;
  * in this process's memory the answer comes at once, not as a promise (one fewer per request to make and await).
- * The minute windows move in steps of WINDOW_STEP_MS: an amount counts until the whole second it was
- * recorded in has left the minute, so no span of a minute ever holds more than the limit, and a window's
- * size does not grow with the request rate.
+ * The minute windows move in steps of WINDOW_STEP_MS: a window is the current second and the 59 before it,
+ * so no 60 whole seconds ever hold more than the limit, a refusal never asks for more than a minute's wait
+ * (`retry-after: 60` at most), and a window's size does not grow with the request rate.
  */
 export interface Limits {
   /**
@@ -118,7 +118,7 @@ export function memoryState(now: () => number = Date.now): SharedState {
     let window = windows.get(key);
     if (!window) windows.set(key, (window = { steps: [], total: 0 }));
     const start = at - WINDOW_MS;
-    while (window.steps.length > 0 && (window.steps[0] as [number, number])[0] + WINDOW_STEP_MS <= start) {
+    while (window.steps.length > 0 && (window.steps[0] as [number, number])[0] <= start) {
       window.total -= (window.steps.shift() as [number, number])[1];
     }
     return window;
@@ -135,7 +135,7 @@ export function memoryState(now: () => number = Date.now): SharedState {
     let left = window.total;
     for (const [step, value] of window.steps) {
       left -= value;
-      if (left < limit) return step + WINDOW_STEP_MS + WINDOW_MS - at;
+      if (left < limit) return step + WINDOW_MS - at;
     }
     return WINDOW_MS;
   };

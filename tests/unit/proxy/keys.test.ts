@@ -113,9 +113,19 @@ describe('Admission', () => {
       time += 1_000;
     }
     const refused = await refusal(() => a.admit(k, 'm', 10));
-    // The first request's second leaves the window 61 s after it began.
-    expect(refused).toMatchObject({ status: 429, headers: { 'retry-after': '58' } });
-    time += 58_000;
+    // The first request's second leaves the window a minute after it began.
+    expect(refused).toMatchObject({ status: 429, headers: { 'retry-after': '57' } });
+    time += 57_000;
+    await a.admit(k, 'm', 10);
+  });
+
+  it('never says more than retry-after: 60 for the minute window, even mid-second', async () => {
+    const a = admission();
+    const k = key({ rpm: 1 });
+    time += 500;
+    await a.admit(k, 'm', 10);
+    expect(await refusal(() => a.admit(k, 'm', 10))).toMatchObject({ status: 429, headers: { 'retry-after': '60' } });
+    time += 59_500;
     await a.admit(k, 'm', 10);
   });
 
@@ -136,8 +146,8 @@ describe('Admission', () => {
     await a.settle(await admitted(a, k, 100), 600);
     time += 10_000;
     await a.settle(await admitted(a, k, 100), 500);
-    expect(await refusal(() => a.admit(k, 'm', 0))).toMatchObject({ status: 429, headers: { 'retry-after': '51' } });
-    time += 51_000;
+    expect(await refusal(() => a.admit(k, 'm', 0))).toMatchObject({ status: 429, headers: { 'retry-after': '50' } });
+    time += 50_000;
     await a.admit(k, 'm', 0);
   });
 

@@ -34,24 +34,38 @@ export function sharedStateContract(name: string, make: StateFactory): void {
         expect(await admit(rpm(3))).toEqual({ ok: true });
         time += 10_000;
       }
-      // The first request's second, 1_000_000 to 1_001_000, leaves the window at 1_061_000.
-      expect(await admit(rpm(3))).toEqual({ ok: false, limit: 'rpm', retryAfterMs: 31_000 });
-      time += 30_999;
+      // The first request's second, 1_000_000 to 1_001_000, leaves the window a minute after it began, at 1_060_000.
+      expect(await admit(rpm(3))).toEqual({ ok: false, limit: 'rpm', retryAfterMs: 30_000 });
+      time += 29_999;
       expect((await admit(rpm(3))).ok).toBe(false);
       time += 1;
       expect(await admit(rpm(3))).toEqual({ ok: true });
-      // The second request's second leaves at 1_071_000.
+      // The second request's second leaves at 1_070_000.
       expect(await admit(rpm(3))).toEqual({ ok: false, limit: 'rpm', retryAfterMs: 10_000 });
     });
 
-    it('never lets more than rpm through in any span of a minute', async () => {
+    it('never lets more than rpm through in any 60 whole seconds, nor asks for more than a minute', async () => {
+      const second = (at: number) => at - (at % 1_000);
       let taken: number[] = [];
       for (let t = 0; t < 180_000; t += 250) {
         time = 1_000_000 + t;
-        if ((await admit(rpm(10, 'rpm:span'))).ok) taken.push(time);
-        taken = taken.filter((at) => at > time - 60_000);
+        const verdict = await admit(rpm(10, 'rpm:span'));
+        if (verdict.ok) taken.push(time);
+        else expect(verdict.retryAfterMs).toBeLessThanOrEqual(60_000);
+        taken = taken.filter((at) => second(at) > second(time) - 60_000);
         expect(taken.length).toBeLessThanOrEqual(10);
       }
+    });
+
+    it('asks for exactly the wait that admits: a minute from the start of the oldest second', async () => {
+      time = 1_000_999;
+      expect(await admit(rpm(1))).toEqual({ ok: true });
+      time = 1_001_000;
+      expect(await admit(rpm(1))).toEqual({ ok: false, limit: 'rpm', retryAfterMs: 59_000 });
+      time = 1_059_999;
+      expect((await admit(rpm(1))).ok).toBe(false);
+      time += 1;
+      expect(await admit(rpm(1))).toEqual({ ok: true });
     });
 
     it('counts spent tokens past tpm, and refuses until enough of them have left the minute', async () => {
@@ -60,13 +74,13 @@ export function sharedStateContract(name: string, make: StateFactory): void {
       time += 5_000;
       expect(await admit(limits)).toEqual({ ok: true });
       await spend(limits, 200);
-      // The 900 of 1_000_000's second leave at 1_061_000; the 200 alone are below the limit.
-      expect(await admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 56_000 });
-      time += 56_000;
+      // The 900 of 1_000_000's second leave at 1_060_000; the 200 alone are below the limit.
+      expect(await admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 55_000 });
+      time += 55_000;
       expect(await admit(limits)).toEqual({ ok: true });
-      // More than the limit in one answer: refused until the answer's own second has left.
+      // More than the limit in one answer: refused until the answer's own second has left, a minute on.
       await spend(limits, 5_000);
-      expect(await admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 61_000 });
+      expect(await admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 60_000 });
     });
 
     it('walks the seconds of a sparse window: tokens leave with their own second, not before', async () => {
@@ -74,15 +88,15 @@ export function sharedStateContract(name: string, make: StateFactory): void {
       await spend(limits, 600);
       time += 30_000;
       await spend(limits, 300);
-      // 300 would still be left once the first 600 leave: room only when the second 300 do, at 1_091_000.
-      expect(await admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 61_000 });
-      time += 31_000;
+      // 300 would still be left once the first 600 leave: room only when the second 300 do, at 1_090_000.
+      expect(await admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 60_000 });
+      time += 30_000;
       expect(await admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 30_000 });
       time += 30_000;
       expect(await admit(limits)).toEqual({ ok: true });
       time += 300_000;
       await spend(limits, 300);
-      expect(await admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 61_000 });
+      expect(await admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 60_000 });
     });
 
     it('refuses once the budget is spent, until it ends', async () => {
@@ -141,15 +155,15 @@ export function sharedStateContract(name: string, make: StateFactory): void {
       const limits: KeyLimits = { tpm: { key: 'tpm:settle', limit: 30 } };
       const first = await reserve(limits, 50);
       time += 5_000;
-      // The 50 of 1_000_000's second leave at 1_061_000.
-      expect(await admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 56_000 });
+      // The 50 of 1_000_000's second leave at 1_060_000.
+      expect(await admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 55_000 });
       await state.limits.settle(first, 20);
       expect(await admit(limits)).toEqual({ ok: true });
       const second = await reserve(limits, 5);
       // 25 in the window: the reservation of 5 is replaced, in its second, by 40.
       await state.limits.settle(second, 40);
-      expect(await admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 61_000 });
-      time += 61_000;
+      expect(await admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 60_000 });
+      time += 60_000;
       expect(await admit(limits)).toEqual({ ok: true });
       // A reservation whose second has left the minute: what was spent beyond it counts now, a surplus is dropped.
       const long = await reserve(limits, 10);
@@ -158,7 +172,7 @@ export function sharedStateContract(name: string, make: StateFactory): void {
       await state.limits.settle(long, 5);
       expect(await admit(limits)).toEqual({ ok: true });
       await state.limits.settle(longer, 45);
-      expect(await admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 61_000 });
+      expect(await admit(limits)).toEqual({ ok: false, limit: 'tpm', retryAfterMs: 60_000 });
     });
 
     it('keeps windows apart by key', async () => {
