@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import convict from 'convict';
-import { parse as parseYaml } from 'yaml';
+import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { isObject } from '../json.ts';
 import { ConfigError, validated } from './errors.ts';
 import { HEADER_NAME, logLevelSchema, registerFormats, stringMapFormat } from './formats.ts';
@@ -306,6 +306,17 @@ function resolveOrigins(origins: string[], mode: EffectiveAuthMode): string[] {
   });
 }
 
+/**
+ * A parse error on one line, for a log line: yaml's message ends `at line L, column C:` and a code frame on
+ * lines of its own, which is left out; the line it points at is quoted instead.
+ */
+function yamlError(error: Error, text: string): string {
+  const head = (error.message.split('\n')[0] ?? '').replace(/:$/, '');
+  const at = error instanceof YAMLParseError ? error.linePos?.[0]?.line : undefined;
+  const line = at === undefined ? '' : (text.split(/\r?\n/)[at - 1] ?? '').trim();
+  return line === '' ? head : `${head}: ${JSON.stringify(line)}`;
+}
+
 /** Reads a JSON or YAML file (YAML is a superset of JSON). */
 function readConfigFile(file: string): Record<string, unknown> {
   let text: string;
@@ -320,7 +331,7 @@ function readConfigFile(file: string): Record<string, unknown> {
     data = parseYaml(text);
   } catch (error) {
     throw new ConfigError(
-      `the configuration file ${file} is neither JSON nor YAML: ${(error as Error).message.split('\n')[0]}`,
+      `the configuration file ${file} is neither JSON nor YAML: ${yamlError(error as Error, text)}`,
     );
   }
   if (data == null) return {};

@@ -244,6 +244,10 @@ describe('loadProxyConfig', () => {
       /neither JSON nor YAML/,
     );
     expect(configFailure(() => load({}, ['--config', file('[1, 2]')]))).toMatch(/must hold an object/);
+    // One whole line: yaml's own message ends with "column 6:" and a code frame below it.
+    expect(configFailure(() => load({}, ['--config', file('proxy:\n  port: 1\n  a: b: c\n', 'yaml')]))).toMatch(
+      /neither JSON nor YAML: Nested mappings are not allowed in compact mappings at line 3, column 6: "a: b: c"$/,
+    );
     expect(configFailure(() => load({}, ['--verbose']))).toMatch(/unknown argument "--verbose"/);
     expect(configFailure(() => load({}, ['--config']))).toMatch(/--config needs a file/);
     expect(load({}, [`--config=${file({ proxy: { port: 9300 } })}`]).port).toBe(9300);
