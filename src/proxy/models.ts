@@ -2,6 +2,7 @@ import type { RouterMiddleware } from '@koa/router';
 import type { Logger } from '../log.ts';
 import type { ProxyContext, ProxyMiddleware, ProxyState } from './context.ts';
 import { proxyErrors } from './errors.ts';
+import { keyErrors } from './keys.ts';
 import type { CatalogEntry, ListedModel, ProtocolSpec } from './protocols/protocol.ts';
 import type { ProtocolRecord } from './protocols/registry.ts';
 import { isGlob, type ModelRouter } from './routing.ts';
@@ -81,21 +82,28 @@ function requestProtocol(ctx: ProxyContext, protocols: ProtocolRecord): Protocol
 
 /**
  * `GET /v1/models`, `/v1/models/claude`, `/v1beta/models`: the routable
- * models in the family's list shape (on `/v1/models`, the family the SDK's
- * headers tell: see Families.ofRequest).
+ * models the request's key may use (its `models`), in the family's list shape
+ * (on `/v1/models`, the family the SDK's headers tell: see Families.ofRequest),
+ * so an agent's model picker offers none that would answer 403.
  */
 export function modelList(catalog: ModelCatalog, protocols: ProtocolRecord): ProxyMiddleware {
   return async (ctx) => {
     const protocol = requestProtocol(ctx, protocols);
-    ctx.body = protocol.models.list(await catalog.list());
+    const { key } = ctx.state;
+    const entries = await catalog.list();
+    ctx.body = protocol.models.list(key ? entries.filter((e) => key.allows(e.id)) : entries);
   };
 }
 
-/** `GET /v1/models/:model`, `/v1beta/models/:model`: one model, or 404 in the family's shape. */
+/**
+ * `GET /v1/models/:model`, `/v1beta/models/:model`: one model, or 404 in the family's shape; 403 for a model the
+ * key may not use, as a model request for it would answer.
+ */
 export function modelInfo(catalog: ModelCatalog, protocols: ProtocolRecord): RouterMiddleware<ProxyState> {
   return async (ctx) => {
     const protocol = requestProtocol(ctx, protocols);
     const id = (ctx.params['model'] ?? '').replace(/^models\//, '');
+    if (ctx.state.key && !ctx.state.key.allows(id)) throw keyErrors.modelNotAllowed(id);
     const entry = (await catalog.list()).find((e) => e.id === id);
     if (!entry) throw proxyErrors.modelNotFound(id);
     ctx.body = protocol.models.entry(entry);

@@ -38,6 +38,7 @@ describe('proxy keys (container)', () => {
             { name: 'an', protocol: 'anthropic', base_url: at('anthropic'), api_key: 'u', models: ['claude-*'] },
             { name: 'ge', protocol: 'gemini', base_url: at('gemini'), api_key: 'u', models: ['gemini-*'] },
           ],
+          model_aliases: { fast: 'gpt-4o-mini' },
           keys: [
             { name: 'alice', key_env: 'ALICE_KEY' },
             { name: 'bob', key_sha256: sha(KEYS.bob), models: ['claude-*'] },
@@ -131,6 +132,40 @@ describe('proxy keys (container)', () => {
     expect(await failure(calls.anthropic('bob', 'gpt-4o'))).toMatchObject({
       status: 403,
       type: TYPES[403]?.anthropic,
+    });
+  });
+
+  describe("model lists show only the models the key's `models` allow", () => {
+    const ALL = ['claude-fake-1', 'fast', 'gemini-fake-1', 'gpt-fake-1'];
+    const sorted = async <T>(items: AsyncIterable<T>, id: (item: T) => string) => {
+      const ids: string[] = [];
+      for await (const item of items) ids.push(id(item));
+      return ids.sort();
+    };
+
+    it('openai: GET /v1/models', async () => {
+      expect(await sorted(openai('alice').models.list(), (m) => m.id)).toEqual(ALL);
+      expect(await sorted(openai('bob').models.list(), (m) => m.id)).toEqual(['claude-fake-1']);
+    });
+
+    it('anthropic: GET /v1/models (the SDK) and /v1/models/claude', async () => {
+      expect(await sorted(anthropic('alice').models.list(), (m) => m.id)).toEqual(ALL);
+      expect(await sorted(anthropic('bob').models.list(), (m) => m.id)).toEqual(['claude-fake-1']);
+      const res = await fetch(`${proxy.base}/v1/models/claude`, { headers: { 'x-api-key': KEYS.bob } });
+      expect(((await res.json()) as { data: { id: string }[] }).data.map((m) => m.id)).toEqual(['claude-fake-1']);
+    });
+
+    it('gemini: GET /v1beta/models, and /v1beta/models/:model answers 403 for a model the key may not use', async () => {
+      expect(await sorted(await gemini('alice').models.list(), (m) => m.name ?? '')).toEqual(
+        ALL.map((id) => `models/${id}`),
+      );
+      expect(await sorted(await gemini('bob').models.list(), (m) => m.name ?? '')).toEqual(['models/claude-fake-1']);
+      expect((await gemini('alice').models.get({ model: 'gemini-fake-1' })).name).toBe('models/gemini-fake-1');
+      expect((await gemini('bob').models.get({ model: 'claude-fake-1' })).name).toBe('models/claude-fake-1');
+      expect(await failure(gemini('bob').models.get({ model: 'gemini-fake-1' }))).toMatchObject({
+        status: 403,
+        type: 'PERMISSION_DENIED',
+      });
     });
   });
 
