@@ -7,7 +7,7 @@ import { ConfigError, validated } from './errors.ts';
 import { HEADER_NAME, logLevelSchema, registerFormats, stringMapFormat } from './formats.ts';
 import { PROXY_PORT } from './ports.ts';
 import { mcpServersSchema, resolveMcpServers, type McpServers } from './mcp.ts';
-import { apiKeyOf, apiKeySchema, fail, httpUrl, nonEmptyString } from './shape.ts';
+import { apiKeyOf, apiKeySchema, fail, httpUrl, nonEmptyString, unsetKeyVariable } from './shape.ts';
 import { uniqueNames, validateItem } from './items.ts';
 import { resolveKeys, type ClientKeyConfig } from './keys.ts';
 import { routingConfig, routingSchema, type RoutingConfig } from './routing.ts';
@@ -40,6 +40,11 @@ export interface UpstreamConfig {
   baseUrl: string;
   /** Resolved from `api_key` or `api_key_env`; undefined for a keyless (local) upstream. */
   apiKey: string | undefined;
+  /**
+   * The variable `api_key_env` names when it is not set (and `strict_keys` is off): the upstream is never called,
+   * and its models answer 503 naming the variable.
+   */
+  missingKeyEnv?: string | undefined;
   /** Globs (`*`, `?`) over model names, in the order written. */
   models: string[];
   /** Extra headers sent on every request to this upstream. */
@@ -161,6 +166,12 @@ function proxySchema(env: NodeJS.ProcessEnv) {
         default: [] as string[],
         env: 'PROXY_ALLOWED_HOSTS',
       },
+      strict_keys: {
+        doc: "true: an upstream's unset api_key_env refuses to start (as `gatehouse proxy --check` does); false: its models answer 503.",
+        format: 'strict-boolean',
+        default: false,
+        env: 'PROXY_STRICT_KEYS',
+      },
       max_body_bytes: { doc: 'Largest accepted request body.', format: 'nat', default: 50 * 1024 * 1024 },
       shutdown_grace_ms: {
         doc: 'After SIGTERM/SIGINT: how long in-flight requests may finish before open streams are ended.',
@@ -234,8 +245,9 @@ const upstreamSchema = {
   },
 };
 
-function resolveUpstream(key: string, raw: unknown, env: NodeJS.ProcessEnv): UpstreamConfig {
+function resolveUpstream(key: string, raw: unknown, env: NodeJS.ProcessEnv, strictKeys: boolean): UpstreamConfig {
   const item = validateItem(key, raw, upstreamSchema, 'an upstream');
+  const missingKeyEnv = strictKeys ? undefined : unsetKeyVariable(item, env);
   if (item.responses_api !== undefined && !PROTOCOLS[item.protocol].upstreamSettings?.includes('responses_api')) {
     const owners = PROTOCOL_NAMES.filter((name) => PROTOCOLS[name].upstreamSettings?.includes('responses_api'));
     fail(
@@ -247,7 +259,8 @@ function resolveUpstream(key: string, raw: unknown, env: NodeJS.ProcessEnv): Ups
     name: item.name,
     protocol: item.protocol,
     baseUrl: item.base_url.replace(/\/+$/, ''),
-    apiKey: apiKeyOf(key, item, env),
+    apiKey: missingKeyEnv === undefined ? apiKeyOf(key, item, env) : undefined,
+    missingKeyEnv,
     models: item.models,
     headers: Object.fromEntries(Object.entries(item.headers).map(([name, value]) => [name.toLowerCase(), value])),
     timeoutMs: item.timeout_ms,
@@ -255,9 +268,12 @@ function resolveUpstream(key: string, raw: unknown, env: NodeJS.ProcessEnv): Ups
   };
 }
 
-/** Validates `proxy.upstreams` item by item against `env` (the command's env, never process.env). */
-export function resolveUpstreams(raw: unknown[], env: NodeJS.ProcessEnv): UpstreamConfig[] {
-  const upstreams = raw.map((item, i) => resolveUpstream(`proxy.upstreams[${i}]`, item, env));
+/**
+ * Validates `proxy.upstreams` item by item against `env` (the command's env, never process.env). With
+ * `strictKeys`, an unset `api_key_env` is an error; without, the upstream is kept with `missingKeyEnv`.
+ */
+export function resolveUpstreams(raw: unknown[], env: NodeJS.ProcessEnv, strictKeys: boolean): UpstreamConfig[] {
+  const upstreams = raw.map((item, i) => resolveUpstream(`proxy.upstreams[${i}]`, item, env, strictKeys));
   uniqueNames('proxy.upstreams', upstreams, 'upstream');
   return upstreams;
 }
@@ -340,21 +356,26 @@ function readConfigFile(file: string): Record<string, unknown> {
   return data;
 }
 
-/** `--config FILE` / `--config=FILE`; anything else is a usage error. */
-export function parseProxyArgs(argv: string[]): { configFile: string | undefined } {
+const USAGE = 'usage: gatehouse proxy [--config FILE] [--check]';
+
+/** `--config FILE` / `--config=FILE`, `--check`; anything else is a usage error. */
+export function parseProxyArgs(argv: string[]): { configFile: string | undefined; check: boolean } {
   let configFile: string | undefined;
+  let check = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
-    if (arg === '--config') {
+    if (arg === '--check') {
+      check = true;
+    } else if (arg === '--config') {
       configFile = argv[++i];
       if (configFile === undefined || configFile === '') throw new ConfigError('--config needs a file');
     } else if (arg.startsWith('--config=')) {
       configFile = arg.slice('--config='.length);
     } else {
-      throw new ConfigError(`unknown argument ${JSON.stringify(arg)} (usage: gatehouse proxy [--config FILE])`);
+      throw new ConfigError(`unknown argument ${JSON.stringify(arg)} (${USAGE})`);
     }
   }
-  return { configFile };
+  return { configFile, check };
 }
 
 /** The configuration file: `--config`, else env `PROXY_CONFIG`, as an absolute path; undefined for none. */
@@ -372,9 +393,12 @@ export interface ProxyLoadOptions {
 /**
  * The proxy's whole configuration: defaults < file (`--config`, else env
  * `PROXY_CONFIG`) < env vars. Anything invalid or unsafe is a ConfigError
- * naming the key, and the proxy does not start.
+ * naming the key, and the proxy does not start. An upstream whose key
+ * variable is unset is a warning (its models answer 503), or an error with
+ * `--check` or `proxy.strict_keys`.
  */
 export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConfig {
+  const { check } = parseProxyArgs(argv);
   const file = proxyConfigFile({ argv, env, cwd });
   const config = convict(proxySchema(env), { env, args: [] });
   if (file) config.load(readConfigFile(file));
@@ -405,7 +429,14 @@ export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConf
   if (effectiveAuthMode === 'off' && keys.length > 0)
     warnings.push('proxy.keys are set but auth_mode resolves to off: no key is checked, no limit applies');
 
-  const upstreams = resolveUpstreams(p.upstreams, env);
+  const upstreams = resolveUpstreams(p.upstreams, env, check || p.strict_keys);
+  upstreams.forEach((u, i) => {
+    if (u.missingKeyEnv === undefined) return;
+    warnings.push(
+      `proxy.upstreams[${i}] (${u.name}): environment variable ${u.missingKeyEnv} is not set: its models answer 503 ` +
+        'until it is set and the proxy restarted (proxy.strict_keys: true refuses to start instead)',
+    );
+  });
   const modelAliases = resolveAliases(p.model_aliases);
   const mcpServers = resolveMcpServers(p.mcp.servers, env);
   if (upstreams.length === 0) warnings.push('no proxy.upstreams configured: every model request will answer 404');

@@ -45,6 +45,12 @@ export function apiKeyOf(key: string, item: ApiKeySettings, env: NodeJS.ProcessE
   return env[item.api_key_env] || fail(`${key}.api_key_env`, `environment variable ${item.api_key_env} is not set`);
 }
 
+/** The variable `api_key_env` names when it is the credential's only source and is not set; else undefined. */
+export function unsetKeyVariable(item: ApiKeySettings, env: NodeJS.ProcessEnv): string | undefined {
+  const variable = item.api_key === undefined ? item.api_key_env : undefined;
+  return variable !== undefined && !env[variable] ? variable : undefined;
+}
+
 /** The credential settings of an item's schema. */
 export const apiKeySchema = {
   api_key: { doc: 'The credential, as written.', format: 'optional-string', default: undefined, sensitive: true },

@@ -2,8 +2,9 @@ import { once } from 'node:events';
 import { watch } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../log.ts';
+import type { ProxyConfig } from '../config/proxy.ts';
 import type { CommandContext } from '../command.ts';
-import { loadProxyConfig, proxyConfigFile } from '../config/proxy.ts';
+import { loadProxyConfig, parseProxyArgs, proxyConfigFile } from '../config/proxy.ts';
 import { close, createServer, listen } from '../http/server.ts';
 import { createLogger } from '../log.ts';
 import { createProxyApp } from './app.ts';
@@ -26,6 +27,7 @@ const LOG_FLUSH_MS = 500;
  */
 export async function runProxy(ctx: CommandContext): Promise<number> {
   const config = loadProxyConfig(ctx);
+  if (parseProxyArgs(ctx.argv).check) return checked(ctx, config);
   // Asynchronous writes: a log line must not block the request path.
   const log = createLogger(config.logLevel, { batchChars: LOG_BATCH_CHARS, redact: REDACTED_PATHS });
   const flushTimer = setInterval(() => log.flush(), LOG_FLUSH_MS).unref();
@@ -82,6 +84,20 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
     await backend.state.close();
     await flushed();
   }
+}
+
+/**
+ * `gatehouse proxy --check`: the configuration loaded as strictly as `proxy.strict_keys: true` loads it (every
+ * upstream's key variable set), its warnings on stderr and one line on stdout; nothing is served.
+ */
+function checked(ctx: CommandContext, config: ProxyConfig): number {
+  for (const warning of config.warnings) ctx.stderr.write(`warning: ${warning}\n`);
+  const file = proxyConfigFile(ctx) ?? 'no file (defaults and environment)';
+  ctx.stdout.write(
+    `configuration OK: ${file}: ${config.upstreams.length} upstream(s), ${config.keys.length} key(s), ` +
+      `auth_mode ${config.effectiveAuthMode}\n`,
+  );
+  return 0;
 }
 
 /** Editors write a file anew: its folder is watched, and a burst of changes is one reload. */

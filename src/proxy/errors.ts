@@ -70,6 +70,13 @@ export const proxyErrors = {
       kind: 'state_unavailable',
       headers: { 'retry-after': String(STATE_RETRY_AFTER_S) },
     }),
+  /** An upstream whose api_key_env is unset (proxy.strict_keys off): never called, its models answer this. */
+  upstreamKeyMissing: (upstream: string, variable: string) =>
+    new HttpError(
+      503,
+      `Upstream ${upstream} has no API key: the environment variable ${variable} is not set where the proxy runs`,
+      { kind: 'upstream_key_missing' },
+    ),
   upstreamTimeout: (upstream: string, ms: number) =>
     new HttpError(504, `Upstream ${upstream} did not answer within ${ms} ms`, { kind: 'upstream_timeout' }),
 } as const;

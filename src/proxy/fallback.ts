@@ -14,10 +14,17 @@ import type { SharedState } from './state/shared.ts';
 /** Upstream statuses that another upstream may answer better (529: Anthropic's "overloaded"). */
 export const RETRY_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504, 529]);
 
-/** A failure another upstream may not have: an upstream's retryable status, no connection, no answer in time. */
+/** The proxy's own failures of one upstream: no connection, no answer in time, no key to call it with. */
+const UPSTREAM_FAILURES: ReadonlySet<string | undefined> = new Set([
+  'upstream_unreachable',
+  'upstream_timeout',
+  'upstream_key_missing',
+]);
+
+/** A failure another upstream may not have: an upstream's retryable status, or one of UPSTREAM_FAILURES. */
 export function retryable(error: unknown): error is HttpError {
   if (!(error instanceof HttpError)) return false;
-  if (error.kind === 'upstream_unreachable' || error.kind === 'upstream_timeout') return true;
+  if (UPSTREAM_FAILURES.has(error.kind)) return true;
   return error.kind === UPSTREAM_ERROR_KIND && RETRY_STATUSES.has(error.status);
 }
 

@@ -19,7 +19,8 @@ export interface CatalogTimes {
 /**
  * The routable models every list endpoint shows: each upstream's own list
  * (fetched, cached) filtered to what routing would send somewhere, the
- * literal (glob-free) names of `models`, and the alias names.
+ * literal (glob-free) names of `models`, and the alias names; none that an
+ * upstream without its key (`missingKeyEnv`) would answer.
  */
 export class ModelCatalog {
   readonly #router: ModelRouter;
@@ -58,11 +59,13 @@ export class ModelCatalog {
 
   async list(): Promise<CatalogEntry[]> {
     const router = this.#router;
-    const lists = await Promise.all(router.upstreams.map((u) => this.#fetch(u)));
+    const lists = await Promise.all(router.upstreams.map((u) => (keyed(u) ? this.#fetch(u) : Promise.resolve([]))));
     const entries = new Map<string, CatalogEntry>();
     const add = (id: string, displayName = id) => {
-      const upstream = router.resolve(id)?.upstream.config.name;
-      if (upstream !== undefined && !entries.has(id)) entries.set(id, { id, upstream, displayName });
+      const upstream = router.resolve(id)?.upstream;
+      if (upstream && keyed(upstream) && !entries.has(id)) {
+        entries.set(id, { id, upstream: upstream.config.name, displayName });
+      }
     };
     lists.forEach((list, i) => {
       for (const model of list) add(model.id, model.displayName);
@@ -72,6 +75,8 @@ export class ModelCatalog {
     return [...entries.values()];
   }
 }
+
+const keyed = (upstream: Upstream): boolean => upstream.config.missingKeyEnv === undefined;
 
 /** The request's protocol; the model endpoints' paths are never `other`. */
 function requestProtocol(ctx: ProxyContext, protocols: ProtocolRecord): ProtocolSpec {

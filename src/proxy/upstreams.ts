@@ -98,13 +98,16 @@ function dispatchOptions(upstream: Upstream, request: UpstreamRequest): Dispatch
 /**
  * Runs one undici call, mapping its failure to the proxy's 502/504 (see
  * upstreamFailure) unless the signal was aborted, in which case the abort
- * error is rethrown as is (nobody is waiting).
+ * error is rethrown as is (nobody is waiting). An upstream without its key is
+ * not called: 503.
  */
 async function callUpstream<T>(
   upstream: Upstream,
   request: UpstreamRequest,
   call: (options: Dispatcher.RequestOptions) => Promise<T>,
 ): Promise<T> {
+  const { missingKeyEnv } = upstream.config;
+  if (missingKeyEnv !== undefined) throw proxyErrors.upstreamKeyMissing(upstream.config.name, missingKeyEnv);
   try {
     return await call(dispatchOptions(upstream, request));
   } catch (error) {

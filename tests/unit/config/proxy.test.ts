@@ -158,7 +158,7 @@ describe('loadProxyConfig', () => {
       /proxy\.upstreams\[0\]\.api_key: give either api_key or api_key_env/,
     ],
     [
-      { upstreams: [upstream({ api_key_env: 'NOT_SET_ANYWHERE' })] },
+      { strict_keys: true, upstreams: [upstream({ api_key_env: 'NOT_SET_ANYWHERE' })] },
       /proxy\.upstreams\[0\]\.api_key_env: environment variable NOT_SET_ANYWHERE is not set/,
     ],
     [
@@ -185,6 +185,41 @@ describe('loadProxyConfig', () => {
     [{ mcp: { servers: { 'bad name!': { url: 'https://x' } } } }, /proxy\.mcp\.servers\.bad name!/],
   ])('%j is a startup error naming the key', (proxy, message) => {
     expect(configFailure(() => withProxy(proxy))).toMatch(message);
+  });
+
+  describe('an upstream whose api_key_env is not set', () => {
+    const proxy = {
+      upstreams: [
+        upstream({ api_key_env: 'OPENAI_KEY' }),
+        upstream({ name: 'an', protocol: 'anthropic', models: ['claude-*'], api_key_env: 'ANTHROPIC_KEY' }),
+      ],
+    };
+
+    it('is kept without a key, its variable named, with a startup warning', () => {
+      const c = withProxy(proxy, { OPENAI_KEY: 'sk-set', ANTHROPIC_KEY: '' });
+      expect(c.upstreams).toMatchObject([
+        { name: 'oa', apiKey: 'sk-set', missingKeyEnv: undefined },
+        { name: 'an', apiKey: undefined, missingKeyEnv: 'ANTHROPIC_KEY' },
+      ]);
+      expect(c.warnings).toEqual([
+        'proxy.upstreams[1] (an): environment variable ANTHROPIC_KEY is not set: its models answer 503 until it ' +
+          'is set and the proxy restarted (proxy.strict_keys: true refuses to start instead)',
+      ]);
+    });
+
+    it('refuses to start with --check, proxy.strict_keys or PROXY_STRICT_KEYS', () => {
+      const message = /proxy\.upstreams\[1\]\.api_key_env: environment variable ANTHROPIC_KEY is not set/;
+      const env = { OPENAI_KEY: 'sk-set' };
+      expect(configFailure(() => load(env, ['--config', file({ proxy }), '--check']))).toMatch(message);
+      expect(configFailure(() => withProxy({ ...proxy, strict_keys: true }, env))).toMatch(message);
+      expect(configFailure(() => withProxy(proxy, { ...env, PROXY_STRICT_KEYS: 'true' }))).toMatch(message);
+    });
+
+    it('still refuses api_key and api_key_env together', () => {
+      expect(configFailure(() => withProxy({ upstreams: [upstream({ api_key: 'a', api_key_env: 'B' })] }))).toMatch(
+        /give either api_key or api_key_env/,
+      );
+    });
   });
 
   it('never prints an upstream key in an error', () => {
