@@ -11,7 +11,9 @@ const USAGE = `Usage:
   gatehouse code-review [--repo DIR] [--diff-type uncommitted|staged|last-commit|branch] [--timeout 30m] [--decision-file PATH]
                         [--hub URL] [--session KEY]
   gatehouse hub [--port N]              (the review hub; see docs/hub.md)
-  gatehouse proxy [--config FILE]
+  gatehouse proxy [--config FILE] [--check]   (--check: load the configuration strictly, print OK or the error, exit)
+  gatehouse keys new NAME [--models GLOB,…] [--rpm N] [--tpm N] [--budget-tokens N --budget-period day|month]
+                          [--expires-at DATE] [--admin]   (a new proxy key, printed once, and its proxy.keys entry)
   gatehouse usage [--since 7d] [--key NAME] [--by key|model|upstream|day] [--json]   (the proxy's usage file)
   gatehouse healthcheck [review|proxy]
   gatehouse --version
@@ -24,6 +26,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   'code-review': async () => (await import('./review/code/command.ts')).runCodeReview,
   hub: async () => (await import('./hub/command.ts')).runHub,
   proxy: async () => (await import('./proxy/command.ts')).runProxy,
+  keys: async () => (await import('./proxy/keys-command.ts')).runKeys,
   usage: async () => (await import('./proxy/usage/command.ts')).runUsage,
   healthcheck: async () => (await import('./healthcheck.ts')).runHealthcheck,
 };

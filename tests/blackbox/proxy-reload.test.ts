@@ -1,9 +1,11 @@
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import YAML from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeUpstream } from '../support/fake-upstream.ts';
 import { HOST_FROM_CONTAINER, startProxyContainer, type ProxyContainer } from '../support/proxy-container.ts';
@@ -119,5 +121,32 @@ describe('proxy configuration reload (container)', () => {
     expect(await (await chat(KEYS.bob, false)).json()).toMatchObject({
       error: { message: 'This API key is disabled' },
     });
+  });
+
+  it('adds a person with `gatehouse keys new`: its entry pasted into the file, the key it printed is served', async () => {
+    const id = proxy.container.getId();
+    const args = ['exec', id, 'gatehouse', 'keys', 'new', 'carol', '--models', 'gpt-4o*', '--rpm', '100'];
+    const { stdout } = await run('docker', args);
+    const key = /^gh-[\w-]{32}$/m.exec(stdout)?.[0] as string;
+    // The entry is the indented block, ready to go under proxy.keys.
+    const entry = (YAML.parse(stdout.replace(/^(?! {4}).*$/gm, '')) as Record<string, unknown>[])[0];
+    expect(entry).toEqual({
+      name: 'carol',
+      key_sha256: createHash('sha256').update(key).digest('hex'),
+      models: ['gpt-4o*'],
+      rpm: 100,
+    });
+    expect((await chat(key, false)).status).toBe(401);
+    await rewrite(config([entry]));
+    await expect.poll(async () => (await chat(key, false)).status).toBe(200);
+    const other = await fetch(`${proxy.base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-5', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(other.status).toBe(403);
+    // A second key for the same name is another key.
+    const again = (await run('docker', args)).stdout;
+    expect(/^gh-[\w-]{32}$/m.exec(again)?.[0]).not.toBe(key);
   });
 });
