@@ -10,10 +10,10 @@ import { KeyRing } from '../../../src/proxy/keys.ts';
 import { runKeys } from '../../../src/proxy/keys-command.ts';
 import { capture } from '../../support/review.ts';
 
-async function keysNew(...argv: string[]): Promise<{ key: string; block: string; stdout: string }> {
+function context(argv: string[]) {
   const stdout = capture();
   const ctx: CommandContext = {
-    argv: ['new', ...argv],
+    argv,
     env: {},
     cwd: tmpdir(),
     stdin: Readable.from([]),
@@ -21,6 +21,11 @@ async function keysNew(...argv: string[]): Promise<{ key: string; block: string;
     stderr: capture(),
     shutdown: new AbortController().signal,
   };
+  return { ctx, stdout };
+}
+
+async function keysNew(...argv: string[]): Promise<{ key: string; block: string; stdout: string }> {
+  const { ctx, stdout } = context(['new', ...argv]);
   expect(await runKeys(ctx)).toBe(0);
   const text = stdout.text();
   const key = /^gh-[\w-]{32}$/m.exec(text)?.[0] ?? '';
@@ -96,16 +101,7 @@ describe('gatehouse keys new', () => {
     [['new', 'x', '--expires-at', 'tomorrow'], '--expires-at: must be an ISO 8601 date'],
     [['new', 'x', '--wat'], "Unknown option '--wat'"],
   ])('%j fails with a clear message and prints no key', async (argv, message) => {
-    const stdout = capture();
-    const ctx: CommandContext = {
-      argv,
-      env: {},
-      cwd: tmpdir(),
-      stdin: Readable.from([]),
-      stdout,
-      stderr: capture(),
-      shutdown: new AbortController().signal,
-    };
+    const { ctx, stdout } = context(argv);
     await expect(runKeys(ctx)).rejects.toThrow(message);
     expect(stdout.text()).toBe('');
   });
