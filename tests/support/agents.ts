@@ -46,6 +46,33 @@ export async function installAgents(): Promise<void> {
   writeFileSync(STAMP, hash);
 }
 
+/** Where an unpinned Claude Code is installed: apart from the pinned agents, whose install stays as locked. */
+const UNPINNED_DIR = path.join(AGENTS_DIR, 'unpinned');
+
+/**
+ * The Claude Code the suites of its terminal UI run: the pinned one (installAgents), or
+ * with GATEHOUSE_CLAUDE_CODE set to an npm version or tag (`latest`: `npm run
+ * test:agents-latest`), that one from the registry, asked for again on every run.
+ */
+export async function installClaudeCode(): Promise<{ bin: string; version: string }> {
+  const wanted = process.env['GATEHOUSE_CLAUDE_CODE'];
+  let root = AGENTS_DIR;
+  if (wanted === undefined || wanted === '') await installAgents();
+  else {
+    root = UNPINNED_DIR;
+    mkdirSync(root, { recursive: true });
+    await run(
+      'npm',
+      ['install', '--no-save', '--no-audit', '--no-fund', '--prefix', root, `@anthropic-ai/claude-code@${wanted}`],
+      { timeout: 540_000, maxBuffer: 16 * 1024 * 1024 },
+    );
+  }
+  const modules = path.join(root, 'node_modules');
+  const manifest = path.join(modules, '@anthropic-ai', 'claude-code', 'package.json');
+  const { version } = JSON.parse(readFileSync(manifest, 'utf8')) as { version: string };
+  return { bin: path.join(modules, '.bin', 'claude'), version };
+}
+
 export interface NetworkTrap {
   /** `http://127.0.0.1:<port>`: set as every agent's HTTP and HTTPS proxy. */
   url: string;

@@ -20,6 +20,9 @@
  * serves the Responses API (`/v1/responses`), which an OpenAI upstream gets
  * from Codex as it is (same protocol: no translation).
  *
+ * A test may pass its own `Script`: it answers first, and what it leaves
+ * (undefined) gets the answers above.
+ *
  * Under CHAT_ONLY_PREFIX it is an OpenAI-compatible server without the
  * Responses API (vLLM, LM Studio, most gateways): the same answers, but
  * `/v1/responses` is a 404, so a Responses request only gets an answer there
@@ -213,7 +216,15 @@ function writeFrames(res: ServerResponse, text: string, count = Infinity): void 
 /** The path prefix of the OpenAI server without a Responses API (its base_url is `<origin>/chat-only/v1`). */
 export const CHAT_ONLY_PREFIX = '/chat-only';
 
-async function handle(req: IncomingMessage, res: ServerResponse, requests: RecordedRequest[]): Promise<void> {
+/** A test's own model: its turn for a request's body, or undefined to leave the request to the answers above. */
+export type Script = (body: Record<string, unknown>) => ModelResponse | undefined;
+
+async function handle(
+  req: IncomingMessage,
+  res: ServerResponse,
+  requests: RecordedRequest[],
+  script: Script | undefined,
+): Promise<void> {
   const chatOnly = req.url?.startsWith(`${CHAT_ONLY_PREFIX}/`) === true;
   const url = (chatOnly ? req.url?.slice(CHAT_ONLY_PREFIX.length) : req.url) ?? '';
   const protocol = protocolOf(url);
@@ -241,7 +252,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, requests: Recor
     return;
   }
   const adapter = adapterFor(protocol, url);
-  const agent = agentTurn(adapter, url, body);
+  const agent = script?.(body) ?? agentTurn(adapter, url, body);
   if (agent) {
     writeAgentTurn(res, adapter, protocol, agent, stream);
     return;
@@ -271,10 +282,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, requests: Recor
   res.end();
 }
 
-export async function startScriptedUpstream(host = '127.0.0.1'): Promise<ScriptedUpstream> {
+export async function startScriptedUpstream(host = '127.0.0.1', script?: Script): Promise<ScriptedUpstream> {
   const requests: RecordedRequest[] = [];
   const server: Server = createServer((req, res) => {
-    handle(req, res, requests).catch((error: unknown) => {
+    handle(req, res, requests, script).catch((error: unknown) => {
       res.writeHead(500).end(String(error));
     });
   });
