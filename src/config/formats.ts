@@ -90,6 +90,12 @@ function durationFormat(optional: boolean) {
  * coerce them as docs/review-server.md and docs/proxy.md spell out, and reject anything else so the
  * startup error names the key.
  */
+function price(value: unknown): void {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new Error('must be a number of USD per million tokens, 0 or more');
+  }
+}
+
 export function registerFormats(): void {
   if (registered) return;
   registered = true;
@@ -177,6 +183,21 @@ export function registerFormats(): void {
     'positive-int': {
       validate(value: unknown) {
         if (!Number.isInteger(value) || (value as number) < 1) throw new Error('must be a positive integer');
+      },
+    },
+    // USD per million tokens (a price may be 0: a free model); the optional one may be absent.
+    price: { validate: (value: unknown) => price(value) },
+    'optional-price': {
+      validate(value: unknown) {
+        if (value !== undefined) price(value);
+      },
+    },
+    'optional-positive-number': {
+      validate(value: unknown) {
+        if (value === undefined) return;
+        if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+          throw new Error('must be a positive number');
+        }
       },
     },
     strings: {

@@ -20,6 +20,8 @@ export interface ClientKeyConfig {
   rpm: number | undefined;
   tpm: number | undefined;
   budget: { tokens: number; period: BudgetPeriod } | undefined;
+  /** Dollars per period, counted at the prices of the models used (unpriced models count nothing). */
+  budgetUsd: { usd: number; period: BudgetPeriod } | undefined;
   /** Epoch ms; undefined: never. */
   expiresAt: number | undefined;
   disabled: boolean;
@@ -62,8 +64,13 @@ const keySchema = {
     format: 'positive-int',
     default: undefined as number | undefined,
   },
+  budget_usd: {
+    doc: 'USD per budget_period, at the prices of the models used.',
+    format: 'optional-positive-number',
+    default: undefined as number | undefined,
+  },
   budget_period: {
-    doc: 'day or month (UTC).',
+    doc: 'day or month (UTC), of budget_tokens and budget_usd.',
     format: (value: unknown): void => {
       if (value !== undefined && !BUDGET_PERIODS.includes(value as BudgetPeriod)) {
         throw new Error(`must be one of ${BUDGET_PERIODS.join(', ')}`);
@@ -109,8 +116,8 @@ export function resolveKeys(
       checkKey(`${at}.key_env`, k.key_env, value);
       sha256 = createHash('sha256').update(value).digest('hex');
     }
-    if ((k.budget_tokens === undefined) !== (k.budget_period === undefined)) {
-      fail(`${at}.budget_tokens`, 'budget_tokens and budget_period go together');
+    if ((k.budget_tokens === undefined && k.budget_usd === undefined) !== (k.budget_period === undefined)) {
+      fail(`${at}.budget_period`, 'budget_period goes with budget_tokens or budget_usd (or both)');
     }
     if (k.name === DEFAULT_KEY_NAME) fail(`${at}.name`, `"${DEFAULT_KEY_NAME}" is the name of proxy.api_key`);
     return {
@@ -123,6 +130,8 @@ export function resolveKeys(
         k.budget_tokens === undefined
           ? undefined
           : { tokens: k.budget_tokens, period: k.budget_period as BudgetPeriod },
+      budgetUsd:
+        k.budget_usd === undefined ? undefined : { usd: k.budget_usd, period: k.budget_period as BudgetPeriod },
       expiresAt: k.expires_at === undefined ? undefined : new Date(k.expires_at).getTime(),
       disabled: k.disabled,
       admin: k.admin,

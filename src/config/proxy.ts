@@ -10,6 +10,7 @@ import { mcpServersSchema, resolveMcpServers, type McpServers } from './mcp.ts';
 import { apiKeyOf, apiKeySchema, fail, httpUrl, nonEmptyString, unsetKeyVariable } from './shape.ts';
 import { uniqueNames, validateItem } from './items.ts';
 import { resolveKeys, type ClientKeyConfig } from './keys.ts';
+import { resolvePrices, type PriceRule } from './prices.ts';
 import { routingConfig, routingSchema, type RoutingConfig } from './routing.ts';
 import { stateConfig, stateSchema, type StateConfig } from './state.ts';
 import { usageSchema } from './usage.ts';
@@ -87,6 +88,8 @@ export interface ProxyConfig {
   mcpServers: McpServers;
   /** Where usage is written (with the memory backend), and how often. */
   usage: { dbPath: string; flushMs: number };
+  /** Prices ahead of the price table package's, first match wins. */
+  prices: PriceRule[];
   /** Where state replicas share lives: this process's memory or Redis. */
   state: StateConfig;
   /** GET /metrics without an admin key. */
@@ -187,6 +190,12 @@ function proxySchema(env: NodeJS.ProcessEnv) {
         default: {} as Record<string, unknown>,
       },
       mcp: { servers: mcpServersSchema },
+      // Validated item by item in resolvePrices (config/prices.ts).
+      prices: {
+        doc: 'Prices by model glob ahead of the price table: model, input_per_mtok, output_per_mtok, cache_*.',
+        format: Array,
+        default: [] as unknown[],
+      },
       usage: usageSchema(env),
       state: stateSchema,
       routing: routingSchema,
@@ -461,6 +470,7 @@ export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConf
     modelAliases,
     mcpServers,
     usage: { dbPath: path.resolve(cwd, p.usage.db), flushMs: p.usage.flush_interval },
+    prices: resolvePrices(p.prices),
     state,
     metricsPublic: p.metrics.public,
     routing: routingConfig(p.routing),

@@ -28,6 +28,7 @@ import type { ProtocolSpec } from './protocols/protocol.ts';
 import { PROTOCOLS, type Protocol, type ProtocolRecord } from './protocols/registry.ts';
 import { Admission, KeyRing, settleTokens } from './keys.ts';
 import { ProxyMetrics } from './metrics.ts';
+import { PriceBook } from './prices.ts';
 import { requestLog, type RequestSink } from './request-log.ts';
 import { usageSink, type UsageStore } from './usage/store.ts';
 import { StateGuard } from './state/guard.ts';
@@ -121,7 +122,15 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   const translator = new Translator(guard.stores(options.stores ?? memoryStores(config.stores)), log);
   const streams = new OpenStreams();
   const state = options.state ?? memoryState();
-  const admission = new Admission(guard.limits(state));
+  const prices = new PriceBook(config.prices, config.upstreams, log);
+  // A dollar budget's reservation: the token estimate at the input price of the model's first upstream.
+  const estimateUsd = (model: string, tokens: number): number | null => {
+    const resolution = models.resolve(model);
+    if (!resolution) return null;
+    const usage = { input: tokens, output: 0, cached: 0, cacheWrite: 0, estimated: true };
+    return prices.cost(resolution.upstream.config.name, resolution.mappedModel, usage);
+  };
+  const admission = new Admission(guard.limits(state), undefined, estimateUsd);
   const fallback = new Fallback(config.routing, guard.routing(state));
   const metrics = options.metrics ?? new ProxyMetrics();
   metrics.streamsInFlight = () => streams.size;
@@ -182,7 +191,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   let draining = false;
   const app = new Koa<ProxyState>();
   app
-    .use(requestLog(log, families, sinks))
+    .use(requestLog(log, families, sinks, prices))
     .use((ctx, next) => {
       if (draining) ctx.set('connection', 'close');
       return next();

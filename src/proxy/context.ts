@@ -15,8 +15,10 @@ export interface Attempt {
 export interface TokenUsage {
   input: number;
   output: number;
-  /** Input tokens served from the upstream's prompt cache. */
+  /** Input tokens served from the upstream's prompt cache (part of input). */
   cached: number;
+  /** Input tokens written to the upstream's prompt cache (part of input; Anthropic's cache_creation). */
+  cacheWrite: number;
   estimated: boolean;
 }
 
@@ -36,6 +38,8 @@ export interface ProxyState {
   model?: string;
   /** The upstream that served the response. */
   upstream?: string;
+  /** The model that upstream was asked for (an alias's target): what its cost is priced as. */
+  upstreamModel?: string;
   /** Every upstream tried, in order. */
   attempts?: Attempt[];
   stream?: boolean;

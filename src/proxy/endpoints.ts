@@ -138,6 +138,7 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
     const name = candidate.upstream.config.name;
     const last = i === tries.length - 1;
     ctx.state.upstream = name;
+    ctx.state.upstreamModel = candidate.mappedModel;
     ctx.set('x-gatehouse-upstream', name);
     const started = performance.now();
     const done = fallback?.busy(name);
@@ -261,6 +262,7 @@ function multipartModelEndpoint(deps: EndpointDeps, family: Protocol, operation:
     if (!resolution) throw proxyErrors.modelNotFound(model);
     const { upstream, mappedModel } = resolution;
     ctx.state.upstream = upstream.config.name;
+    ctx.state.upstreamModel = mappedModel;
     if (!passesThrough(family, operation, upstream.config)) {
       throw proxyErrors.noTranslation(family, upstream.config.protocol, operation.name);
     }

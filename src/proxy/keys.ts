@@ -1,7 +1,7 @@
 /**
  * Keys for people and services: who a request comes from (KeyRing), and
  * whether that key may make it now (Admission: its models, its requests and
- * tokens per minute, its budget). Limits and budgets live in SharedState, so
+ * tokens per minute, its token and dollar budgets). Limits and budgets live in SharedState, so
  * replicas sharing a backend count together.
  */
 import { hash } from 'node:crypto';
@@ -27,6 +27,13 @@ export const keyErrors = {
 
 const retryAfter = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
 
+/** Dollar budgets are counted in nano-dollars: counters hold integers. */
+const NANO = 1e9;
+const nano = (usd: number | null | undefined): number => (usd ? Math.round(usd * NANO) : 0);
+
+/** USD for `tokens` of a model as the client names it (its first upstream's input price); null: no price. */
+export type EstimateUsd = (model: string, tokens: number) => number | null;
+
 /** A configured key as a request carries it: its config, its allowlist compiled. */
 export interface ClientKey extends ClientKeyConfig {
   allows: (model: string) => boolean;
@@ -39,13 +46,18 @@ function clientKey(config: ClientKeyConfig): ClientKey {
   return {
     ...config,
     allows: patterns ? (model) => patterns.some((p) => p.test(model)) : () => true,
-    limited: config.rpm !== undefined || config.tpm !== undefined || config.budget !== undefined,
+    limited:
+      config.rpm !== undefined ||
+      config.tpm !== undefined ||
+      config.budget !== undefined ||
+      config.budgetUsd !== undefined,
   };
 }
 
 /** What a refusal names, for each of a key's limits. */
 const LIMIT_NAMES: Record<Limit, string> = {
   budget: 'token budget',
+  usd: 'dollar budget',
   tpm: 'tokens per minute',
   rpm: 'requests per minute',
 };
@@ -72,6 +84,7 @@ export class KeyRing {
         rpm: undefined,
         tpm: undefined,
         budget: undefined,
+        budgetUsd: undefined,
         expiresAt: undefined,
         disabled: false,
         // The operator's own key reads /metrics and /internal/usage.
@@ -108,21 +121,24 @@ export function budgetPeriod(period: BudgetPeriod, now: number): { id: string; s
 /**
  * Whether a key may make a request now, and what its tokens count against. A model request of a key with a tpm
  * or a budget reserves an estimate of its tokens at admission (so requests in flight at once count against each
- * other) and settles it against the real count when its answer has ended (see Reservation).
+ * other) and settles it against the real count when its answer has ended (see Reservation). A dollar budget
+ * reserves that estimate at the model's input price and settles it to the request's cost.
  */
 export class Admission {
   readonly #state: SharedState;
   readonly #now: () => number;
+  readonly #estimateUsd: EstimateUsd;
   /** The current day and month, worked out again only when they end. */
   readonly #periods = new Map<BudgetPeriod, ReturnType<typeof budgetPeriod>>();
   /** Each key's limits with their state keys, made again only when its budget period ends. */
-  readonly #limits = new Map<ClientKey, KeyLimits>();
+  readonly #limits = new Map<ClientKeyConfig, KeyLimits>();
   /** Each key's rpm alone, for requests that are not model requests. */
   readonly #rpm = new Map<ClientKey, KeyLimits>();
 
-  constructor(state: SharedState, now: () => number = Date.now) {
+  constructor(state: SharedState, now: () => number = Date.now, estimateUsd: EstimateUsd = () => null) {
     this.#state = state;
     this.#now = now;
+    this.#estimateUsd = estimateUsd;
   }
 
   /**
@@ -136,10 +152,11 @@ export class Admission {
     const at = this.#now();
     const limits = this.#limitsOf(key, at);
     const reserve = countsTokens(key) ? estimate : 0;
-    // Budget, tpm and rpm in one step: with a shared backend, one round trip.
-    const verdict = this.#state.limits.admit(limits, reserve, at);
-    if (verdict instanceof Promise) return verdict.then((v) => reservation(v, limits, reserve, at));
-    return reservation(verdict, limits, reserve, at);
+    const reserveNano = limits.usd ? nano(this.#estimateUsd(model, estimate)) : 0;
+    // Budgets, tpm and rpm in one step: with a shared backend, one round trip.
+    const verdict = this.#state.limits.admit(limits, reserve, at, reserveNano);
+    if (verdict instanceof Promise) return verdict.then((v) => reservation(v, limits, reserve, reserveNano, at));
+    return reservation(verdict, limits, reserve, reserveNano, at);
   }
 
   /** A request that is not a model request (MCP, a warmup of the model lists): it counts toward rpm only. */
@@ -153,19 +170,39 @@ export class Admission {
     return undefined;
   }
 
-  /** Replaces a reservation by the tokens spent (0 when the request failed); a promise only with a shared backend. */
-  settle(reservation: Reservation, spent: number): void | Promise<void> {
-    return this.#state.limits.settle(reservation, spent);
+  /**
+   * Replaces a reservation by the tokens spent (0 when the request failed) and its cost (USD; null or undefined:
+   * none known); a promise only with a shared backend.
+   */
+  settle(reservation: Reservation, spent: number, cost?: number | null): void | Promise<void> {
+    return this.#state.limits.settle(reservation, spent, nano(cost));
   }
 
-  #limitsOf(key: ClientKey, now: number): KeyLimits {
+  /** What the key's budgets have used this period (tokens; USD), through the same state as its admission. */
+  async used(key: ClientKeyConfig): Promise<{ tokens: number; usd: number; endsAt: number } | undefined> {
+    const { budget, usd } = this.#limitsOf(key, this.#now());
+    const period = budget ?? usd;
+    if (!period) return undefined;
+    const { counters } = this.#state;
+    const [tokens, nanoUsd] = await Promise.all([
+      budget ? counters.get(budget.key) : 0,
+      usd ? counters.get(usd.key) : 0,
+    ]);
+    return { tokens, usd: nanoUsd / NANO, endsAt: period.endsAt };
+  }
+
+  #limitsOf(key: ClientKeyConfig, now: number): KeyLimits {
     const limits = this.#limits.get(key);
     // Until its budget period ends, a key's limits are the ones made for it.
-    if (limits && (limits.budget === undefined || now < limits.budget.endsAt)) return limits;
-    const { budget, name } = key;
-    const period = budget && this.#period(budget.period, now);
+    const endsAt = limits && (limits.budget ?? limits.usd)?.endsAt;
+    if (limits && (endsAt === undefined || now < endsAt)) return limits;
+    const { budget, budgetUsd, name } = key;
+    const kind = budget?.period ?? budgetUsd?.period;
+    const period = kind && this.#period(kind, now);
     const made: KeyLimits = {
       budget: budget && period && { key: `budget:${name}:${period.id}`, limit: budget.tokens, endsAt: period.endsAt },
+      usd: budgetUsd &&
+        period && { key: `budget-usd:${name}:${period.id}`, limit: nano(budgetUsd.usd), endsAt: period.endsAt },
       tpm: key.tpm === undefined ? undefined : { key: `tpm:${name}`, limit: key.tpm },
       rpm: key.rpm === undefined ? undefined : { key: `rpm:${name}`, limit: key.rpm },
     };
@@ -183,25 +220,32 @@ export class Admission {
   }
 }
 
-/** Refuses, or the reservation a key whose tokens count holds (none for a key with only an rpm). */
-function reservation(verdict: Verdict, limits: KeyLimits, reserve: number, at: number): Reservation | undefined {
+/** Refuses, or the reservation a key whose tokens or cost count holds (none for a key with only an rpm). */
+function reservation(
+  verdict: Verdict,
+  limits: KeyLimits,
+  reserve: number,
+  reserveNano: number,
+  at: number,
+): Reservation | undefined {
   refuseIfLimited(verdict);
-  if (limits.budget === undefined && limits.tpm === undefined) return undefined;
-  return { limits, tokens: verdict.ok && verdict.reserved === false ? 0 : reserve, at };
+  if (limits.budget === undefined && limits.tpm === undefined && limits.usd === undefined) return undefined;
+  const uncounted = verdict.ok && verdict.reserved === false;
+  return { limits, tokens: uncounted ? 0 : reserve, nanoUsd: uncounted ? 0 : reserveNano, at };
 }
 
 /** Whether the key's tokens are counted: it has a tpm limit or a budget. */
 export const countsTokens = (key: ClientKey): boolean => key.tpm !== undefined || key.budget !== undefined;
 
 /**
- * Settles each finished request's reservation against its tokens (its usage; none when it failed): a sink of the
- * request log.
+ * Settles each finished request's reservation against its tokens (its usage; none when it failed) and its cost:
+ * a sink of the request log.
  */
 export function settleTokens(admission: Admission, log: Logger): RequestSink {
-  return ({ key, reservation, usage }) => {
+  return ({ key, reservation, usage, cost }) => {
     if (!reservation) return;
     // The request has been answered: a failure here (the state backend gone) is only logged.
-    admission.settle(reservation, usage ? usage.input + usage.output : 0)?.catch((error: unknown) => {
+    admission.settle(reservation, usage ? usage.input + usage.output : 0, cost)?.catch((error: unknown) => {
       log.warn({ key: key?.name, err: (error as Error).message }, 'tokens not counted against the key');
     });
   };

@@ -147,6 +147,7 @@ interface Shape {
   /** Made when first needed: requests that reached no upstream or named no model have none. */
   times?: { duration: Bins; ttfb: Bins };
   tokens?: { input: Cell<string>; output: Cell<string>; cached: Cell<string> };
+  cost?: Cell<string>;
 }
 
 export class ProxyMetrics {
@@ -176,6 +177,12 @@ export class ProxyMetrics {
     'gatehouse_tokens_total',
     'Tokens of model requests, by key name, model and direction (input, output, cached input).',
     ['key', 'model', 'direction'],
+  );
+  readonly #cost = new TalliedCounter(
+    this.registry,
+    'gatehouse_cost_usd_total',
+    'USD of model requests at their prices, by key name and model (models without a price add nothing).',
+    ['key', 'model'],
   );
   readonly #streams: Gauge = new Gauge({
     name: 'gatehouse_streams_in_flight',
@@ -259,6 +266,7 @@ export class ProxyMetrics {
       tokens.input.value += r.usage.input;
       tokens.output.value += r.usage.output;
       tokens.cached.value += r.usage.cached;
+      if (r.cost != null) (shape.cost ??= this.#cost.cell([shape.labels.key, shape.labels.model])).value += r.cost;
     }
   }
 }

@@ -3,6 +3,7 @@ import type { Attempt, ProxyMiddleware, TokenUsage } from './context.ts';
 import type { ClientKey } from './keys.ts';
 import type { Reservation } from './state/shared.ts';
 import type { Families, Family } from './families.ts';
+import type { PriceBook } from './prices.ts';
 import { PROTOCOLS } from './protocols/registry.ts';
 
 /** Polled constantly by health checks and clients: worth a line only at debug level. */
@@ -42,6 +43,8 @@ export interface RequestRecord {
   stream: boolean;
   aborted: boolean;
   usage: TokenUsage | undefined;
+  /** USD for its tokens, fixed now; null for a model without a price, undefined for no tokens (nothing spent). */
+  cost: number | null | undefined;
   /** Every upstream tried (fallback), in order. */
   attempts: readonly Attempt[];
   /** The kind of the error event that ended a stream early. */
@@ -59,7 +62,12 @@ const round = (ms: number): number => Math.round(ms * 100) / 100;
  * status, ms, stream. Never headers, bodies or the query string (Gemini's
  * `key`). The same record then goes to each sink.
  */
-export function requestLog(log: Logger, families: Families, sinks: readonly RequestSink[] = []): ProxyMiddleware {
+export function requestLog(
+  log: Logger,
+  families: Families,
+  sinks: readonly RequestSink[] = [],
+  prices?: PriceBook,
+): ProxyMiddleware {
   // Not async: the line is written on 'close', so there is nothing to await here.
   return (ctx, next) => {
     const started = performance.now();
@@ -68,6 +76,7 @@ export function requestLog(log: Logger, families: Families, sinks: readonly Requ
     const res = ctx.res;
     res.on('close', () => {
       const ms = performance.now() - started;
+      const { usage, upstream, upstreamModel } = state;
       const record: RequestRecord = {
         at: Date.now(),
         method: ctx.method,
@@ -84,7 +93,11 @@ export function requestLog(log: Logger, families: Families, sinks: readonly Requ
         ttfbMs: res.headersSent ? round(state.firstByteAt === undefined ? ms : state.firstByteAt - started) : undefined,
         stream: state.stream ?? false,
         aborted: !res.writableFinished,
-        usage: state.usage,
+        usage,
+        cost:
+          usage && prices && upstream !== undefined && upstreamModel !== undefined
+            ? prices.cost(upstream, upstreamModel, usage)
+            : undefined,
         attempts: state.attempts ?? [],
         cut: state.cut,
       };

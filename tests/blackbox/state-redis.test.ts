@@ -72,7 +72,9 @@ describe('Redis stores', () => {
       const state = redisState(conn, `spend-${randomUUID()}:`);
       const limits = { tpm: { key: 'tpm:k', limit: 1_000 } };
       await Promise.all(
-        Array.from({ length: 50 }, async () => state.limits.settle({ limits, tokens: 0, at: Date.now() }, 20)),
+        Array.from({ length: 50 }, async () =>
+          state.limits.settle({ limits, tokens: 0, nanoUsd: 0, at: Date.now() }, 20),
+        ),
       );
       expect(await state.limits.admit(limits, 0, Date.now())).toMatchObject({ ok: false, limit: 'tpm' });
       expect(await state.limits.admit({ tpm: { key: 'tpm:k', limit: 1_001 } }, 0, Date.now())).toEqual({ ok: true });
@@ -101,7 +103,7 @@ describe('Redis stores', () => {
 describe('Redis usage', () => {
   const sum = (key: string, hour: string, status = 200) => ({
     ...{ hour, key, model: 'gpt-4o', upstream: 'oa', status },
-    ...{ requests: 2, input: 30, output: 7, cached: 1, estimated: 1, ms: 250.5 },
+    ...{ requests: 2, input: 30, output: 7, cached: 1, estimated: 1, ms: 250.5, cost: 0.0125, unpriced: 1 },
   });
 
   it('adds a batch once however often it is written, and reads it back as SQLite would', async () => {
@@ -121,6 +123,7 @@ describe('Redis usage', () => {
       const rows = await usage.query(q);
       expect(rows).toEqual(sumUsage([sum('alice', hour), sum('alice', hour), sum('bob', hour, 429)], q));
       expect(rows[0]).toMatchObject({ group: 'alice', requests: 4, input_tokens: 60, avg_ms: 125.3 });
+      expect(rows[0]).toMatchObject({ cost_usd: 0.025, unpriced_requests: 2 });
       expect(rows[1]).toMatchObject({ group: 'bob', requests: 2, errors: 2 });
     } finally {
       await conn.close();

@@ -95,8 +95,10 @@ export interface Credentials {
 export interface UpstreamUsage {
   input: number;
   output: number;
-  /** Input tokens served from the prompt cache. */
+  /** Input tokens served from the prompt cache (part of input). */
   cached: number;
+  /** Input tokens written to the prompt cache (part of input). */
+  cacheWrite?: number;
 }
 
 export interface ProtocolSpec {

@@ -64,8 +64,9 @@ export class StateGuard {
     const { limits, counters, leases } = inner;
     return {
       limits: {
-        admit: (key, reserve, at) => read(() => limits.admit(key, reserve, at), ADMITTED_UNCOUNTED),
-        settle: (reservation, spent) => write(() => limits.settle(reservation, spent)),
+        admit: (key, reserve, at, reserveNano) =>
+          read(() => limits.admit(key, reserve, at, reserveNano), ADMITTED_UNCOUNTED),
+        settle: (reservation, spent, spentNano) => write(() => limits.settle(reservation, spent, spentNano)),
       },
       counters: {
         // Nothing was counted: a failure in a row is not one more.

@@ -176,17 +176,25 @@ end
 `;
 
 /**
- * A key's admission and reservation (Limits.admit). KEYS: its budget counter, tpm window and rpm window, those it
- * has. ARGV[3..7]: the budget's limit and end, the tpm limit, the rpm limit ('' for none), the tokens to reserve.
+ * A key's admission and reservation (Limits.admit). KEYS: its budget counter, USD budget counter, tpm window and
+ * rpm window, those it has. ARGV[3..10]: the budget's limit and end, the tpm limit, the rpm limit ('' for none),
+ * the tokens to reserve, the USD budget's limit and end ('' for none), the nano-dollars to reserve.
  * Answers [] when admitted, else [the limit that refused, retry after].
  */
 const ADMIT = script(`${COMMON}
 local budget, ends, tpm, rpm = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local reserve = tonumber(ARGV[7])
-local k, tokens, oldest = 1, nil, nil
+local usd, usdEnds, reserveNano = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+local k, tokens, oldest, dollars = 1, nil, nil, nil
 if budget then
   local c = redis.call('HMGET', KEYS[k], 'v', 'e')
   if c[2] and tonumber(c[2]) > now and tonumber(c[1]) >= budget then return { 'budget', ends - now } end
+  k = k + 1
+end
+if usd then
+  dollars = KEYS[k]
+  local c = redis.call('HMGET', dollars, 'v', 'e')
+  if c[2] and tonumber(c[2]) > now and tonumber(c[1]) >= usd then return { 'usd', usdEnds - now } end
   k = k + 1
 end
 if tpm then
@@ -205,12 +213,14 @@ if reserve > 0 then
   if tokens then record(tokens, reserve, oldest) end
   if budget then count(KEYS[1], reserve, ends) end
 end
+if dollars and reserveNano > 0 then count(dollars, reserveNano, usdEnds) end
 return {}`);
 
 /**
- * A reservation's settling (Limits.settle). KEYS: the tpm window and the budget counter, those the key has.
- * ARGV[3..6]: spent less reserved, the step the reservation sits in, 1 with a tpm window, the budget's end ('' for
- * none). The step still in the window takes the difference; gone, what was spent beyond it goes to now's step.
+ * A reservation's settling (Limits.settle). KEYS: the tpm window, the budget counter and the USD budget counter,
+ * those the key has. ARGV[3..8]: spent less reserved, the step the reservation sits in, 1 with a tpm window, the
+ * budget's end ('' for none), nano-dollars spent less reserved, the USD budget's end ('' for none). The step still
+ * in the window takes the difference; gone, what was spent beyond it goes to now's step.
  */
 const SETTLE = script(`${COMMON}
 local delta, at = tonumber(ARGV[3]), ARGV[4]
@@ -225,7 +235,11 @@ if ARGV[5] == '1' then
   end
   k = k + 1
 end
-if ARGV[6] ~= '' then count(KEYS[k], delta, ARGV[6]) end
+if ARGV[6] ~= '' then
+  if delta ~= 0 then count(KEYS[k], delta, ARGV[6]) end
+  k = k + 1
+end
+if ARGV[8] ~= '' and tonumber(ARGV[7]) ~= 0 then count(KEYS[k], ARGV[7], ARGV[8]) end
 return 1`);
 
 /** A counter's add. ARGV[3..4]: amount, ends at. Answers the new value. */
@@ -243,28 +257,29 @@ return 1`);
  * `send` for each thing (a key's limits), but while one of its sends is under way, the amounts that come
  * meanwhile are summed and sent as one when it is done: a busy key's answers make one call per round trip,
  * not one each, and nothing waits longer than the call already under way. Each caller's promise settles
- * with the send that carried its amount.
+ * with the send that carried its amounts (tokens, and nano-dollars).
  */
 export function summed<T>(
-  send: (thing: T, amount: number) => Promise<void>,
+  send: (thing: T, amount: number, second: number) => Promise<void>,
   /** What makes two things one (by default: being the same object). */
   keyOf: (thing: T) => unknown = (thing) => thing,
-): (thing: T, amount: number) => Promise<void> {
+): (thing: T, amount: number, second?: number) => Promise<void> {
   /** Per thing with a send under way: what came since, and the promise of the send that will carry it. */
-  const waiting = new Map<unknown, { amount: number; sent?: PromiseWithResolvers<void> }>();
-  const start = (thing: T, key: unknown, amount: number): Promise<void> => {
-    waiting.set(key, { amount: 0 });
-    return send(thing, amount).finally(() => {
+  const waiting = new Map<unknown, { amount: number; second: number; sent?: PromiseWithResolvers<void> }>();
+  const start = (thing: T, key: unknown, amount: number, second: number): Promise<void> => {
+    waiting.set(key, { amount: 0, second: 0 });
+    return send(thing, amount, second).finally(() => {
       const next = waiting.get(key);
       waiting.delete(key);
-      if (next?.sent) start(thing, key, next.amount).then(next.sent.resolve, next.sent.reject);
+      if (next?.sent) start(thing, key, next.amount, next.second).then(next.sent.resolve, next.sent.reject);
     });
   };
-  return (thing, amount) => {
+  return (thing, amount, second = 0) => {
     const key = keyOf(thing);
     const next = waiting.get(key);
-    if (!next) return start(thing, key, amount);
+    if (!next) return start(thing, key, amount, second);
     next.amount += amount;
+    next.second += second;
     next.sent ??= Promise.withResolvers();
     return next.sent.promise;
   };
@@ -278,37 +293,43 @@ export function redisState(conn: RedisConnection, prefix: string, now: () => num
   const clock = (at = now()): [string, string] => [String(at), String(stepOf(at))];
   // A key's settlings for one step are summed while a call is under way.
   const settle = summed(
-    async ({ limits: { budget, tpm }, at }: Reservation, delta: number) => {
+    async ({ limits: { budget, usd, tpm }, at }: Reservation, delta: number, deltaNano: number) => {
       const keys: string[] = [];
       if (tpm) keys.push(prefix + tpm.key);
       if (budget) keys.push(prefix + budget.key);
+      if (usd) keys.push(prefix + usd.key);
       await conn.script(SETTLE, keys, [
         ...clock(),
         String(delta),
         String(stepOf(at)),
         tpm ? '1' : '',
         budget ? String(budget.endsAt) : '',
+        String(deltaNano),
+        usd ? String(usd.endsAt) : '',
       ]);
     },
-    ({ limits: { budget, tpm }, at }) => `${tpm?.key ?? ''}\n${budget?.key ?? ''}\n${stepOf(at)}`,
+    ({ limits: { budget, usd, tpm }, at }) =>
+      `${tpm?.key ?? ''}\n${budget?.key ?? ''}\n${usd?.key ?? ''}\n${stepOf(at)}`,
   );
   return {
     limits: {
-      admit: async ({ budget, tpm, rpm }, reserve, at) => {
+      admit: async ({ budget, usd, tpm, rpm }, reserve, at, reserveNano = 0) => {
         const keys: string[] = [];
         if (budget) keys.push(prefix + budget.key);
+        if (usd) keys.push(prefix + usd.key);
         if (tpm) keys.push(prefix + tpm.key);
         if (rpm) keys.push(prefix + rpm.key);
-        const limits = [budget?.limit, budget?.endsAt, tpm?.limit, rpm?.limit].map((n) =>
-          n === undefined ? '' : String(n),
-        );
-        const answer = (await conn.script(ADMIT, keys, [...clock(at), ...limits, String(reserve)])) as
-          [] | [Limit, number];
+        const text = (n: number | undefined) => (n === undefined ? '' : String(n));
+        const limits = [budget?.limit, budget?.endsAt, tpm?.limit, rpm?.limit].map(text);
+        const dollars = [usd?.limit, usd?.endsAt].map(text);
+        const argv = [...clock(at), ...limits, String(reserve), ...dollars, String(reserveNano)];
+        const answer = (await conn.script(ADMIT, keys, argv)) as [] | [Limit, number];
         return answer.length === 0 ? ADMITTED : { ok: false, limit: answer[0], retryAfterMs: answer[1] };
       },
-      settle: (reservation, spent) => {
+      settle: (reservation, spent, spentNano = 0) => {
         const delta = spent - reservation.tokens;
-        return delta === 0 ? undefined : settle(reservation, delta);
+        const deltaNano = spentNano - reservation.nanoUsd;
+        return delta === 0 && deltaNano === 0 ? undefined : settle(reservation, delta, deltaNano);
       },
     },
     counters: {

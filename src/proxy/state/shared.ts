@@ -8,17 +8,18 @@
  */
 
 /**
- * What a key may spend, each part optional: tokens per budget period (a counter that ends with the period),
- * tokens and requests per minute (sliding windows). The state keys are made by the caller, once per key and
- * period.
+ * What a key may spend, each part optional: tokens and nano-dollars (USD × 10⁹, integers as counters count) per
+ * budget period (counters that end with the period), tokens and requests per minute (sliding windows). The
+ * state keys are made by the caller, once per key and period.
  */
 export interface KeyLimits {
   budget?: { key: string; limit: number; endsAt: number } | undefined;
+  usd?: { key: string; limit: number; endsAt: number } | undefined;
   tpm?: { key: string; limit: number } | undefined;
   rpm?: { key: string; limit: number } | undefined;
 }
 
-export type Limit = 'budget' | 'tpm' | 'rpm';
+export type Limit = 'budget' | 'usd' | 'tpm' | 'rpm';
 
 /**
  * Admitted (and its tokens reserved, unless `reserved` is false: nothing could be counted, see StateGuard), or
@@ -41,6 +42,8 @@ export interface Reservation {
   readonly limits: KeyLimits;
   /** Tokens reserved: 0 when none could be (ADMITTED_UNCOUNTED). */
   readonly tokens: number;
+  /** Nano-dollars reserved in the USD budget: the token estimate at the model's input price (0 without one). */
+  readonly nanoUsd: number;
   /** When it was taken (ms since the epoch): its tokens sit in that step of the tpm window. */
   readonly at: number;
 }
@@ -55,16 +58,17 @@ export interface Reservation {
 export interface Limits {
   /**
    * At `at`: refuses while the budget's counter or the tpm window's sum (reservations included) has reached
-   * its limit, else takes one request from the rpm window if it has room and reserves `reserve` tokens in the
-   * budget and the tpm window. A refusal takes nothing and says when it would pass: at the budget's end, or
-   * when enough of the window has left it (a whole minute when nothing leaving would do).
+   * its limit (the USD budget's likewise), else takes one request from the rpm window if it has room and
+   * reserves `reserve` tokens in the budget and the tpm window, and `reserveNano` nano-dollars in the USD
+   * budget. A refusal takes nothing and says when it would pass: at the budget's end, or when enough of the
+   * window has left it (a whole minute when nothing leaving would do).
    */
-  admit(limits: KeyLimits, reserve: number, at: number): Verdict | Promise<Verdict>;
+  admit(limits: KeyLimits, reserve: number, at: number, reserveNano?: number): Verdict | Promise<Verdict>;
   /**
    * Replaces a reservation by the tokens spent: the difference goes to the budget, and to the tpm window's
    * step the reservation sits in (or, that step gone from the minute, what was spent beyond it to now's).
    */
-  settle(reservation: Reservation, spent: number): void | Promise<void>;
+  settle(reservation: Reservation, spent: number, spentNano?: number): void | Promise<void>;
 }
 
 /** Counters that end at a fixed time: consecutive failures. */
@@ -182,9 +186,12 @@ export function memoryState(now: () => number = Date.now): SharedState {
 
   return {
     limits: {
-      admit: ({ budget, tpm, rpm }, reserve, at) => {
+      admit: ({ budget, usd, tpm, rpm }, reserve, at, reserveNano = 0) => {
         if (budget && (counter(budget.key, at)?.value ?? 0) >= budget.limit) {
           return { ok: false, limit: 'budget', retryAfterMs: budget.endsAt - at };
+        }
+        if (usd && (counter(usd.key, at)?.value ?? 0) >= usd.limit) {
+          return { ok: false, limit: 'usd', retryAfterMs: usd.endsAt - at };
         }
         const tokens = tpm && windowOf(tpm.key, at);
         if (tpm && tokens && tokens.total >= tpm.limit) {
@@ -201,12 +208,14 @@ export function memoryState(now: () => number = Date.now): SharedState {
           if (tokens) record(tokens, reserve, at);
           if (budget) add(budget.key, reserve, budget.endsAt, at);
         }
+        if (usd && reserveNano > 0) add(usd.key, reserveNano, usd.endsAt, at);
         return ADMITTED;
       },
-      settle: ({ limits: { budget, tpm }, tokens, at }, spent) => {
+      settle: ({ limits: { budget, usd, tpm }, tokens, nanoUsd, at }, spent, spentNano = 0) => {
         const delta = spent - tokens;
-        if (delta === 0) return;
         const time = now();
+        if (usd && spentNano !== nanoUsd) add(usd.key, spentNano - nanoUsd, usd.endsAt, time);
+        if (delta === 0) return;
         if (tpm) correct(windowOf(tpm.key, time), at - (at % WINDOW_STEP_MS), delta, time);
         if (budget) add(budget.key, delta, budget.endsAt, time);
       },

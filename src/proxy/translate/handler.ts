@@ -25,9 +25,11 @@ import { parseJsonData } from './wire.ts';
 /** The upstream's token counts; a token per 4 bytes of request and answer when it reported none. */
 function tokenUsage(usage: Usage, requestBytes: number, answerChars: number): TokenUsage {
   if (usage.input > 0 || usage.output > 0) {
-    return { input: usage.input, output: usage.output, cached: usage.cacheRead ?? 0, estimated: false };
+    const { input, output, cacheRead = 0, cacheWrite = 0 } = usage;
+    return { input, output, cached: cacheRead, cacheWrite, estimated: false };
   }
-  return { input: Math.ceil(requestBytes / 4), output: Math.ceil(answerChars / 4), cached: 0, estimated: true };
+  const estimate = { input: Math.ceil(requestBytes / 4), output: Math.ceil(answerChars / 4) };
+  return { ...estimate, cached: 0, cacheWrite: 0, estimated: true };
 }
 
 function errorEvent(error: HttpError): StreamEvent {

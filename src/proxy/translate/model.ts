@@ -104,6 +104,8 @@ export interface Usage {
   input: number;
   output: number;
   cacheRead?: number;
+  /** Input tokens written to the prompt cache (Anthropic's cache_creation_input_tokens). */
+  cacheWrite?: number;
   reasoning?: number;
 }
 

@@ -38,7 +38,7 @@ function parseArgs(argv: string[]): UsageArgs {
   return out;
 }
 
-const HEADER = ['requests', 'input', 'output', 'cached', 'estimated', 'errors', 'avg ms'];
+const HEADER = ['requests', 'input', 'output', 'cached', 'estimated', 'errors', 'avg ms', 'cost USD', 'unpriced'];
 
 function table(by: string, rows: UsageRow[]): string {
   const cells = rows.map((r) => [
@@ -46,6 +46,9 @@ function table(by: string, rows: UsageRow[]): string {
     ...[r.requests, r.input_tokens, r.output_tokens, r.cached_tokens, r.estimated_requests, r.errors, r.avg_ms].map(
       String,
     ),
+    // Unknown, not 0: the group's tokens were all of models without a price.
+    r.cost_usd === null ? 'unknown' : r.cost_usd.toFixed(6),
+    String(r.unpriced_requests),
   ]);
   const all = [[by, ...HEADER], ...cells];
   const widths = all[0]?.map((_, c) => Math.max(...all.map((row) => (row[c] as string).length))) ?? [];

@@ -23,7 +23,21 @@ export interface UsageRow {
   /** Requests answered with a status of 400 or more. */
   errors: number;
   avg_ms: number;
+  /**
+   * USD of the requests with a price, as priced when each was recorded; null when the group's tokens were all of
+   * models without one (its cost is unknown, not 0).
+   */
+  cost_usd: number | null;
+  /** Requests with tokens of a model without a price: not in cost_usd. */
+  unpriced_requests: number;
 }
+
+/** Sums of USD: to the nano-dollar, so that adding up floats shows no 0.30000000000000004. */
+export const roundUsd = (usd: number): number => Math.round(usd * 1e9) / 1e9;
+
+/** What a group's cost sum says: unknown when it has only unpriced tokens. */
+export const costOf = (usd: number, unpriced: number): number | null =>
+  usd === 0 && unpriced > 0 ? null : roundUsd(usd);
 
 /** A query as a user writes it (the CLI's flags, /internal/usage's parameters); throws a message on bad input. */
 export function usageQuery(raw: { since?: string; key?: string; by?: string }, now: number): UsageQuery {
@@ -53,11 +67,13 @@ export function queryUsage(db: DatabaseSync, q: UsageQuery): UsageRow[] {
       SUM(input_tokens) AS input_tokens, SUM(output_tokens) AS output_tokens, SUM(cached_tokens) AS cached_tokens,
       SUM(estimated_requests) AS estimated_requests,
       SUM(CASE WHEN status >= 400 THEN requests ELSE 0 END) AS errors,
-      ROUND(SUM(total_ms) / SUM(requests), 1) AS avg_ms
+      ROUND(SUM(total_ms) / SUM(requests), 1) AS avg_ms,
+      SUM(cost_usd) AS cost_usd, SUM(unpriced_requests) AS unpriced_requests
     FROM usage WHERE hour >= ? ${q.key === undefined ? '' : 'AND key = ?'}
     GROUP BY 1 ORDER BY 1`;
   const params = q.key === undefined ? [hour] : [hour, q.key];
-  return db.prepare(sql).all(...params) as unknown as UsageRow[];
+  const rows = db.prepare(sql).all(...params) as unknown as (Omit<UsageRow, 'cost_usd'> & { cost_usd: number })[];
+  return rows.map((row) => ({ ...row, cost_usd: costOf(row.cost_usd, row.unpriced_requests) }));
 }
 
 /** What one hour × key × model × upstream × status adds up to. */
@@ -73,6 +89,9 @@ export interface UsageSum {
   cached: number;
   estimated: number;
   ms: number;
+  /** USD of the priced requests. */
+  cost: number;
+  unpriced: number;
 }
 
 const GROUP_OF: Record<UsageGroup, (s: UsageSum) => string> = {
@@ -85,14 +104,14 @@ const GROUP_OF: Record<UsageGroup, (s: UsageSum) => string> = {
 /** queryUsage's answer computed from sums read elsewhere (Redis): the same rows, in the same order. */
 export function sumUsage(sums: readonly UsageSum[], q: UsageQuery): UsageRow[] {
   const hour = new Date(q.since).toISOString().slice(0, 13);
-  const groups = new Map<string, UsageRow & { ms: number }>();
+  const groups = new Map<string, UsageRow & { ms: number; cost_usd: number }>();
   for (const s of sums) {
     if (s.hour < hour || (q.key !== undefined && s.key !== q.key)) continue;
     const group = GROUP_OF[q.by](s);
     let row = groups.get(group);
     if (!row) {
       const zero = { requests: 0, input_tokens: 0, output_tokens: 0, cached_tokens: 0, estimated_requests: 0 };
-      row = { group, ...zero, errors: 0, avg_ms: 0, ms: 0 };
+      row = { group, ...zero, errors: 0, avg_ms: 0, ms: 0, cost_usd: 0, unpriced_requests: 0 };
       groups.set(group, row);
     }
     row.requests += s.requests;
@@ -102,10 +121,16 @@ export function sumUsage(sums: readonly UsageSum[], q: UsageQuery): UsageRow[] {
     row.estimated_requests += s.estimated;
     if (s.status >= 400) row.errors += s.requests;
     row.ms += s.ms;
+    row.cost_usd += s.cost;
+    row.unpriced_requests += s.unpriced;
   }
   // SQLite orders text by its bytes; for UTF-16 strings that is code point order.
   const byBytes = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
   return [...groups.values()]
     .sort((a, b) => byBytes(a.group, b.group))
-    .map(({ ms, ...row }) => ({ ...row, avg_ms: Math.round((ms / row.requests) * 10) / 10 }));
+    .map(({ ms, ...row }) => ({
+      ...row,
+      avg_ms: Math.round((ms / row.requests) * 10) / 10,
+      cost_usd: costOf(row.cost_usd, row.unpriced_requests),
+    }));
 }

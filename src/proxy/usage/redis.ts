@@ -12,7 +12,7 @@ import type { UsageBackend } from './store.ts';
 /** How long a batch's marker is kept: far longer than a batch waits to be written again. */
 const MARKER_TTL_MS = 7 * 24 * 3_600_000;
 
-const FIELDS = ['requests', 'input', 'output', 'cached', 'estimated'] as const;
+const FIELDS = ['requests', 'input', 'output', 'cached', 'estimated', 'unpriced'] as const;
 
 export function redisUsage(conn: RedisConnection, prefix: string, where: string): UsageBackend {
   const index = `${prefix}usage`;
@@ -28,6 +28,7 @@ export function redisUsage(conn: RedisConnection, prefix: string, where: string)
           const hash = hashOf(s);
           for (const field of FIELDS) if (s[field] !== 0) multi.hIncrBy(hash, field, s[field]);
           multi.hIncrByFloat(hash, 'ms', s.ms);
+          if (s.cost !== 0) multi.hIncrByFloat(hash, 'cost', s.cost);
           multi.zAdd(index, { score: Date.parse(`${s.hour}:00:00Z`), value: hash });
         }
         multi.set(marker, '1', { expiration: { type: 'PX', value: MARKER_TTL_MS } });
@@ -55,6 +56,7 @@ export function redisUsage(conn: RedisConnection, prefix: string, where: string)
           status,
           ...Object.fromEntries(FIELDS.map((f) => [f, n(f)])),
           ms: n('ms'),
+          cost: n('cost'),
         } as UsageSum;
       });
       return sumUsage(sums, q);

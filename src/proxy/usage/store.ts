@@ -29,6 +29,8 @@ export interface UsageRecord {
   cached: number;
   /** The tokens are the proxy's estimate: the upstream reported none. */
   estimated: boolean;
+  /** USD, as priced when the request ended; null for tokens of a model without a price. */
+  cost: number | null;
   ms: number;
 }
 
@@ -45,18 +47,33 @@ CREATE TABLE IF NOT EXISTS usage (
   cached_tokens INTEGER NOT NULL,
   estimated_requests INTEGER NOT NULL,
   total_ms REAL NOT NULL,
+  cost_usd REAL NOT NULL DEFAULT 0,
+  unpriced_requests INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (hour, key, model, upstream, status)
 ) WITHOUT ROWID`;
 
 const UPSERT = `
-INSERT INTO usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (hour, key, model, upstream, status) DO UPDATE SET
   requests = requests + excluded.requests,
   input_tokens = input_tokens + excluded.input_tokens,
   output_tokens = output_tokens + excluded.output_tokens,
   cached_tokens = cached_tokens + excluded.cached_tokens,
   estimated_requests = estimated_requests + excluded.estimated_requests,
-  total_ms = total_ms + excluded.total_ms`;
+  total_ms = total_ms + excluded.total_ms,
+  cost_usd = cost_usd + excluded.cost_usd,
+  unpriced_requests = unpriced_requests + excluded.unpriced_requests`;
+
+/** Columns added since the first schema, added to a file made before them (0 for the rows it has). */
+const ADDED = [
+  ['cost_usd', 'REAL NOT NULL DEFAULT 0'],
+  ['unpriced_requests', 'INTEGER NOT NULL DEFAULT 0'],
+] as const;
+
+function addColumns(db: DatabaseSync): void {
+  const has = new Set((db.prepare('PRAGMA table_info(usage)').all() as { name: string }[]).map((c) => c.name));
+  for (const [name, type] of ADDED) if (!has.has(name)) db.exec(`ALTER TABLE usage ADD COLUMN ${name} ${type}`);
+}
 
 /**
  * Opens (creating) the usage file; WAL lets `gatehouse usage` read while the proxy writes. synchronous=NORMAL:
@@ -70,6 +87,7 @@ export function openUsageDb(file: string): DatabaseSync {
   try {
     db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 1000;');
     db.exec(SCHEMA);
+    addColumns(db);
   } catch (error) {
     db.close();
     throw error;
@@ -119,6 +137,8 @@ export function sqliteUsage(file: string): UsageBackend {
             s.cached,
             s.estimated,
             s.ms,
+            s.cost,
+            s.unpriced,
           );
         }
         usage.exec('COMMIT');
@@ -177,6 +197,8 @@ export class UsageStore {
         cached: 0,
         estimated: 0,
         ms: 0,
+        cost: 0,
+        unpriced: 0,
       }),
     );
   }
@@ -189,6 +211,8 @@ export class UsageStore {
     sum.cached += r.cached;
     sum.estimated += r.estimated ? 1 : 0;
     sum.ms += r.ms;
+    if (r.cost === null) sum.unpriced++;
+    else sum.cost += r.cost;
   }
 
   /** `2026-11-24T16` for a time in that UTC hour; made once an hour. */
@@ -257,6 +281,8 @@ export function usageSink(store: UsageStore): RequestSink {
       output: u?.output ?? 0,
       cached: u?.cached ?? 0,
       estimated: u?.estimated ?? false,
+      // No tokens: nothing was spent.
+      cost: r.cost === undefined ? 0 : r.cost,
       ms: r.ms,
     });
   };

@@ -116,8 +116,20 @@ export class UsageTap {
     const read = text === '' ? undefined : this.#spec.usage(text);
     this.#done(
       read
-        ? { input: read.input, output: read.output, cached: read.cached, estimated: false }
-        : { input: Math.ceil(this.#requestBytes / 4), output: Math.ceil(this.#total / 4), cached: 0, estimated: true },
+        ? {
+            input: read.input,
+            output: read.output,
+            cached: read.cached,
+            cacheWrite: read.cacheWrite ?? 0,
+            estimated: false,
+          }
+        : {
+            input: Math.ceil(this.#requestBytes / 4),
+            output: Math.ceil(this.#total / 4),
+            cached: 0,
+            cacheWrite: 0,
+            estimated: true,
+          },
     );
   }
 

@@ -13,6 +13,7 @@ const config = (name: string, more: Partial<ClientKeyConfig> = {}): ClientKeyCon
   rpm: undefined,
   tpm: undefined,
   budget: undefined,
+  budgetUsd: undefined,
   expiresAt: undefined,
   disabled: false,
   admin: false,
@@ -174,6 +175,51 @@ describe('Admission', () => {
     expect(refused.message).toContain('token budget');
     time = Date.UTC(2026, 10, 25);
     await a.admit(k, 'm', 0);
+  });
+
+  it('refuses once the dollar budget is spent, until the period ends; unknown costs count nothing', async () => {
+    const a = admission();
+    const k = key({ budgetUsd: { usd: 1.5, period: 'month' } });
+    await a.settle(await admitted(a, k, 0), 10_000, 1.2);
+    await a.settle(await admitted(a, k, 0), 10_000, null);
+    await a.settle(await admitted(a, k, 0), 10, 0.3);
+    const refused = await refusal(() => a.admit(k, 'm', 0));
+    // From noon on the 24th of November to the 1st of December.
+    expect(refused).toMatchObject({ status: 429, headers: { 'retry-after': String(6.5 * 24 * 3600) } });
+    expect(refused.message).toContain('dollar budget');
+    time = Date.UTC(2026, 11, 1);
+    await a.admit(k, 'm', 0);
+  });
+
+  it('reserves the token estimate in dollars at the input price, and settles it to the cost', async () => {
+    // $2 per million tokens: 100,000 tokens reserve $0.20.
+    const a = new Admission(
+      memoryState(() => time),
+      () => time,
+      (model, tokens) => (model === 'm' ? (tokens * 2) / 1e6 : null),
+    );
+    const k = key({ budgetUsd: { usd: 0.5, period: 'day' } });
+    const held = [await admitted(a, k, 100_000), await admitted(a, k, 100_000)];
+    expect(held.map((r) => r.nanoUsd)).toEqual([200_000_000, 200_000_000]);
+    // $0.40 held of $0.50: one more is admitted; then the reservations have reached it.
+    const third = await admitted(a, k, 100_000);
+    expect((await refusal(() => a.admit(k, 'm', 100_000))).message).toContain('dollar budget');
+    // Two answers cost less, one failed: $0.05 counted.
+    await a.settle(held[0] as Reservation, 100, 0.02);
+    await a.settle(held[1] as Reservation, 100, 0.03);
+    await a.settle(third, 0, undefined);
+    expect(await a.used(k)).toMatchObject({ usd: 0.05 });
+    await a.admit(k, 'm', 100_000);
+  });
+
+  it('keeps a token budget and a dollar budget of one period apart', async () => {
+    const k = key({ budget: { tokens: 100, period: 'day' }, budgetUsd: { usd: 0.01, period: 'day' } });
+    const a = admission();
+    await a.settle(await admitted(a, k, 0), 50, 0.01);
+    expect((await refusal(() => a.admit(k, 'm', 0))).message).toContain('dollar budget');
+    const b = admission();
+    await b.settle(await admitted(b, k, 0), 100, 0.001);
+    expect((await refusal(() => b.admit(k, 'm', 0))).message).toContain('token budget');
   });
 
   it('names the key in no message', async () => {

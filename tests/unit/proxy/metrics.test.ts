@@ -22,7 +22,8 @@ const record = (over: Partial<RequestRecord> = {}): RequestRecord => ({
   ttfbMs: 40,
   stream: false,
   aborted: false,
-  usage: { input: 10, output: 5, cached: 2, estimated: false },
+  usage: { input: 10, output: 5, cached: 2, cacheWrite: 0, estimated: false },
+  cost: 0.00125,
   attempts: [{ upstream: 'oa', outcome: 200, ms: 100 }],
   cut: undefined,
   ...over,
@@ -59,7 +60,9 @@ describe('proxy metrics', () => {
           { upstream: 'oa', outcome: 503, ms: 5 },
           { upstream: 'backup', outcome: 200, ms: 90 },
         ],
-        usage: { input: 7, output: 1, cached: 0, estimated: true },
+        usage: { input: 7, output: 1, cached: 0, cacheWrite: 0, estimated: true },
+        // A model without a price adds nothing to the cost.
+        cost: null,
       }),
     );
     for (let i = 0; i < 2; i++) {
@@ -72,6 +75,7 @@ describe('proxy metrics', () => {
       expect(tokens?.get('key=alice,model=gpt-x,direction=output')).toBe('10');
       expect(tokens?.get('key=alice,model=gpt-x,direction=cached')).toBe('4');
       expect(tokens?.get('key=bob,model=gpt-x,direction=input')).toBe('7');
+      expect([...(m.get('gatehouse_cost_usd_total') ?? [])]).toEqual([['key=alice,model=gpt-x', '0.0025']]);
       const attempts = m.get('gatehouse_upstream_attempts_total');
       expect(attempts?.get('upstream=oa,outcome=200')).toBe('2');
       expect(attempts?.get('upstream=oa,outcome=503')).toBe('1');

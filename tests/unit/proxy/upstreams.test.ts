@@ -179,7 +179,7 @@ describe('AnswerWriter: the handler that writes an answer on and shows its bytes
     handler.onResponseEnd(c, {});
     expect(written).toEqual([BODY]);
     expect(out.writableEnded).toBe(true);
-    expect(seen).toEqual([{ input: 3, output: 2, cached: 0, estimated: false }]);
+    expect(seen).toEqual([{ input: 3, output: 2, cached: 0, cacheWrite: 0, estimated: false }]);
     expect(settled).toEqual(['done']);
     expect(await collected(tap)).toBe(true);
   });

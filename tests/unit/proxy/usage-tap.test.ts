@@ -22,31 +22,38 @@ describe('usage read from a passed-through answer', () => {
       'openai',
       '{"id":"c","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":4}}}',
       '',
-      { input: 12, output: 5, cached: 4 },
+      { input: 12, output: 5, cached: 4, cacheWrite: 0 },
     ],
     [
       'openai',
       'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n',
       'data: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2}}\n\ndata: [DONE]\n\n',
-      { input: 7, output: 2, cached: 0 },
+      { input: 7, output: 2, cached: 0, cacheWrite: 0 },
     ],
     [
       'openai',
       'event: response.created\ndata: {}\n\n',
       'event: response.completed\ndata: {"response":{"usage":{"input_tokens":9,"output_tokens":3}}}\n\n',
-      { input: 9, output: 3, cached: 0 },
+      { input: 9, output: 3, cached: 0, cacheWrite: 0 },
     ],
     [
       'anthropic',
       'event: message_start\ndata: {"message":{"usage":{"input_tokens":20,"cache_read_input_tokens":8,"output_tokens":1}}}\n\n',
       'event: message_delta\ndata: {"usage":{"output_tokens":42}}\n\n',
-      { input: 20, output: 42, cached: 8 },
+      { input: 28, output: 42, cached: 8, cacheWrite: 0 },
+    ],
+    [
+      // input_tokens leaves out cache reads and writes: input counts the whole prompt.
+      'anthropic',
+      'event: message_start\ndata: {"message":{"usage":{"input_tokens":5,"cache_creation_input_tokens":300,"cache_read_input_tokens":0,"output_tokens":1}}}\n\n',
+      'event: message_delta\ndata: {"usage":{"output_tokens":7}}\n\n',
+      { input: 305, output: 7, cached: 0, cacheWrite: 300 },
     ],
     [
       'gemini',
       'data: {"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":1}}\r\n\r\n',
       'data: {"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":6,"thoughtsTokenCount":4}}\r\n\r\n',
-      { input: 3, output: 10, cached: 0 },
+      { input: 3, output: 10, cached: 0, cacheWrite: 0 },
     ],
   ] as const)('%s: %s…', (protocol, head, tail, expected) => {
     expect(tapped(protocol, [head, tail])).toEqual({ ...expected, estimated: false });
@@ -63,6 +70,7 @@ describe('usage read from a passed-through answer', () => {
       input: 31,
       output: 400,
       cached: 0,
+      cacheWrite: 0,
       estimated: false,
     });
   });
@@ -74,13 +82,14 @@ describe('usage read from a passed-through answer', () => {
       input: 5,
       output: 6,
       cached: 0,
+      cacheWrite: 0,
       estimated: false,
     });
   });
 
   it('finds a name split at any byte, and reads an object spread over many small chunks', () => {
     const usage = 'data: {"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":6}}\n\n';
-    const expected = { input: 5, output: 6, cached: 0, estimated: false };
+    const expected = { input: 5, output: 6, cached: 0, cacheWrite: 0, estimated: false };
     for (let at = usage.indexOf('"usage') - 1; at <= usage.indexOf('"usage') + 7; at++) {
       expect(tapped('openai', [chatEvent('hi'), usage.slice(0, at), usage.slice(at), 'data: [DONE]\n\n'])).toEqual(
         expected,
@@ -93,7 +102,13 @@ describe('usage read from a passed-through answer', () => {
   it('keeps only the end of a long stream whose protocol counts its last usage object', () => {
     const events = Array.from({ length: 500 }, (_, i) => chatEvent(`t${i}`));
     const usage = 'data: {"choices":[],"usage":{"prompt_tokens":11,"completion_tokens":500}}\n\ndata: [DONE]\n\n';
-    expect(tapped('openai', [...events, usage])).toEqual({ input: 11, output: 500, cached: 0, estimated: false });
+    expect(tapped('openai', [...events, usage])).toEqual({
+      input: 11,
+      output: 500,
+      cached: 0,
+      cacheWrite: 0,
+      estimated: false,
+    });
   });
 
   it('finds the last usage object behind more than the end searched first', () => {
@@ -103,6 +118,7 @@ describe('usage read from a passed-through answer', () => {
       input: 3,
       output: 4,
       cached: 0,
+      cacheWrite: 0,
       estimated: false,
     });
     // The name split where the end searched first begins.
@@ -112,6 +128,7 @@ describe('usage read from a passed-through answer', () => {
       input: 5,
       output: 6,
       cached: 0,
+      cacheWrite: 0,
       estimated: false,
     });
   });
@@ -143,13 +160,20 @@ describe('usage read from a passed-through answer', () => {
       input: 100,
       output: Math.ceil(text.length / 4),
       cached: 0,
+      cacheWrite: 0,
       estimated: true,
     });
   });
 
   it('estimates, and says so, when the answer names no tokens', () => {
     for (const protocol of Object.keys(PROTOCOLS) as Protocol[]) {
-      expect(tapped(protocol, ['{"a":1}'])).toEqual({ input: 100, output: 2, cached: 0, estimated: true });
+      expect(tapped(protocol, ['{"a":1}'])).toEqual({
+        input: 100,
+        output: 2,
+        cached: 0,
+        cacheWrite: 0,
+        estimated: true,
+      });
     }
   });
 

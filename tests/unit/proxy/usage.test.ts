@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/log.ts';
@@ -28,6 +29,7 @@ const record = (more: Partial<UsageRecord>): UsageRecord => ({
   output: 5,
   cached: 2,
   estimated: false,
+  cost: 0.00025,
   ms: 100,
   ...more,
 });
@@ -44,8 +46,11 @@ describe('UsageStore', () => {
     store.record(record({}));
     store.record(record({ ms: 300, estimated: true }));
     store.record(
-      record({ key: 'bob', model: 'claude-x', upstream: 'an', status: 429, input: 0, output: 0, cached: 0 }),
+      record({ key: 'bob', model: 'claude-x', upstream: 'an', status: 429, input: 0, output: 0, cached: 0, cost: 0 }),
     );
+    // A model without a price: its tokens count, its cost is unknown (null), never 0.
+    store.record(record({ key: 'carol', model: 'local', cost: null }));
+    store.record(record({ key: 'carol', model: 'local', cost: null }));
     store.record(record({ at: NOW - 2 * 24 * HOUR, input: 1000 }));
     const q = (raw: { since?: string; key?: string; by?: string }) => store.query(usageQuery(raw, NOW + HOUR));
     expect(await q({ by: 'key', since: '1d' })).toEqual([
@@ -58,17 +63,46 @@ describe('UsageStore', () => {
         estimated_requests: 1,
         errors: 0,
         avg_ms: 200,
+        cost_usd: 0.0005,
+        unpriced_requests: 0,
       },
-      expect.objectContaining({ group: 'bob', requests: 1, errors: 1 }),
+      expect.objectContaining({ group: 'bob', requests: 1, errors: 1, cost_usd: 0 }),
+      expect.objectContaining({ group: 'carol', requests: 2, input_tokens: 20, cost_usd: null, unpriced_requests: 2 }),
     ]);
+    // A group with priced and unpriced requests: the known part, and how many are not in it.
+    expect((await q({ by: 'upstream', since: '1d' }))[1]).toMatchObject({
+      group: 'oa',
+      requests: 4,
+      cost_usd: 0.0005,
+      unpriced_requests: 2,
+    });
     expect((await q({ by: 'model', since: '7d' })).map((r) => [r.group, r.input_tokens])).toEqual([
       ['claude-x', 0],
       ['gpt-4o', 1020],
+      ['local', 20],
     ]);
     expect((await q({ by: 'upstream', key: 'bob' })).map((r) => r.group)).toEqual(['an']);
     expect((await q({ by: 'day' })).map((r) => [r.group, r.requests])).toEqual([
       ['2026-11-22', 1],
-      ['2026-11-24', 3],
+      ['2026-11-24', 5],
+    ]);
+    await store.close();
+  });
+
+  it('adds the cost columns to a usage file made before them', async () => {
+    const { file } = fresh();
+    mkdirSync(path.dirname(file), { recursive: true });
+    const old = new DatabaseSync(file);
+    old.exec(`CREATE TABLE usage (hour TEXT NOT NULL, key TEXT NOT NULL, model TEXT NOT NULL, upstream TEXT NOT NULL,
+      status INTEGER NOT NULL, requests INTEGER NOT NULL, input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
+      cached_tokens INTEGER NOT NULL, estimated_requests INTEGER NOT NULL, total_ms REAL NOT NULL,
+      PRIMARY KEY (hour, key, model, upstream, status)) WITHOUT ROWID`);
+    old.exec(`INSERT INTO usage VALUES ('2026-11-24T15', 'alice', 'gpt-4o', 'oa', 200, 3, 30, 6, 0, 0, 300)`);
+    old.close();
+    const store = new UsageStore({ backend: sqliteUsage(file), log, flushMs: 60_000 });
+    store.record(record({}));
+    expect(await store.query(usageQuery({ since: '1d' }, NOW + HOUR))).toEqual([
+      expect.objectContaining({ group: 'alice', requests: 4, input_tokens: 40, cost_usd: 0.00025 }),
     ]);
     await store.close();
   });
@@ -127,10 +161,14 @@ describe('gatehouse usage', () => {
     const store = new UsageStore({ backend: sqliteUsage(file), log, flushMs: 60_000 });
     store.record(record({ at: Date.now() }));
     store.record(record({ at: Date.now(), key: 'bob', output: 123_456 }));
+    store.record(record({ at: Date.now(), key: 'carol', cost: null }));
     await store.close();
     const table = await run(['--by', 'key'], file);
-    expect(table.split('\n')[0]).toMatch(/^key\s+requests\s+input\s+output\s+cached\s+estimated\s+errors\s+avg ms$/);
-    expect(table).toMatch(/^bob\s+1\s+10\s+123456\s+2\s+0\s+0\s+100$/m);
+    expect(table.split('\n')[0]).toMatch(
+      /^key\s+requests\s+input\s+output\s+cached\s+estimated\s+errors\s+avg ms\s+cost USD\s+unpriced$/,
+    );
+    expect(table).toMatch(/^bob\s+1\s+10\s+123456\s+2\s+0\s+0\s+100\s+0\.000250\s+0$/m);
+    expect(table).toMatch(/^carol\s+1\s+10\s+5\s+2\s+0\s+0\s+100\s+unknown\s+1$/m);
     const json = JSON.parse(await run(['--json', '--key=alice', '--since', '1h'], file)) as { rows: unknown[] };
     expect(json.rows).toEqual([expect.objectContaining({ group: 'alice', requests: 1 })]);
   });
@@ -217,11 +255,14 @@ describe('sumUsage', () => {
         output: i,
         cached: i % 7,
         estimated: i % 11 === 0,
+        // Model m has no price.
+        cost: i % 3 === 2 ? null : i * 1e-6,
         ms: 10 + ((i * 37) % 101) + 0.25,
       });
       store.record(r);
       const hour = new Date(r.at - (r.at % HOUR)).toISOString().slice(0, 13);
-      sums.push({ ...r, hour, requests: 1, estimated: r.estimated ? 1 : 0 });
+      const priced = { cost: r.cost ?? 0, unpriced: r.cost === null ? 1 : 0 };
+      sums.push({ ...r, ...priced, hour, requests: 1, estimated: r.estimated ? 1 : 0 });
     }
     for (const raw of [{}, { by: 'model', since: '1d' }, { by: 'day', key: 'bob' }, { by: 'upstream', since: '30h' }]) {
       const q = usageQuery(raw, NOW + HOUR);

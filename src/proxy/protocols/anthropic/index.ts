@@ -65,11 +65,14 @@ export const anthropic: ProtocolSpec = {
   errors,
   // A stream's input tokens come in message_start (its first usage), its output tokens in the last message_delta.
   usageAtStart: true,
+  // Its input_tokens leaves out the cached ones: input counts the whole prompt, as every other protocol's does.
   usage(text) {
     const input = lastNumber(text, 'input_tokens');
     const output = lastNumber(text, 'output_tokens');
     if (input === undefined && output === undefined) return undefined;
-    return { input: input ?? 0, output: output ?? 0, cached: lastNumber(text, 'cache_read_input_tokens') ?? 0 };
+    const cached = lastNumber(text, 'cache_read_input_tokens') ?? 0;
+    const cacheWrite = lastNumber(text, 'cache_creation_input_tokens') ?? 0;
+    return { input: (input ?? 0) + cached + cacheWrite, output: output ?? 0, cached, cacheWrite };
   },
   models: {
     listPaths: ['/v1/models/claude'],

@@ -322,23 +322,26 @@ function decodeUsage(u: unknown, base?: Usage): Usage {
   const usage = isObject(u) ? u : {};
   const num = (v: unknown) => (typeof v === 'number' ? v : 0);
   const cacheRead = num(usage.cache_read_input_tokens);
+  const cacheWrite = num(usage.cache_creation_input_tokens);
   // Anthropic's input_tokens leaves out cached tokens; the internal input counts the whole prompt.
   const input =
     usage.input_tokens === undefined || usage.input_tokens === null
       ? (base?.input ?? 0)
-      : num(usage.input_tokens) + cacheRead + num(usage.cache_creation_input_tokens);
+      : num(usage.input_tokens) + cacheRead + cacheWrite;
   return compact<Usage>({
     input,
     output: num(usage.output_tokens),
     cacheRead: cacheRead > 0 ? cacheRead : base?.cacheRead,
+    cacheWrite: cacheWrite > 0 ? cacheWrite : base?.cacheWrite,
   });
 }
 
 function encodeUsage(u: Usage): JsonObject {
   return compact({
-    input_tokens: u.input - (u.cacheRead ?? 0),
+    input_tokens: u.input - (u.cacheRead ?? 0) - (u.cacheWrite ?? 0),
     output_tokens: u.output,
     cache_read_input_tokens: u.cacheRead,
+    cache_creation_input_tokens: u.cacheWrite,
   });
 }
 

@@ -91,7 +91,7 @@ describe('StateGuard', () => {
     // Admitted with nothing reserved: its settling will count all it spends.
     expect(await limits.limits.admit(RPM_1, 0, AT)).toEqual({ ok: true, reserved: false });
     expect(await limits.limits.admit(BUDGET, 10, AT)).toEqual({ ok: true, reserved: false });
-    await limits.limits.settle({ limits: BUDGET, tokens: 0, at: AT }, 100);
+    await limits.limits.settle({ limits: BUDGET, tokens: 0, nanoUsd: 0, at: AT }, 100);
     down.value = false;
     // Nothing was counted meanwhile.
     expect(await limits.limits.admit(BUDGET, 0, AT)).toMatchObject({ ok: true });
@@ -106,7 +106,7 @@ describe('StateGuard', () => {
     tick(1_000);
     expect((await refusal(limits.limits.admit(BUDGET, 0, AT))).kind).toBe('state_unavailable');
     // Spending after an answer went out is never refused.
-    await limits.limits.settle({ limits: BUDGET, tokens: 0, at: AT }, 10);
+    await limits.limits.settle({ limits: BUDGET, tokens: 0, nanoUsd: 0, at: AT }, 10);
   });
 
   it('routing sees no upstream cooling down and lets the probe go while the backend is away', async () => {

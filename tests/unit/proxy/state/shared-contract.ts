@@ -24,10 +24,11 @@ export function sharedStateContract(name: string, make: StateFactory): void {
     const reserve = async (limits: KeyLimits, tokens: number): Promise<Reservation> => {
       const at = time;
       expect(await admit(limits, tokens)).toEqual({ ok: true });
-      return { limits, tokens, at };
+      return { limits, tokens, nanoUsd: 0, at };
     };
     /** Tokens spent with nothing reserved: all of them counted now. */
-    const spend = (limits: KeyLimits, tokens: number) => state.limits.settle({ limits, tokens: 0, at: time }, tokens);
+    const spend = (limits: KeyLimits, tokens: number, nanoUsd = 0) =>
+      state.limits.settle({ limits, tokens: 0, nanoUsd: 0, at: time }, tokens, nanoUsd);
 
     it('admits up to rpm in a sliding minute, then says when room comes back (whole seconds)', async () => {
       for (let i = 0; i < 3; i++) {
@@ -109,6 +110,35 @@ export function sharedStateContract(name: string, make: StateFactory): void {
       expect(await admit(limits)).toEqual({ ok: false, limit: 'budget', retryAfterMs: 1 });
       time += 1;
       expect(await admit(limits)).toEqual({ ok: true });
+    });
+
+    it('counts nano-dollars in the USD budget beside tokens, each refusing on its own', async () => {
+      const ends = time + 7_200_000;
+      const both: KeyLimits = {
+        budget: { key: 'budget:u:1', limit: 1_000, endsAt: ends },
+        usd: { key: 'budget-usd:u:1', limit: 2_000_000_000, endsAt: ends },
+        tpm: { key: 'tpm:u', limit: 1_000_000 },
+      };
+      await spend(both, 10, 1_500_000_000);
+      expect(await admit(both)).toEqual({ ok: true });
+      await spend(both, 10, 500_000_000);
+      expect(await admit(both)).toEqual({ ok: false, limit: 'usd', retryAfterMs: 7_200_000 });
+      // Without the USD budget, the tokens counted are still under the token budget.
+      expect(await admit({ ...both, usd: undefined })).toEqual({ ok: true });
+      time += 7_200_000;
+      expect(await admit(both)).toEqual({ ok: true });
+    });
+
+    it('reserves nano-dollars at admission and settles them to the cost', async () => {
+      const usd: KeyLimits = { usd: { key: 'budget-usd:r:1', limit: 1_000, endsAt: time + 3_600_000 } };
+      expect(await state.limits.admit(usd, 0, time, 600)).toEqual({ ok: true });
+      expect(await state.limits.admit(usd, 0, time, 600)).toEqual({ ok: true });
+      expect(await admit(usd)).toMatchObject({ ok: false, limit: 'usd' });
+      // One cost 100, the other failed: 100 counted.
+      await state.limits.settle({ limits: usd, tokens: 0, nanoUsd: 600, at: time }, 0, 100);
+      await state.limits.settle({ limits: usd, tokens: 0, nanoUsd: 600, at: time }, 0, 0);
+      expect(await state.counters.get('budget-usd:r:1')).toBe(100);
+      expect(await admit(usd)).toEqual({ ok: true });
     });
 
     it('checks the budget, then tpm, then rpm, and a refusal takes no request', async () => {
