@@ -4,7 +4,7 @@ import convict from 'convict';
 import { ConfigError, validated } from './errors.ts';
 import { registerFormats } from './formats.ts';
 import { REVIEW_REMOTE_PORT } from './ports.ts';
-import { loadReviewConfig, type ReviewConfig } from './review.ts';
+import { loadReviewConfig, openUrl, type ReviewConfig } from './review.ts';
 import { httpUrl } from './shape.ts';
 
 registerFormats();
@@ -59,50 +59,8 @@ function hubSchema(env: NodeJS.ProcessEnv) {
         default: 32 * 1024 * 1024,
         env: 'HUB_SUBMISSION_MAX_BYTES',
       },
-      notify: {
-        webhooks: {
-          doc: 'URLs that get a JSON POST when a review arrives and when it is decided.',
-          format: 'string-list',
-          default: [] as string[],
-          env: 'HUB_WEBHOOK_URLS',
-          sensitive: true,
-        },
-        slack_webhooks: {
-          doc: 'Slack-compatible incoming webhook URLs (they get `{"text": …}`).',
-          format: 'string-list',
-          default: [] as string[],
-          env: 'HUB_SLACK_WEBHOOK_URLS',
-          sensitive: true,
-        },
-        ntfy_topics: {
-          doc: 'ntfy topic URLs (e.g. https://ntfy.sh/my-team-reviews).',
-          format: 'string-list',
-          default: [] as string[],
-          env: 'HUB_NTFY_URLS',
-          sensitive: true,
-        },
-        attempts: {
-          doc: 'Deliveries tried per notification before it is given up (with backoff in between).',
-          format: 'nat',
-          default: 6,
-          env: 'HUB_NOTIFY_ATTEMPTS',
-        },
-        retry_base_ms: {
-          doc: 'First retry delay of a notification; each further retry waits twice as long.',
-          format: 'optional-duration',
-          default: 1_000 as number | null,
-          env: 'HUB_NOTIFY_RETRY_BASE',
-        },
-      },
     },
   };
-}
-
-export type NotifyFormat = 'json' | 'slack' | 'ntfy';
-
-export interface NotifyTarget {
-  url: URL;
-  format: NotifyFormat;
 }
 
 export interface HubConfig {
@@ -119,7 +77,6 @@ export interface HubConfig {
   publicUrl: URL | null;
   sessionTtlMs: number;
   submissionMaxBytes: number;
-  notify: { targets: NotifyTarget[]; attempts: number; retryBaseMs: number };
 }
 
 /** Whether `host` (as bound) only accepts connections from this machine. */
@@ -135,11 +92,17 @@ export function isLoopback(host: string): boolean {
 export function loadHubConfig({ args, env, cwd }: { args: string[]; env: NodeJS.ProcessEnv; cwd: string }): HubConfig {
   const review = loadReviewConfig({ args, env, projectDir: cwd });
   const h = validated(convict(hubSchema(env), { args: [], env })).get('hub');
-  const publicUrl = h.public_url ? httpUrl('hub.public_url', h.public_url) : null;
+  // Unlike a one-off review, the hub has a known port even in local mode.
+  const port = review.port === 0 ? REVIEW_REMOTE_PORT : review.port;
+  // In a Codespace, reviewers reach the hub at its forwarded URL unless public_url says otherwise.
+  const publicUrl = h.public_url
+    ? httpUrl('hub.public_url', h.public_url)
+    : review.codespace
+      ? new URL(openUrl(review, port))
+      : null;
   const dbPath = path.resolve(cwd, h.db_path);
   // convict types a null default as its format's type; unset, these are null.
   const sessionTtlMs = (h.session_ttl_ms as number | null) ?? DEFAULT_SESSION_TTL_MS;
-  const retryBaseMs = (h.notify.retry_base_ms as number | null) ?? 1_000;
   const host = review.host;
   if (!isLoopback(host) && (h.submit_tokens.length === 0 || h.reviewer_tokens.length === 0)) {
     throw new ConfigError(
@@ -147,13 +110,10 @@ export function loadHubConfig({ args, env, cwd }: { args: string[]; env: NodeJS.
         'and hub.reviewer_tokens (HUB_REVIEWER_TOKENS), or run it on loopback',
     );
   }
-  const notifyUrls = (key: string, urls: string[], format: NotifyFormat) =>
-    urls.map((u, i) => ({ url: httpUrl(`${key}[${i}]`, u), format }));
   const hosts = [...h.allowed_hosts, ...(publicUrl ? [publicUrl.hostname] : [])];
   return {
     review,
-    // Unlike a one-off review, the hub has a known port even in local mode.
-    port: review.port === 0 ? REVIEW_REMOTE_PORT : review.port,
+    port,
     host,
     dbPath,
     uploadRoot: path.join(path.dirname(dbPath), 'uploads'),
@@ -163,14 +123,5 @@ export function loadHubConfig({ args, env, cwd }: { args: string[]; env: NodeJS.
     publicUrl,
     sessionTtlMs,
     submissionMaxBytes: h.submission_max_bytes,
-    notify: {
-      targets: [
-        ...notifyUrls('hub.notify.webhooks', h.notify.webhooks, 'json'),
-        ...notifyUrls('hub.notify.slack_webhooks', h.notify.slack_webhooks, 'slack'),
-        ...notifyUrls('hub.notify.ntfy_topics', h.notify.ntfy_topics, 'ntfy'),
-      ],
-      attempts: Math.max(1, h.notify.attempts),
-      retryBaseMs,
-    },
   };
 }

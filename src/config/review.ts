@@ -5,6 +5,7 @@ import { DIFF_TYPES, type DiffType } from '../git/diff-type.ts';
 import { ORIGINS, PERMISSION_MODES, type Origin, type PermissionMode } from '../review/contract.ts';
 import { ConfigError, validated } from './errors.ts';
 import { logLevelSchema, registerFormats } from './formats.ts';
+import { notifyConfig, notifySchema, type NotifyConfig } from './notify.ts';
 import { REVIEW_REMOTE_PORT } from './ports.ts';
 import { httpUrl } from './shape.ts';
 
@@ -171,6 +172,7 @@ function reviewSchema(env: NodeJS.ProcessEnv) {
         env: 'BROWSER',
       },
     },
+    notify: notifySchema,
     log: { level: logLevelSchema },
     home: { doc: 'The home directory.', format: String, default: home },
   };
@@ -191,6 +193,8 @@ export interface ReviewConfig {
   allowedHosts: string[];
   /** Inside a GitHub Codespace: what names its forwarded hosts. */
   codespace: { name: string; domain: string } | null;
+  /** Who is told that a review is waiting (the hub's targets, see src/config/notify.ts). */
+  notify: NotifyConfig;
   /** The prefix each process creates its own upload folder from (see createUploadDir). */
   uploadDir: string;
   uploadMaxBytes: number;
@@ -255,6 +259,7 @@ export function loadReviewConfig({ args, env, projectDir }: LoadOptions): Review
       r.codespace.name && r.codespace.forwarding_domain
         ? { name: r.codespace.name, domain: r.codespace.forwarding_domain }
         : null,
+    notify: notifyConfig(config.get('notify')),
     uploadDir: r.upload_dir,
     uploadMaxBytes: r.upload_max_bytes,
     planDir: path.resolve(projectDir, r.save.default_path),
@@ -273,12 +278,26 @@ export function loadReviewConfig({ args, env, projectDir }: LoadOptions): Review
   };
 }
 
+/** In a Codespace, the host GitHub forwards `port` at (`<name>-<port>.<domain>`); else null. */
+function forwardedHost({ codespace }: Pick<ReviewConfig, 'codespace'>, port: number): string | null {
+  return codespace ? `${codespace.name}-${port}.${codespace.domain}` : null;
+}
+
 /**
  * The hosts a review server on `port` answers to besides loopback:
  * SERVICE_ALLOWED_HOSTS, and in a Codespace the port's forwarded host.
  */
 export function servedHosts(config: Pick<ReviewConfig, 'allowedHosts' | 'codespace'>, port: number): string[] {
-  const { codespace } = config;
-  const forwarded = codespace ? [`${codespace.name}-${port}.${codespace.domain}`] : [];
-  return [...config.allowedHosts, ...forwarded];
+  const forwarded = forwardedHost(config, port);
+  return [...config.allowedHosts, ...(forwarded ? [forwarded] : [])];
+}
+
+/**
+ * The URL a reviewer opens for a server on `port`: in a Codespace its
+ * forwarded https URL (localhost there is the Codespace, not the reviewer's
+ * machine), else http://localhost:<port>/.
+ */
+export function openUrl(config: Pick<ReviewConfig, 'codespace'>, port: number): string {
+  const forwarded = forwardedHost(config, port);
+  return forwarded ? `https://${forwarded}/` : `http://localhost:${port}/`;
 }

@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import type { CommandContext } from '../command.ts';
 import { loadHubConfig } from '../config/hub.ts';
+import { openUrl } from '../config/review.ts';
 import { close, createServer, listen } from '../http/server.ts';
 import { createLogger } from '../log.ts';
 import { parseReviewArgs } from '../review/args.ts';
@@ -30,7 +31,7 @@ export async function runHub(ctx: CommandContext): Promise<number> {
   const store = new HubStore(config.dbPath, (review, problem) =>
     log.error({ review, problem }, 'review set aside: its stored row cannot be read'),
   );
-  const notifier = new Notifier({ ...config.notify, log });
+  const notifier = new Notifier({ ...config.review.notify, log });
   const hub = new Hub({ config, store, log, notify: (event) => notifier.notify(event) });
   const access = new Access({
     submitters: new TokenSet(config.submitTokens),
@@ -45,9 +46,13 @@ export async function runHub(ctx: CommandContext): Promise<number> {
   try {
     hub.start();
     const address = await listen(server, { port: config.port, host: config.host });
-    const url = `http://localhost:${address.port}/`;
+    const url = openUrl(config.review, address.port);
     ctx.stderr.write(`Review hub: ${url}\n`);
-    const state = { db: config.dbPath, pending: store.pending().length, notifyTargets: config.notify.targets.length };
+    const state = {
+      db: config.dbPath,
+      pending: store.pending().length,
+      notifyTargets: config.review.notify.targets.length,
+    };
     log.info({ url, host: config.host, port: address.port, ...state }, 'hub listening');
     if (!ctx.shutdown.aborted) await once(ctx.shutdown, 'abort');
     log.info({ signal: String(ctx.shutdown.reason) }, 'hub shutting down');

@@ -17,7 +17,8 @@ import { reviewErrors } from '../review/errors.ts';
 import { DecisionGate, MAX_TIMER_MS } from '../review/instance.ts';
 import { planRoutes, type PlanDecision } from '../review/plan/routes.ts';
 import { TIMEOUT_DECISION } from '../review/plan/serve.ts';
-import type { ReviewEvent, ReviewSummary } from './notify.ts';
+import type { ReviewSummary } from './contract.ts';
+import type { ReviewEvent } from './notify.ts';
 import type { HubStore, NewReview, StoredReview } from './store.ts';
 import { submittedRepository, type CodePayload, type PlanPayload } from './submission.ts';
 

@@ -1,18 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { NotifyTarget } from '../config/hub.ts';
-import type { StoredReview } from './store.ts';
-
-/** What the inbox and the notifications say about a review. */
-type SummaryFields = 'id' | 'kind' | 'title' | 'origin' | 'project' | 'branch' | 'session' | 'version';
-
-export interface ReviewSummary extends Pick<StoredReview, SummaryFields> {
-  url: string;
-  createdAt: string;
-  decidedAt: string | null;
-  /** `approved`, `denied`, `timeout`, `feedback` (a code review answered), or null while pending. */
-  outcome: string | null;
-}
+import type { NotifyTarget } from '../config/notify.ts';
+import type { ReviewSummary } from './contract.ts';
 
 export interface ReviewEvent {
   event: 'review.created' | 'review.decided';

@@ -6,8 +6,10 @@ import type { Router } from '../http/router.ts';
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
 import { SIGNAL_EXIT_CODES, type CommandContext } from '../command.ts';
-import { servedHosts, type ReviewConfig } from '../config/review.ts';
+import { openUrl, servedHosts, type ReviewConfig } from '../config/review.ts';
 import { close, createServer, listen } from '../http/server.ts';
+import type { ReviewSummary } from '../hub/contract.ts';
+import { Notifier } from '../hub/notify.ts';
 import { createReviewApp } from './app.ts';
 import { reviewErrors } from './errors.ts';
 import { createUploadDir } from './images.ts';
@@ -87,6 +89,37 @@ export interface ReviewOptions<D> {
   document?: () => string;
   /** Called with the review URL once listening (tests use it to find a random port). */
   onListening?: (url: string) => void;
+  /** What a notification says of the review; asked only when notify targets are configured. */
+  about: () => Promise<ReviewAbout>;
+}
+
+export type ReviewAbout = Pick<ReviewSummary, 'kind' | 'title' | 'project' | 'branch'>;
+
+/**
+ * Tells the notify targets (the hub's, see src/config/notify.ts) that a
+ * review waits at `url`, as the hub does for its reviews; null without targets.
+ * The caller closes the notifier when the review ends: a reviewer who already
+ * decided needs no more retries.
+ */
+function announce({ config, log, about }: Pick<ReviewOptions<unknown>, 'config' | 'log' | 'about'>, url: string) {
+  if (config.notify.targets.length === 0) return null;
+  const notifier = new Notifier({ ...config.notify, log });
+  const fixed = {
+    // A local review has no id of its own: a fresh one lets receivers tell reviews apart.
+    id: randomBytes(9).toString('base64url'),
+    url,
+    origin: config.origin,
+    session: config.session,
+    version: 1,
+    createdAt: new Date().toISOString(),
+    decidedAt: null,
+    outcome: null,
+  };
+  void about().then(
+    (what) => notifier.notify({ event: 'review.created', review: { ...fixed, ...what } }),
+    (error: unknown) => log.warn({ err: error }, 'no notification: the review could not be described'),
+  );
+  return notifier;
 }
 
 /** Writes `content` to `file` through a temporary sibling and a rename, so readers never see half a file. */
@@ -175,11 +208,12 @@ export async function runReview<D>(options: ReviewOptions<D>): Promise<number> {
   });
   const handle = app.callback();
   server.on('request', (req, res) => void handle(req, res));
-  const url = `http://localhost:${address.port}/`;
+  const url = openUrl(config, address.port);
   io.stderr.write(`${options.title}: ${url}\n`);
   log.info({ url, host: config.host, port: address.port, remote: config.remote, uploadDir }, 'review server listening');
   if (!config.remote) openBrowser(url, config.browser, log);
   options.onListening?.(url);
+  const notifier = announce(options, url);
 
   // setTimeout fires at once past 2^31-1 ms; ~24.8 days is "forever" for a review anyway.
   const timer =
@@ -198,6 +232,6 @@ export async function runReview<D>(options: ReviewOptions<D>): Promise<number> {
     return await deliverDecision(outcome.decision, { config, io, log, codec });
   } finally {
     clearTimeout(timer);
-    await close(server);
+    await Promise.all([close(server), notifier?.close()]);
   }
 }

@@ -1,14 +1,13 @@
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
+import { request, type IncomingHttpHeaders } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { close, listen } from '../../src/http/server.ts';
 import { IMAGE } from '../support/image.ts';
-import { decide, freePort, hubCall, lastLine, startClient, startHub } from '../support/hub.ts';
+import { decide, freePort, hubCall, lastLine, startClient, startHub, notificationReceiver } from '../support/hub.ts';
 import { REVIEWER_TOKEN, SUBMIT_TOKEN } from '../support/hub.ts';
 import type { Client, HubContainer } from '../support/hub.ts';
 
@@ -157,27 +156,11 @@ describe('hub access', () => {
 });
 
 describe('hub notifications', () => {
-  let receiver: Server;
-  let port: number;
-  const received: { path: string; headers: IncomingHttpHeaders; body: string }[] = [];
-
-  beforeAll(async () => {
-    receiver = createServer((req, res) => {
-      let body = '';
-      req.on('data', (d: Buffer) => (body += d.toString()));
-      req.on('end', () => {
-        if (req.url === '/hang') return; // never answers
-        received.push({ path: req.url ?? '', headers: req.headers, body });
-        res.end('ok');
-      });
-    });
-    ({ port } = await listen(receiver, { port: 0, host: '0.0.0.0' }));
-  });
-  afterAll(() => close(receiver, 0));
+  const receiver = notificationReceiver();
 
   it('posts both events to JSON, Slack and ntfy targets; dead and hanging receivers delay nothing', async () => {
     const dead = await freePort();
-    const at = (p: string, p2 = port) => `http://host.docker.internal:${p2}${p}`;
+    const at = (p: string, p2 = receiver.port) => `http://host.docker.internal:${p2}${p}`;
     const h = await startHub({
       env: {
         HUB_WEBHOOK_URLS: `${at('/json')},${at('/hang')}`,
@@ -197,7 +180,7 @@ describe('hub notifications', () => {
     const id = /\/r\/([^/]+)\//.exec(url)?.[1];
     const what = (r: { path: string; body: string }) =>
       r.path === '/ntfy' ? r.body.slice(0, 14) : ((JSON.parse(r.body) as { event?: string }).event ?? 'text');
-    const paths = () => received.map((r) => `${r.path} ${what(r)}`);
+    const paths = () => receiver.received.map((r) => `${r.path} ${what(r)}`);
     const created = ['/json review.created', '/slack/T000/B000/secret-part text', '/ntfy Plan "Notify m'];
     await expect.poll(paths, { timeout: 30_000 }).toEqual(expect.arrayContaining(created));
 
@@ -206,21 +189,21 @@ describe('hub notifications', () => {
     const done = await client.exited;
     expect(done.code).toBe(2);
     expect(lastLine(done.stdout)).toMatchObject({ decision: 'denied', feedback: 'Not yet' });
-    await expect.poll(() => received.filter((r) => r.path === '/json').length, { timeout: 30_000 }).toBe(2);
-    await expect.poll(() => received.length, { timeout: 30_000 }).toBe(6);
+    await expect.poll(() => receiver.received.filter((r) => r.path === '/json').length, { timeout: 30_000 }).toBe(2);
+    await expect.poll(() => receiver.received.length, { timeout: 30_000 }).toBe(6);
 
-    const json = received
+    const json = receiver.received
       .filter((r) => r.path === '/json')
       .map((r) => JSON.parse(r.body) as { event: string; review: unknown });
     expect(json.map((e) => e.event)).toEqual(['review.created', 'review.decided']);
     expect(json[0]?.review).toMatchObject({ id, url, kind: 'plan', title: 'Notify me', outcome: null, version: 1 });
     expect(json[1]?.review).toMatchObject({ id, url, outcome: 'denied' });
-    const slack = received
+    const slack = receiver.received
       .filter((r) => r.path.startsWith('/slack'))
       .map((r) => JSON.parse(r.body) as { text: string });
     expect(slack[0]?.text).toContain(url);
     expect(slack[1]?.text).toContain('denied');
-    const ntfy = received.filter((r) => r.path === '/ntfy');
+    const ntfy = receiver.received.filter((r) => r.path === '/ntfy');
     expect(ntfy[0]?.headers['click']).toBe(url);
     expect(ntfy[1]?.body).toContain('denied');
 

@@ -27,6 +27,8 @@ async function review(): Promise<ReviewContainer> {
       CODESPACE_NAME: 'fuzzy-space',
       GITHUB_CODESPACES_PORT_FORWARDING_DOMAIN: 'app.github.dev',
     },
+    // In a Codespace the URL printed is the forwarded one.
+    readyLine: /review: https:\/\/fuzzy-space-19432\.app\.github\.dev\//,
     // Another local user's plant: /tmp/gatehouse as a symlink into a folder they read.
     shell:
       'mkdir /work/planted && ln -s /work/planted /tmp/gatehouse && ln -s loop /work/loop' +

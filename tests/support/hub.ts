@@ -3,11 +3,14 @@
 // with its data in a named volume, and CLI clients started from this tree.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node:http';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { GenericContainer, Wait, type StartedTestContainer } from 'testcontainers';
+import { afterAll, beforeAll } from 'vitest';
+import { close, listen } from '../../src/http/server.ts';
 import { IMAGE } from './image.ts';
 
 const run = promisify(execFile);
@@ -155,4 +158,33 @@ export async function decide(base: string, id: string | undefined, action: 'appr
 /** The last JSON line a client printed on stdout. */
 export function lastLine(stdout: string): Record<string, unknown> {
   return JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as Record<string, unknown>;
+}
+
+export interface Received {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/**
+ * A notification receiver for the file's tests, on every interface (a
+ * container reaches it at host.docker.internal): keeps what it is sent and
+ * answers 200, except `/hang`, which never answers. `port` is set once beforeAll ran.
+ */
+export function notificationReceiver(): { port: number; received: Received[] } {
+  const receiver = { port: 0, received: [] as Received[] };
+  const server = createHttpServer((req, res) => {
+    let body = '';
+    req.on('data', (d: Buffer) => (body += d.toString()));
+    req.on('end', () => {
+      if (req.url === '/hang') return;
+      receiver.received.push({ path: req.url ?? '', headers: req.headers, body });
+      res.end('ok');
+    });
+  });
+  beforeAll(async () => {
+    receiver.port = (await listen(server, { port: 0, host: '0.0.0.0' })).port;
+  });
+  afterAll(() => close(server, 0));
+  return receiver;
 }

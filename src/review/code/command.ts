@@ -3,7 +3,7 @@ import type { CommandContext } from '../../command.ts';
 import { loadReviewConfig } from '../../config/review.ts';
 import { createLogger } from '../../log.ts';
 import { parseReviewArgs } from '../args.ts';
-import type { DecisionCodec } from '../instance.ts';
+import type { DecisionCodec, ReviewAbout } from '../instance.ts';
 import { DIFF_TYPES, type DiffType } from '../../git/diff-type.ts';
 import { ThreadedRepository } from '../../git/thread.ts';
 import type { CodeDecision } from './routes.ts';
@@ -42,9 +42,14 @@ async function codeSubmission(repo: ThreadedRepository, diffType: DiffType): Pro
       }),
     ),
   );
+  return { ...(await codeAbout(repo)), diffType, diffs, gitContext: context };
+}
+
+/** A code review as the inbox and notifications name it: `<project> (<branch>)`. */
+async function codeAbout(repo: ThreadedRepository): Promise<ReviewAbout> {
   const project = path.basename(repo.workdir);
-  const branch = context.currentBranch;
-  return { kind: 'code', diffType, diffs, gitContext: context, title: `${project} (${branch})`, project, branch };
+  const branch = (await repo.context()).currentBranch;
+  return { kind: 'code', title: `${project} (${branch})`, project, branch };
 }
 
 /** `gatehouse code-review`: one code review of a git work tree, answered with feedback in the browser. */
@@ -84,6 +89,7 @@ export async function runCodeReview(ctx: CommandContext, onListening?: (url: str
       routes: codeReviewRoutes({ repo, diffType: config.diffType, config, log }),
       codec: codeDecisionCodec,
       onListening,
+      about: () => codeAbout(repo),
     });
   } finally {
     await repo.close();

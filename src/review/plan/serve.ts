@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import type { CommandContext } from '../../command.ts';
 import type { ReviewConfig } from '../../config/review.ts';
 import { createLogger } from '../../log.ts';
-import { runReview, type DecisionCodec } from '../instance.ts';
+import { runReview, type DecisionCodec, type ReviewAbout } from '../instance.ts';
 import { planTitle } from './files.ts';
 import { planRoutes, type PlanDecision } from './routes.ts';
 
@@ -54,18 +54,17 @@ export interface ServePlanOptions {
 export async function servePlan({ ctx, config, plan, permissionMode, codec }: ServePlanOptions): Promise<number> {
   const log = createLogger(config.logLevel);
   const title = 'Plan review';
+  // The plan as the hub's inbox and notifications name it.
+  const about = async (): Promise<ReviewAbout> => {
+    const { branchOf } = await import('../../hub/client.ts');
+    const branch = await branchOf(config.projectDir, config.home);
+    return { kind: 'plan', title: planTitle(plan) ?? 'Plan', project: path.basename(config.projectDir), branch };
+  };
   if (config.hubUrl !== null) {
-    const { branchOf, runHubReview } = await import('../../hub/client.ts');
-    const submission = {
-      kind: 'plan',
-      plan,
-      permissionMode,
-      origin: config.origin,
-      title: planTitle(plan) ?? 'Plan',
-      project: path.basename(config.projectDir),
-      branch: await branchOf(config.projectDir, config.home),
-    };
+    const { runHubReview } = await import('../../hub/client.ts');
+    const submission = { ...(await about()), plan, permissionMode, origin: config.origin };
     return runHubReview({ config: { ...config, hubUrl: config.hubUrl }, io: ctx, log, title, submission, codec });
   }
-  return runReview({ config, io: ctx, log, title, routes: planRoutes({ plan, permissionMode, config, log }), codec });
+  const routes = planRoutes({ plan, permissionMode, config, log });
+  return runReview({ config, io: ctx, log, title, routes, codec, about });
 }

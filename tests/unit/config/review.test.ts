@@ -1,7 +1,8 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/config/errors.ts';
-import { loadReviewConfig, servedHosts } from '../../../src/config/review.ts';
+import { loadHubConfig } from '../../../src/config/hub.ts';
+import { loadReviewConfig, openUrl, servedHosts } from '../../../src/config/review.ts';
 import { parseReviewArgs } from '../../../src/review/args.ts';
 
 const projectDir = '/work/project';
@@ -110,6 +111,30 @@ describe('served hosts', () => {
     });
     expect(servedHosts(codespace, 19432)).toEqual(['fuzzy-space-19432.app.github.dev']);
     expect(load({ CODESPACE_NAME: 'fuzzy-space' }).codespace).toBeNull();
+  });
+
+  it('the URL to open is the forwarded https one in a Codespace, else localhost', () => {
+    expect(openUrl(load(), 41000)).toBe('http://localhost:41000/');
+    const env = { CODESPACE_NAME: 'fuzzy-space', GITHUB_CODESPACES_PORT_FORWARDING_DOMAIN: 'app.github.dev' };
+    expect(openUrl(load(env), 19432)).toBe('https://fuzzy-space-19432.app.github.dev/');
+    const hub = loadHubConfig({ args: [], env: { HOME: '/h', ...env }, cwd: '/w' });
+    expect(hub.publicUrl?.href).toBe('https://fuzzy-space-19432.app.github.dev/');
+    expect(hub.allowedHosts).toEqual(['fuzzy-space-19432.app.github.dev']);
+    const own = { HOME: '/h', ...env, HUB_PUBLIC_URL: 'https://review.example.com' };
+    expect(loadHubConfig({ args: [], env: own, cwd: '/w' }).publicUrl?.href).toBe('https://review.example.com/');
+  });
+
+  it('reads the notify targets the hub reads, naming a bad URL by its key', () => {
+    const env = { HUB_NTFY_URLS: 'https://ntfy.example/t', HUB_NOTIFY_ATTEMPTS: '0', HUB_NOTIFY_RETRY_BASE: '250ms' };
+    expect(load(env).notify).toEqual({
+      targets: [{ format: 'ntfy', url: new URL('https://ntfy.example/t') }],
+      attempts: 1,
+      retryBaseMs: 250,
+    });
+    expect(load().notify).toEqual({ targets: [], attempts: 6, retryBaseMs: 1000 });
+    expect(() => load({ HUB_SLACK_WEBHOOK_URLS: 'https://ok.example, nope' })).toThrow(
+      'invalid configuration: notify.slack_webhooks[1]: must be an absolute http(s) URL',
+    );
   });
 });
 

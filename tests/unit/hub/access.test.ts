@@ -49,12 +49,12 @@ describe('loadHubConfig', () => {
     expect(c).toMatchObject({ host: '0.0.0.0', port: 8000, submitTokens: ['a', 'b'], reviewerTokens: ['r'] });
     expect(c).toMatchObject({ dbPath: '/data/hub.db', uploadRoot: '/data/uploads' });
     expect(c.allowedHosts).toEqual(['review.internal', 'hub.example.com']);
-    expect(c.notify.targets.map((t) => [t.format, t.url.href])).toEqual([
+    expect(c.review.notify.targets.map((t) => [t.format, t.url.href])).toEqual([
       ['json', 'http://a.example/hook'],
       ['slack', 'https://hooks.slack.example/x'],
       ['ntfy', 'https://ntfy.example/topic'],
     ]);
     const ftp = { ...env, HUB_WEBHOOK_URLS: 'ftp://x' };
-    expect(() => loadHubConfig({ args: [], env: ftp, cwd: '/w' })).toThrow(/hub\.notify\.webhooks\[0\]/);
+    expect(() => loadHubConfig({ args: [], env: ftp, cwd: '/w' })).toThrow(/notify\.webhooks\[0\]/);
   });
 });

@@ -8,6 +8,7 @@ import type { ReviewConfig } from '../../../src/config/review.ts';
 import { listen } from '../../../src/http/server.ts';
 import { runReview, type DecisionCodec, type DecisionGate } from '../../../src/review/instance.ts';
 import { readBody } from '../../../src/review/validate.ts';
+import { rawRequest } from '../../support/raw-http.ts';
 import { capture, silentLog, testReviewConfig } from '../../support/review.ts';
 
 type TestDecision = { value: string } | 'timed-out';
@@ -34,6 +35,8 @@ function testRoutes(gate: DecisionGate<TestDecision>): Router {
   return router;
 }
 
+const ABOUT = { kind: 'plan', title: 'Add caching', project: 'api', branch: 'main' } as const;
+
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0)) await c();
@@ -56,6 +59,7 @@ async function start(overrides: Partial<ReviewConfig> = {}) {
     codec,
     document: () => '<!doctype html><title>ui</title>',
     onListening: resolveUrl,
+    about: () => Promise.resolve(ABOUT),
   });
   // Surface a startup failure instead of waiting for a URL forever.
   const url = await Promise.race([
@@ -222,6 +226,77 @@ describe('runReview', () => {
     const r = await post(`${local.url}api/decide`, { value: 'still works' });
     expect(r.status).toBe(200);
     expect(await local.exit).toBe(0);
+  });
+});
+
+describe('runReview in a Codespace and with notify targets', () => {
+  it("prints and opens the Codespace's forwarded https URL of its port, and answers there", async () => {
+    const codespace = { name: 'fuzzy-space', domain: 'app.github.dev' };
+    const { url, exit, stderr } = await start({ codespace });
+    const port = /^https:\/\/fuzzy-space-(\d+)\.app\.github\.dev\/$/.exec(url)?.[1];
+    expect(port).toBeDefined();
+    expect(stderr.text()).toBe(`Test review: ${url}\n`);
+    // GitHub's forwarder sends the forwarded name as the Host, and the page's POSTs their Origin.
+    const host = new URL(url).host;
+    const decide = await rawRequest(`http://127.0.0.1:${port}/api/decide`, {
+      method: 'POST',
+      headers: { host, origin: `https://${host}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ value: 'ok' }),
+    });
+    expect(decide.status).toBe(200);
+    expect(await exit).toBe(0);
+  });
+
+  it('tells every notify target that the review is waiting, with its URL, and stops retrying once decided', async () => {
+    const received: { path: string; body: string; headers: Record<string, unknown> }[] = [];
+    const receiver = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        received.push({ path: req.url ?? '', body, headers: req.headers });
+        res.statusCode = req.url === '/down' ? 503 : 200;
+        res.end();
+      });
+    });
+    const { port } = await listen(receiver, { port: 0, host: '127.0.0.1' });
+    cleanups.push(() => new Promise((resolve) => receiver.close(() => resolve())));
+    const at = (p: string) => new URL(`http://127.0.0.1:${port}${p}`);
+    const notify = {
+      targets: [
+        { url: at('/json'), format: 'json' as const },
+        { url: at('/ntfy'), format: 'ntfy' as const },
+        { url: at('/down'), format: 'slack' as const },
+      ],
+      attempts: 100,
+      retryBaseMs: 20,
+    };
+    const { url, exit } = await start({ notify, origin: 'opencode', session: 's1' });
+    await expect.poll(() => received.filter((r) => r.path !== '/down').length).toBe(2);
+    const json = JSON.parse(received.find((r) => r.path === '/json')?.body ?? '') as Record<string, unknown>;
+    expect(json).toEqual({
+      event: 'review.created',
+      review: {
+        id: expect.stringMatching(/^[\w-]{12}$/),
+        url,
+        ...ABOUT,
+        origin: 'opencode',
+        session: 's1',
+        version: 1,
+        createdAt: expect.any(String),
+        decidedAt: null,
+        outcome: null,
+      },
+    });
+    const ntfy = received.find((r) => r.path === '/ntfy');
+    expect(ntfy?.body).toBe(`Plan "Add caching" is waiting for a review [api @ main]: ${url}`);
+    expect(ntfy?.headers['click']).toBe(url);
+    await expect.poll(() => received.filter((r) => r.path === '/down').length).toBeGreaterThan(1);
+
+    expect((await post(`${url}api/decide`, { value: 'yes' })).status).toBe(200);
+    expect(await exit).toBe(0);
+    const retries = received.length;
+    await sleep(300);
+    expect(received.length).toBe(retries);
   });
 });
 

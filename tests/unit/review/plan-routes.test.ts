@@ -36,6 +36,7 @@ async function startPlan(overrides: Partial<ReviewConfig> = {}, permissionMode =
     codec: planDecisionCodec,
     document: () => '<html></html>',
     onListening: ready,
+    about: () => Promise.resolve({ kind: 'plan' as const, title: 'Plan', project: 'p', branch: '' }),
   });
   const url = await urlReady;
   const post = async (p: string, body: unknown) => {

@@ -1,0 +1,20 @@
+// The hub's own API bodies, written once for every end that reads them (the
+// review API's are in src/review/contract.ts; docs/hub.md says them).
+
+/** A review as the inbox lists it and the notifications describe it. */
+export interface ReviewSummary {
+  id: string;
+  url: string;
+  kind: 'plan' | 'code';
+  title: string;
+  /** The agent that submitted it: `claude-code` or `opencode`. */
+  origin: string;
+  project: string;
+  branch: string;
+  session: string;
+  version: number;
+  createdAt: string;
+  decidedAt: string | null;
+  /** `approved`, `denied`, `timeout`, `feedback` (a code review answered), or null while pending. */
+  outcome: string | null;
+}
