@@ -1,5 +1,6 @@
 /**
- * `gatehouse keys new NAME [--models GLOBS] [--rpm N] [--tpm N] [--budget-tokens N --budget-period day|month]
+ * `gatehouse keys new NAME [--models GLOBS] [--rpm N] [--tpm N] [--budget-tokens N] [--budget-usd N]
+ * [--budget-period day|month]
  * [--expires-at DATE] [--admin]`: a fresh random key, printed once, and the `proxy.keys` entry that holds only
  * its digest, so adding a person is one paste into proxy.yaml (reloaded on save), no variable and no restart.
  */
@@ -12,7 +13,7 @@ import { resolveKeys } from '../config/keys.ts';
 
 const USAGE =
   'usage: gatehouse keys new NAME [--models GLOB,…] [--rpm N] [--tpm N] ' +
-  '[--budget-tokens N --budget-period day|month] [--expires-at DATE] [--admin]';
+  '[--budget-tokens N] [--budget-usd N] [--budget-period day|month] [--expires-at DATE] [--admin]';
 
 /** Random bytes in a key: 192 bits, 32 characters of base64url after the prefix. */
 const KEY_BYTES = 24;
@@ -24,6 +25,7 @@ const OPTIONS = {
   rpm: { type: 'string' },
   tpm: { type: 'string' },
   'budget-tokens': { type: 'string' },
+  'budget-usd': { type: 'string' },
   'budget-period': { type: 'string' },
   'expires-at': { type: 'string' },
   admin: { type: 'boolean' },
@@ -32,6 +34,9 @@ const OPTIONS = {
 /** A whole number as a number (the entry's schema then checks it); anything else as written, for its message. */
 const count = (value: string | undefined): number | string | undefined =>
   value !== undefined && /^\d+$/.test(value) ? Number(value) : value;
+/** A decimal number (dollars) as a number; anything else as written, for its message. */
+const amount = (value: string | undefined): number | string | undefined =>
+  value !== undefined && /^\d+(?:\.\d+)?$/.test(value) ? Number(value) : value;
 
 /** The `proxy.keys` entry the flags describe, with the key's digest; only what was given. */
 function keyEntry(name: string, digest: string, values: ReturnType<typeof parse>['values']): Record<string, unknown> {
@@ -42,6 +47,7 @@ function keyEntry(name: string, digest: string, values: ReturnType<typeof parse>
     rpm: count(values.rpm),
     tpm: count(values.tpm),
     budget_tokens: count(values['budget-tokens']),
+    budget_usd: amount(values['budget-usd']),
     budget_period: values['budget-period'],
     expires_at: values['expires-at'],
     admin: values.admin,
