@@ -81,6 +81,8 @@ export interface ProxyConfig {
   maxBodyBytes: number;
   /** How long in-flight requests may finish after SIGTERM/SIGINT before open streams are cut. */
   shutdownGraceMs: number;
+  /** The Responses API's WebSocket mode: how long one connection may stay open. */
+  websocket: { maxConnectionMs: number };
   upstreams: UpstreamConfig[];
   /** Client-facing model name → upstream model name. */
   modelAliases: Record<string, string>;
@@ -181,6 +183,14 @@ function proxySchema(env: NodeJS.ProcessEnv) {
         format: 'nat',
         default: 2_000,
         env: 'PROXY_SHUTDOWN_GRACE_MS',
+      },
+      websocket: {
+        max_connection: {
+          doc: 'How long one WebSocket connection (Responses API) may stay open; then it is closed, with a reason.',
+          format: 'duration',
+          default: HOUR,
+          env: 'PROXY_WEBSOCKET_MAX_CONNECTION',
+        },
       },
       // Validated item by item in resolveUpstreams, so each message names e.g. proxy.upstreams[1].base_url.
       upstreams: { doc: 'Upstreams in routing order.', format: Array, default: [] as unknown[], sensitive: true },
@@ -466,6 +476,7 @@ export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConf
     allowedHosts: p.allowed_hosts,
     maxBodyBytes: p.max_body_bytes,
     shutdownGraceMs: p.shutdown_grace_ms,
+    websocket: { maxConnectionMs: p.websocket.max_connection },
     upstreams,
     modelAliases,
     mcpServers,

@@ -37,6 +37,7 @@ import { ModelRouter } from './routing.ts';
 import { Translator } from './translate/handler.ts';
 import { memoryStores, type TranslationStores } from './translate/stores.ts';
 import { closeUpstreams, createUpstream } from './upstreams.ts';
+import { UPGRADE_CHECK_HEADER } from './websocket/index.ts';
 
 export interface ProxyApp {
   app: Koa<ProxyState>;
@@ -102,6 +103,15 @@ function endpoint<C extends ProxyContext>(path: string, handler: (ctx: C, next: 
 }
 
 const noRoute: ProxyMiddleware = (ctx) => Promise.reject(proxyErrors.routeNotFound(ctx.method, ctx.path));
+
+/**
+ * A WebSocket upgrade's admission (src/proxy/websocket): reached only past the origin, host and key checks, so
+ * a 204 says the upgrade may go ahead. Any other GET of the path has no route.
+ */
+const upgradeCheck: ProxyMiddleware = (ctx) => {
+  if (!ctx.get(UPGRADE_CHECK_HEADER)) throw proxyErrors.routeNotFound(ctx.method, ctx.path);
+  ctx.status = 204;
+};
 
 /**
  * The proxy, in request order: log line, connection close while draining, error shapes, nosniff, browser
@@ -170,7 +180,9 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   for (const path of new Set(specs.flatMap(([, spec]) => spec.models.listPaths))) fixed.push(['GET', path, list]);
   for (const [family, spec] of specs) {
     for (const route of spec.routes) {
-      if (!('fromPath' in route)) fixed.push(['POST', route.path, bodyModelEndpoint(deps, family, route)]);
+      if ('fromPath' in route) continue;
+      fixed.push(['POST', route.path, bodyModelEndpoint(deps, family, route)]);
+      if (route.websocket) fixed.push(['GET', route.path, upgradeCheck]);
     }
   }
   for (const route of fixed) {

@@ -14,6 +14,8 @@ import { REDACTED_PATHS } from './request-log.ts';
 import { openStateBackend } from './state/backend.ts';
 import { StateGuard } from './state/guard.ts';
 import { UsageStore } from './usage/store.ts';
+import { PROTOCOLS } from './protocols/registry.ts';
+import { ResponsesWebSockets, webSocketRoutes } from './websocket/index.ts';
 
 /** Log lines are written in batches: at most this many characters or this long after the fact. */
 const LOG_BATCH_CHARS = 12 * 1024;
@@ -53,7 +55,18 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
   const reload = () => proxy.reload(() => loadProxyConfig(ctx));
   ctx.onHangup?.(reload);
   const stopWatching = watchFile(proxyConfigFile(ctx), reload, log);
-  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => proxy.handle(req, res));
+  const sockets = new ResponsesWebSockets(
+    webSocketRoutes(PROTOCOLS),
+    () => ({ maxPayload: proxy.config.maxBodyBytes, maxConnectionMs: proxy.config.websocket.maxConnectionMs }),
+    log,
+    { turn: () => metrics.webSocketTurns.inc() },
+  );
+  metrics.webSocketsOpen = () => sockets.size;
+  // Upgrades to a WebSocket route go to `sockets`; any other stays a plain request.
+  const server = createServer({ keepAliveTimeout: 65_000, shouldUpgradeCallback: sockets.accepts }, (req, res) =>
+    proxy.handle(req, res),
+  );
+  sockets.serve(server);
   try {
     const address = await listen(server, { port: config.port, host: config.host });
     log.info(
@@ -76,7 +89,12 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
   } finally {
     stopWatching();
     proxy.drain();
-    await Promise.allSettled([close(server, config.shutdownGraceMs, () => proxy.cutStreams()), proxy.endMcpSessions()]);
+    sockets.drain();
+    await Promise.allSettled([
+      close(server, config.shutdownGraceMs, () => proxy.cutStreams()),
+      sockets.closed(config.shutdownGraceMs),
+      proxy.endMcpSessions(),
+    ]);
     clearInterval(flushTimer);
     await proxy.close();
     // After the last request: its usage is written before the process exits, then the backend is closed.

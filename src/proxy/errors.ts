@@ -77,6 +77,25 @@ export const proxyErrors = {
       `Upstream ${upstream} has no API key: the environment variable ${variable} is not set where the proxy runs`,
       { kind: 'upstream_key_missing' },
     ),
+  /** WebSocket frames the Responses API's WebSocket mode does not take (each gets an error frame; the socket stays). */
+  binaryFrame: () =>
+    new HttpError(400, 'Binary frames are not accepted: send each response.create as a JSON text frame', {
+      kind: 'invalid_request',
+    }),
+  unknownEvent: (type: unknown) =>
+    new HttpError(400, `Unsupported event type ${JSON.stringify(type)}: only response.create is accepted`, {
+      kind: 'unknown_event_type',
+    }),
+  responseInProgress: () =>
+    new HttpError(
+      400,
+      'A response is already in progress on this connection: wait for it to end, or open another connection',
+      { kind: 'response_in_progress' },
+    ),
+  connectionLimit: (minutes: number) =>
+    new HttpError(400, `WebSocket connection limit reached (${minutes} minutes): open a new connection to continue`, {
+      kind: 'websocket_connection_limit_reached',
+    }),
   upstreamTimeout: (upstream: string, ms: number) =>
     new HttpError(504, `Upstream ${upstream} did not answer within ${ms} ms`, { kind: 'upstream_timeout' }),
 } as const;

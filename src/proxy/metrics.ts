@@ -215,6 +215,21 @@ export class ProxyMetrics {
       for (const [upstream, cooling] of await this.cooling()) this.#cooling.set({ upstream }, cooling ? 1 : 0);
     },
   });
+  /** WebSocket connections open (Responses API): the process's, which reloads keep. */
+  webSocketsOpen: () => number = () => 0;
+  readonly #webSockets: Gauge = new Gauge({
+    name: 'gatehouse_websockets_open',
+    help: 'WebSocket connections open (the Responses API over WebSocket).',
+    registers: [this.registry],
+    collect: () => {
+      this.#webSockets.set(this.webSocketsOpen());
+    },
+  });
+  readonly webSocketTurns = new Counter({
+    name: 'gatehouse_websocket_turns_total',
+    help: 'response.create frames sent on as requests (each is also counted with the requests of its route).',
+    registers: [this.registry],
+  });
   readonly usageWriteFailures = new Counter({
     name: 'gatehouse_usage_write_failures_total',
     help: 'Batches of usage that could not be written to the usage file (kept for the next try).',

@@ -55,6 +55,11 @@ export interface BodyRoute {
   readonly operation: Operation;
   /** multipart/form-data bodies stream through to an upstream of the same protocol (a JSON body still may). */
   readonly multipart?: boolean;
+  /**
+   * Also served over a WebSocket (`GET` with `Upgrade: websocket`): each `response.create` text frame is a
+   * streamed request to this route, its events sent back one text frame each (src/proxy/websocket).
+   */
+  readonly websocket?: boolean;
 }
 
 /** A client-facing POST route whose `:model` parameter names the model and the operation (Gemini's). */

@@ -43,7 +43,7 @@ export const openai: ProtocolSpec = {
   routes: [
     { path: '/v1/chat/completions', operation: operations.chat },
     { path: '/v1/completions', operation: operations.completions },
-    { path: '/v1/responses', operation: operations.responses },
+    { path: '/v1/responses', operation: operations.responses, websocket: true },
     { path: '/v1/images/generations', operation: operations.imageGenerations },
     // Multipart bodies stream through (a JSON body takes the JSON path).
     { path: '/v1/images/edits', operation: operations.imageEdits, multipart: true },
