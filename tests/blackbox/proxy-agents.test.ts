@@ -5,7 +5,8 @@
  * provider base URL), each against a scripted upstream of its own protocol
  * (passed through) and of the two others (translated), and Codex against an
  * OpenAI upstream without the Responses API (`responses_api: false`:
- * translated to chat completions). Each session has the
+ * translated to chat completions), and Codex over a WebSocket
+ * (`supports_websockets = true`) to an OpenAI and an Anthropic upstream. Each session has the
  * model call the agent's shell tool, which writes a file in the agent's
  * working directory; once the command's output is back upstream, the model
  * answers. Every agent runs behind a network trap: nothing may leave the machine.
@@ -23,6 +24,7 @@ import {
   type NetworkTrap,
 } from '../support/agents.ts';
 import { HOST_FROM_CONTAINER, startProxyContainer, type ProxyContainer } from '../support/proxy-container.ts';
+import { logLines } from '../support/raw-http.ts';
 import { CHAT_ONLY_MODEL, MODELS } from '../support/sdk-matrix.ts';
 import {
   AGENT_ANSWER,
@@ -176,6 +178,34 @@ describe('gatehouse proxy (container): coding agents', () => {
     expectSession('codex', 'openai', result, upstream.requests.slice(before), CHAT_ONLY_MODEL);
     expect(trap.attempts).toEqual([]);
   }, 200_000);
+
+  /** What the proxy counted: WebSocket turns, and POST /v1/responses lines logged. */
+  async function responsesTraffic(): Promise<{ turns: number; posts: number }> {
+    const metrics = await (
+      await fetch(`${proxy.base}/metrics`, { headers: { authorization: `Bearer ${API_KEY}` } })
+    ).text();
+    const posts = logLines(proxy.logs()).filter((l) => l.method === 'POST' && l.path === '/v1/responses').length;
+    return { turns: Number(/^gatehouse_websocket_turns_total (\d+)/m.exec(metrics)?.[1] ?? NaN), posts };
+  }
+
+  it.each(['openai', 'anthropic'] as const)(
+    'codex with supports_websockets = true runs a tool-call session over a WebSocket against a %s upstream',
+    async (protocol) => {
+      const before = upstream.requests.length;
+      const counted = await responsesTraffic();
+      const result = await runSession('codex', { ...session(protocol), websocket: true });
+      expectSession('codex', protocol, result, upstream.requests.slice(before));
+      expect(trap.attempts).toEqual([]);
+      // Every turn went over the socket: as many WebSocket turns as requests to the route, none over HTTP SSE.
+      await expect
+        .poll(async () => {
+          const now = await responsesTraffic();
+          return { turns: now.turns - counted.turns, posts: now.posts - counted.posts };
+        })
+        .toEqual({ turns: upstream.requests.length - before, posts: upstream.requests.length - before });
+    },
+    200_000,
+  );
 
   it('Claude Code authenticates with ANTHROPIC_AUTH_TOKEN (Bearer) as well', async () => {
     const before = upstream.requests.length;

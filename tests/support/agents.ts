@@ -113,6 +113,8 @@ export interface AgentSession {
   trap: NetworkTrap;
   /** Changes to the agent's environment; `undefined` removes a variable the session would set. */
   env?: Record<string, string | undefined>;
+  /** Codex: the provider takes WebSockets (`supports_websockets = true`, feature `responses_websockets`). */
+  websocket?: boolean;
 }
 
 export interface AgentRun {
@@ -172,12 +174,14 @@ function codex(s: AgentSession, home: string): Invocation {
       '',
       '[features]',
       'plugins = false',
+      ...(s.websocket ? ['responses_websockets = true'] : []),
       '',
       '[model_providers.gatehouse]',
       'name = "gatehouse"',
       `base_url = "${s.baseUrl}/v1"`,
       'env_key = "GATEHOUSE_API_KEY"',
       'wire_api = "responses"',
+      ...(s.websocket ? ['supports_websockets = true'] : []),
       '',
     ].join('\n'),
   );
