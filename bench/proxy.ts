@@ -46,6 +46,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Pool } from 'undici';
+import WebSocket from 'ws';
 import { median, medianInterval } from './stats.ts';
 
 const API_KEY = 'bench-key';
@@ -56,6 +57,8 @@ const CONCURRENCY = (process.env['BENCH_CONCURRENCY'] ?? '1,64').split(',').map(
 /** Runs only the scenarios whose name contains this. */
 const ONLY = process.env['BENCH_ONLY'] ?? '';
 const SSE_EVENTS = 100;
+/** Text deltas in a Responses turn of the WebSocket case (a short answer, as a tool-calling turn's). */
+const RESPONSES_EVENTS = 20;
 const IMAGE_MB = 20;
 const IMAGE_IN_FLIGHT = 10;
 const IMAGE_ROUNDS = Number(process.env['BENCH_IMAGE_ROUNDS'] ?? 4);
@@ -162,6 +165,18 @@ function runUpstream(): void {
   const geminiEvent = (i: number, last: boolean) =>
     `data: {"candidates":[{"content":{"role":"model","parts":[{"text":"tok${i} "}]},${last ? '"finishReason":"STOP",' : ''}"index":0}],"modelVersion":"gemini-bench","responseId":"bench"}\r\n\r\n`;
   const geminiEvents = Array.from({ length: SSE_EVENTS }, (_, i) => geminiEvent(i, i === SSE_EVENTS - 1));
+  // A Responses API turn: created, RESPONSES_EVENTS text deltas, completed.
+  const response = (status: string) =>
+    `{"id":"resp_bench","object":"response","created_at":1700000000,"status":"${status}","model":"gpt-bench","output":[]}`;
+  const responsesEvents = [
+    `event: response.created\ndata: {"type":"response.created","sequence_number":0,"response":${response('in_progress')}}\n\n`,
+    ...Array.from(
+      { length: RESPONSES_EVENTS },
+      (_, i) =>
+        `event: response.output_text.delta\ndata: {"type":"response.output_text.delta","sequence_number":${i + 1},"item_id":"msg_bench","output_index":0,"content_index":0,"delta":"tok${i} "}\n\n`,
+    ),
+    `event: response.completed\ndata: {"type":"response.completed","sequence_number":${RESPONSES_EVENTS + 1},"response":${response('completed')}}\n\n`,
+  ];
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -176,7 +191,7 @@ function runUpstream(): void {
         res.end(answer);
         return;
       }
-      const events = gemini ? geminiEvents : openaiEvents;
+      const events = gemini ? geminiEvents : req.url?.startsWith('/v1/responses') ? responsesEvents : openaiEvents;
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       // One write per event, as a model server flushes tokens.
       let i = 0;
@@ -323,6 +338,51 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 }
 
+/**
+ * `concurrency` clients, each making its next exchange (`one(client)`, true
+ * if it succeeded) as soon as its last has ended, for SECONDS (or
+ * MAX_REQUESTS): exchanges per second, latency percentiles, and the CPU the
+ * proxy (and its state backend) spent per exchange.
+ */
+async function measure(
+  one: (client: number) => Promise<boolean>,
+  concurrency: number,
+  pid?: number,
+  statePid?: number,
+): Promise<Result> {
+  for (let i = 0; i < concurrency * 2; i++) await one(i % concurrency); // warm connections and JIT
+  const latencies: number[] = [];
+  let errors = 0;
+  const cpuBefore = cpuMs(pid);
+  const stateCpuBefore = cpuMs(statePid);
+  const started = performance.now();
+  const until = started + SECONDS * 1000;
+  const client = async (n: number) => {
+    while (performance.now() < until && latencies.length < MAX_REQUESTS) {
+      const t = performance.now();
+      try {
+        if (!(await one(n))) errors++;
+      } catch {
+        errors++;
+      }
+      latencies.push(performance.now() - t);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, (_, n) => client(n)));
+  const elapsed = (performance.now() - started) / 1000;
+  const cpu = (cpuMs(pid) - cpuBefore) / latencies.length;
+  const stateCpu = (cpuMs(statePid) - stateCpuBefore) / latencies.length;
+  latencies.sort((a, b) => a - b);
+  return {
+    rps: latencies.length / elapsed,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    errors,
+    cpu,
+    stateCpu,
+  };
+}
+
 /** `concurrency` clients, each sending its next request when the last one's body has fully arrived. */
 async function load(
   port: number,
@@ -340,40 +400,85 @@ async function load(
     for await (const _chunk of response.body) {
       // read to the end: a stream's latency is its last event's
     }
-    return response.statusCode;
+    return response.statusCode === 200;
   };
-  for (let i = 0; i < concurrency * 2; i++) await one(); // warm connections and JIT
-  const latencies: number[] = [];
-  let errors = 0;
-  const cpuBefore = cpuMs(pid);
-  const stateCpuBefore = cpuMs(statePid);
-  const started = performance.now();
-  const until = started + SECONDS * 1000;
-  const client = async () => {
-    while (performance.now() < until && latencies.length < MAX_REQUESTS) {
-      const t = performance.now();
-      try {
-        if ((await one()) !== 200) errors++;
-      } catch {
-        errors++;
-      }
-      latencies.push(performance.now() - t);
+  try {
+    return await measure(one, concurrency, pid, statePid);
+  } finally {
+    await pool.close();
+  }
+}
+
+/** `concurrency` WebSockets on `/v1/responses`, each sending its next turn when its last one has completed. */
+async function webSocketLoad(port: number, body: string, concurrency: number, pid?: number): Promise<Result> {
+  const frame = JSON.stringify({ type: 'response.create', ...(JSON.parse(body) as object), stream: undefined });
+  const sockets = await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/v1/responses`, {
+        headers: { authorization: `Bearer ${API_KEY}` },
+        perMessageDeflate: process.env['BENCH_DEFLATE'] !== '0',
+      });
+      await once(ws, 'open');
+      return ws;
+    }),
+  );
+  const one = (n: number) =>
+    new Promise<boolean>((resolve) => {
+      const ws = sockets[n] as WebSocket;
+      const onMessage = (data: Buffer) => {
+        const text = data.toString('utf8');
+        const ended = text.includes('"response.completed"')
+          ? true
+          : text.startsWith('{"type":"error"')
+            ? false
+            : undefined;
+        if (ended === undefined) return;
+        ws.off('message', onMessage);
+        resolve(ended);
+      };
+      ws.on('message', onMessage);
+      ws.send(frame);
+    });
+  try {
+    return await measure(one, concurrency, pid);
+  } finally {
+    for (const ws of sockets) ws.close();
+  }
+}
+
+const WS_NAME = `Responses turn (${RESPONSES_EVENTS} events) over WebSocket`;
+
+/**
+ * The WebSocket case: the same Responses turn (a streamed POST /v1/responses,
+ * passed through) as a `response.create` frame on an open socket, and over
+ * HTTP SSE, taking turns to go first each round; turns per second paired by
+ * round, and the p50 and CPU per turn the socket adds (negative: saves).
+ */
+async function webSocketCase(gatehouse: { proc: ChildProcess; port: number }): Promise<void> {
+  const body = JSON.stringify({ model: 'gpt-bench', input: 'Say hello.', stream: true });
+  const pid = gatehouse.proc.pid;
+  const rows: string[] = [];
+  for (const concurrency of CONCURRENCY) {
+    const http: Result[] = [];
+    const ws: Result[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const runs = [
+        async () => http.push(await load(gatehouse.port, '/v1/responses', body, concurrency, pid)),
+        async () => ws.push(await webSocketLoad(gatehouse.port, body, concurrency, pid)),
+      ];
+      for (let i = 0; i < runs.length; i++) await runs[(round + i) % runs.length]?.();
     }
-  };
-  await Promise.all(Array.from({ length: concurrency }, client));
-  const elapsed = (performance.now() - started) / 1000;
-  const cpu = (cpuMs(pid) - cpuBefore) / latencies.length;
-  const stateCpu = (cpuMs(statePid) - stateCpuBefore) / latencies.length;
-  await pool.close();
-  latencies.sort((a, b) => a - b);
-  return {
-    rps: latencies.length / elapsed,
-    p50: percentile(latencies, 50),
-    p99: percentile(latencies, 99),
-    errors,
-    cpu,
-    stateCpu,
-  };
+    const fmt = (r: Result) =>
+      `${r.rps.toFixed(0)} turns/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, CPU ${r.cpu.toFixed(3)} ms/turn${r.errors ? `, ${r.errors} errors` : ''}`;
+    rows.push(
+      `| ${concurrency} client${concurrency > 1 ? 's' : ''} | ${fmt(medianResult(http))} | ${fmt(medianResult(ws))} | ${pairedRatio(ws, http)} | ${pairedDifference(ws, http, 'p50')} | ${pairedDifference(ws, http, 'cpu', 1000, 'µs')} |`,
+    );
+    console.log(`${WS_NAME}, ${concurrency} client(s): ${rows.at(-1) ?? ''}`);
+  }
+  console.log(
+    `\n| ${WS_NAME} | HTTP SSE | WebSocket | WebSocket vs HTTP turns/s (paired) | p50 added per turn (paired) | CPU added per turn (paired) |\n|---|---|---|---|---|---|`,
+  );
+  for (const row of rows) console.log(row);
 }
 
 /** A process's resident set now and at its peak (MB), from /proc. */
@@ -677,6 +782,7 @@ async function main(): Promise<void> {
       );
       for (const row of redisRows) console.log(row);
     }
+    if (WS_NAME.includes(ONLY) && !baseline && !withRedis) await webSocketCase(gatehouse);
     if ('image'.includes(ONLY) && !baseline) await imageCase(upstream.port, dir);
   } finally {
     for (const proc of children) proc.kill('SIGTERM');
