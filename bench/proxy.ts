@@ -14,6 +14,12 @@
  * Scenarios are a list: a translated path is one more entry with its own
  * client path/body and the model that routes to another protocol.
  *
+ * Then the WebSocket case: a Responses turn (a 20-event stream, passed
+ * through) as a `response.create` frame on an open socket beside the same
+ * turn as a streamed POST, in the same rounds: turns/s paired, and the p50
+ * and CPU the socket adds per turn (BENCH_DEFLATE=0: the client does not
+ * offer permessage-deflate; Codex does).
+ *
  * Then memory: a 20 MB base64 image in a chat request, IMAGE_IN_FLIGHT at
  * once, passed through (OpenAI chat to the OpenAI upstream) and translated
  * (the same image from an Anthropic client), taking turns each round: the
