@@ -207,11 +207,11 @@ export function registerFormats(): void {
         }
       },
     },
-    // Model names or globs: at least one.
+    // Names (of models, MCP servers) or globs: at least one.
     globs: {
       validate(value: unknown) {
         if (!Array.isArray(value) || value.length === 0) {
-          throw new Error('must be a non-empty list of model names or globs');
+          throw new Error('must be a non-empty list of names or globs');
         }
         value.forEach((item, i) => {
           if (!isText(item)) throw new Error(`[${i}]: must be a non-empty string`);

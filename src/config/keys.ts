@@ -17,6 +17,8 @@ export interface ClientKeyConfig {
   sha256: string;
   /** Globs over client model names; undefined: every model. */
   models: string[] | undefined;
+  /** Globs over the names of proxy.mcp.servers; undefined: every server. */
+  mcpServers: string[] | undefined;
   rpm: number | undefined;
   tpm: number | undefined;
   budget: { tokens: number; period: BudgetPeriod } | undefined;
@@ -57,7 +59,16 @@ const keySchema = {
     format: 'globs',
     default: undefined as string[] | undefined,
   },
-  rpm: { doc: 'Requests per minute.', format: 'positive-int', default: undefined as number | undefined },
+  mcp_servers: {
+    doc: 'MCP server names or globs (of proxy.mcp.servers) it may use (default: all).',
+    format: 'globs',
+    default: undefined as string[] | undefined,
+  },
+  rpm: {
+    doc: 'Requests per minute (model, MCP and warmup requests).',
+    format: 'positive-int',
+    default: undefined as number | undefined,
+  },
   tpm: { doc: 'Tokens (in + out) per minute.', format: 'positive-int', default: undefined as number | undefined },
   budget_tokens: {
     doc: 'Tokens (in + out) per budget_period.',
@@ -124,6 +135,7 @@ export function resolveKeys(
       name: k.name,
       sha256: sha256 as string,
       models: k.models,
+      mcpServers: k.mcp_servers,
       rpm: k.rpm,
       tpm: k.tpm,
       budget:

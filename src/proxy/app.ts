@@ -21,6 +21,7 @@ import {
   usageEndpoint,
   warmup,
 } from './internal.ts';
+import { mcpAccess } from './mcp/access.ts';
 import { mcpRoutes, type McpGateway } from './mcp/index.ts';
 import { ModelCatalog, modelInfo, modelList } from './models.ts';
 import { OpenStreams } from './open-streams.ts';
@@ -116,7 +117,7 @@ const upgradeCheck: ProxyMiddleware = (ctx) => {
 /**
  * The proxy, in request order: log line, connection close while draining, error shapes, nosniff, browser
  * origins (CORS; preflights end here), hosts of keyless requests,
- * authentication, MCP,
+ * authentication, MCP (a key's servers and rpm, then the gateway),
  * then the endpoint table, which every protocol in the
  * record fills with its model routes and model lists.
  */
@@ -168,7 +169,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     ['GET', '/healthz', healthz()],
     ['POST', '/v1/api/event_logging', telemetrySink()],
     ['POST', '/v1/api/event_logging/batch', telemetrySink()],
-    ['POST', '/internal/warmup', warmup(models)],
+    ['POST', '/internal/warmup', warmup(models, admission)],
     ['POST', '/v1/models/detect', detectModel(models)],
     ['GET', METRICS_PATH, config.metricsPublic ? metricsEndpoint(metrics) : admin(metricsEndpoint(metrics))],
     ['GET', '/internal/usage', admin(usageEndpoint(options.usage))],
@@ -213,6 +214,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     .use(allowedOrigins(config.corsAllowedOrigins, protocols))
     .use(keylessHosts(keyed, config.allowedHosts))
     .use(authenticate(keyed, new KeyRing(config.apiKey, config.keys), credentials))
+    .use(mcpAccess(admission))
     .use(mcp)
     .use(exactRoutes(fixed))
     .use(router.routes())

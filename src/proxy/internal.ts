@@ -3,6 +3,7 @@ import { needsKey } from './auth.ts';
 import { parseJsonObject, readBody } from './body.ts';
 import type { ProxyContext, ProxyMiddleware } from './context.ts';
 import { proxyErrors } from './errors.ts';
+import type { Admission } from './keys.ts';
 import type { ProxyMetrics } from './metrics.ts';
 import type { ModelRouter } from './routing.ts';
 import { sendUpstream, type Upstream, type UpstreamRequest } from './upstreams.ts';
@@ -81,37 +82,56 @@ interface WarmupResult {
   error?: string;
 }
 
-async function warm(upstream: Upstream, model: string | undefined): Promise<WarmupResult> {
+/** One warmup request; with a model, the tokens its answer reports (0 when it reports none or failed). */
+async function warm(upstream: Upstream, model: string | undefined): Promise<{ result: WarmupResult; tokens: number }> {
   const request = warmupRequest(upstream, model);
   const started = performance.now();
   const result: WarmupResult = { upstream: upstream.config.name, model: model ?? null, status: null, latency_ms: 0 };
+  let tokens = 0;
   try {
     const response = await sendUpstream(upstream, { ...request, headers: { 'content-type': 'application/json' } });
-    await response.body.dump();
+    const text = await response.body.text();
     result.status = response.statusCode;
     if (response.statusCode >= 400) result.error = `upstream answered ${response.statusCode}`;
+    else if (model !== undefined) {
+      const usage = upstream.protocol.usage(text);
+      tokens = usage ? usage.input + usage.output : 0;
+    }
   } catch (error) {
     result.error = (error as Error).message;
   }
   result.latency_ms = Math.round(performance.now() - started);
-  return result;
+  return { result, tokens };
 }
+
+/** What a warmup with a model reserves: a one-word prompt and a one-token answer, with room to spare. */
+const WARMUP_TOKENS = 16;
 
 /**
  * `POST /internal/warmup {model?}`: with a model, a one-token request to its
  * upstream (which loads it); without, each upstream's model list (which opens
- * the pooled connection and checks the key, spending no tokens).
+ * the pooled connection and checks the key, spending no tokens). A key's
+ * entry holds as for any request: with a model, its models, rpm, tpm and
+ * budget (its tokens counted); without, its rpm.
  */
-export function warmup(router: ModelRouter): ProxyMiddleware {
+export function warmup(router: ModelRouter, admission: Admission): ProxyMiddleware {
   return async (ctx) => {
     const model = optionalModel(await smallJson(ctx, true));
+    const { key } = ctx.state;
     let results: WarmupResult[];
     if (model !== undefined) {
+      const reservation = key && (await admission.admit(key, model, WARMUP_TOKENS));
       const resolution = router.resolve(model);
-      if (!resolution) throw proxyErrors.modelNotFound(model);
-      results = [await warm(resolution.upstream, resolution.mappedModel)];
+      if (!resolution) {
+        if (reservation) await admission.settle(reservation, 0);
+        throw proxyErrors.modelNotFound(model);
+      }
+      const { result, tokens } = await warm(resolution.upstream, resolution.mappedModel);
+      if (reservation) await admission.settle(reservation, tokens);
+      results = [result];
     } else {
-      results = await Promise.all(router.upstreams.map((u) => warm(u, undefined)));
+      if (key) await admission.admitRequest(key);
+      results = (await Promise.all(router.upstreams.map((u) => warm(u, undefined)))).map((w) => w.result);
     }
     ctx.body = { success: results.every((r) => r.error === undefined), results };
   };

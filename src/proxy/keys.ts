@@ -18,6 +18,10 @@ export const keyErrors = {
   expired: () => new HttpError(401, 'This API key has expired', { kind: 'invalid_api_key' }),
   modelNotAllowed: (model: string) =>
     new HttpError(403, `This API key may not use model ${JSON.stringify(model)}`, { kind: 'model_not_allowed' }),
+  mcpServerNotAllowed: (server: string) =>
+    new HttpError(403, `This API key may not use MCP server ${JSON.stringify(server)}`, {
+      kind: 'mcp_server_not_allowed',
+    }),
   limited: (what: string, retryAfterMs: number) =>
     new HttpError(429, `This API key's ${what} is used up; retry after ${retryAfter(retryAfterMs)} s`, {
       kind: 'rate_limit_exceeded',
@@ -37,15 +41,23 @@ export type EstimateUsd = (model: string, tokens: number) => number | null;
 /** A configured key as a request carries it: its config, its allowlist compiled. */
 export interface ClientKey extends ClientKeyConfig {
   allows: (model: string) => boolean;
+  /** Whether it may use the MCP server of that name. */
+  allowsMcp: (server: string) => boolean;
   /** It has an rpm, a tpm or a budget: something in SharedState to check. */
   limited: boolean;
 }
 
+/** A test of names against globs; everything passes without any. */
+function matcher(globs: string[] | undefined): (name: string) => boolean {
+  const patterns = globs?.map(globToRegExp);
+  return patterns ? (name) => patterns.some((p) => p.test(name)) : () => true;
+}
+
 function clientKey(config: ClientKeyConfig): ClientKey {
-  const patterns = config.models?.map(globToRegExp);
   return {
     ...config,
-    allows: patterns ? (model) => patterns.some((p) => p.test(model)) : () => true,
+    allows: matcher(config.models),
+    allowsMcp: matcher(config.mcpServers),
     limited:
       config.rpm !== undefined ||
       config.tpm !== undefined ||
@@ -81,6 +93,7 @@ export class KeyRing {
         name: DEFAULT_KEY_NAME,
         sha256: sha256(apiKey),
         models: undefined,
+        mcpServers: undefined,
         rpm: undefined,
         tpm: undefined,
         budget: undefined,

@@ -6,6 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readForm } from '../../src/proxy/multipart.ts';
 import { FakeUpstream } from '../support/fake-upstream.ts';
+import { connectMcp, firstText } from '../support/mcp-client.ts';
+import { startRemoteMcpServer, type RemoteMcpFixture } from '../support/mcp-remote-server.ts';
 import { HOST_FROM_CONTAINER, startProxyContainer, type ProxyContainer } from '../support/proxy-container.ts';
 
 const KEYS = {
@@ -16,16 +18,27 @@ const KEYS = {
   spender: 'spender-key-0123456789abcdef',
   /** 50 tokens a minute. */
   minute: 'minute-key-0123456789abcdef',
+  /** 10 tokens a day: one answer. */
+  drained: 'drained-key-0123456789abcdef',
+  /** 3 requests a minute, of every kind. */
+  three: 'three-key-0123456789abcdef',
+  /** 2 requests a minute. */
+  pair: 'pair-key-0123456789abcdef',
+  /** May use the MCP servers git-* and docs only. */
+  tools: 'tools-key-0123456789abcdef',
 };
 type Name = keyof typeof KEYS;
 
 describe('proxy key rules (container)', () => {
   let fake: FakeUpstream;
+  let remote: RemoteMcpFixture;
   let proxy: ProxyContainer;
 
   beforeAll(async () => {
     // gpt-slow-… answers after half a second: long enough for 30 requests to be in flight at once.
     fake = await FakeUpstream.start({ host: '0.0.0.0', slowMs: 500 });
+    remote = await startRemoteMcpServer({ host: '0.0.0.0' });
+    const mcp = { url: `http://${HOST_FROM_CONTAINER}:${remote.port}/mcp` };
     const at = (vendor: string) => `http://${HOST_FROM_CONTAINER}:${fake.port}/${vendor}`;
     proxy = await startProxyContainer(
       {
@@ -38,7 +51,12 @@ describe('proxy key rules (container)', () => {
             { name: 'picky', key_env: 'PICKY_KEY', models: ['gpt-image-ok', 'whisper-ok'] },
             { name: 'spender', key_env: 'SPENDER_KEY', budget_tokens: 50, budget_period: 'day' },
             { name: 'minute', key_env: 'MINUTE_KEY', tpm: 50 },
+            { name: 'drained', key_env: 'DRAINED_KEY', budget_tokens: 10, budget_period: 'day' },
+            { name: 'three', key_env: 'THREE_KEY', rpm: 3 },
+            { name: 'pair', key_env: 'PAIR_KEY', rpm: 2 },
+            { name: 'tools', key_env: 'TOOLS_KEY', mcp_servers: ['git-*', 'docs'] },
           ],
+          mcp: { servers: { docs: mcp, 'git-tools': mcp, secrets: mcp } },
         },
       },
       {
@@ -46,12 +64,17 @@ describe('proxy key rules (container)', () => {
         PICKY_KEY: KEYS.picky,
         SPENDER_KEY: KEYS.spender,
         MINUTE_KEY: KEYS.minute,
+        DRAINED_KEY: KEYS.drained,
+        THREE_KEY: KEYS.three,
+        PAIR_KEY: KEYS.pair,
+        TOOLS_KEY: KEYS.tools,
       },
     );
   });
   afterAll(async () => {
     await (proxy as ProxyContainer | undefined)?.stop();
     await (fake as FakeUpstream | undefined)?.close();
+    await (remote as RemoteMcpFixture | undefined)?.close();
   });
 
   const auth = (key: Name) => ({ authorization: `Bearer ${KEYS[key]}` });
@@ -170,5 +193,109 @@ describe('proxy key rules (container)', () => {
         expect((served + more) * 10).toBeLessThanOrEqual(50 + 10);
       },
     );
+  });
+
+  /** A small JSON POST with `key`; its status and parsed body. */
+  const postJson = async (path: string, key: Name, body: unknown, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${proxy.base}${path}`, {
+      method: 'POST',
+      headers: { ...auth(key), 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
+    // An MCP server may answer as an SSE stream: only JSON bodies are parsed.
+    const text = await res.text();
+    const json = String(res.headers.get('content-type')).startsWith('application/json');
+    return {
+      status: res.status,
+      headers: res.headers,
+      body: (json ? JSON.parse(text) : { text }) as Record<string, unknown>,
+    };
+  };
+  const hello = { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] };
+
+  describe('/internal/warmup follows the key', () => {
+    it('its models: a model the key may not use → 403, one it may is warmed', async () => {
+      const before = fake.requests.length;
+      expect(await postJson('/internal/warmup', 'picky', { model: 'gpt-4o' })).toMatchObject({
+        status: 403,
+        // /internal/… answers in the proxy's own shape.
+        body: { error: 'This API key may not use model "gpt-4o"' },
+      });
+      expect(fake.requests.length).toBe(before);
+      expect(await postJson('/internal/warmup', 'picky', { model: 'gpt-image-ok' })).toMatchObject({
+        status: 200,
+        body: { success: true },
+      });
+    });
+
+    it('its budget: once spent, a warmup of a model → 429; one of the model lists spends nothing and is served', async () => {
+      expect((await postJson('/v1/chat/completions', 'drained', hello)).status).toBe(200);
+      await expect
+        .poll(async () => (await postJson('/internal/warmup', 'drained', { model: 'gpt-4o' })).status)
+        .toBe(429);
+      expect((await postJson('/internal/warmup', 'drained', {})).status).toBe(200);
+    });
+
+    it('its rpm: warmups and model requests count together', async () => {
+      expect((await postJson('/internal/warmup', 'three', {})).status).toBe(200);
+      expect((await postJson('/internal/warmup', 'three', { model: 'gpt-4o' })).status).toBe(200);
+      expect((await postJson('/v1/chat/completions', 'three', hello)).status).toBe(200);
+      const refused = await postJson('/internal/warmup', 'three', {});
+      expect(refused).toMatchObject({ status: 429, body: { error: expect.stringContaining('requests per minute') } });
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect((await postJson('/v1/chat/completions', 'three', hello)).status).toBe(429);
+    });
+  });
+
+  describe('MCP servers follow the key', () => {
+    const INITIALIZE = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    };
+    const MCP_ACCEPT = { accept: 'application/json, text/event-stream' };
+    const initialize = (server: string, key: Name) => postJson(`/mcp/${server}/mcp`, key, INITIALIZE, MCP_ACCEPT);
+
+    it('a server its mcp_servers match is served (the official client lists and calls tools)', async () => {
+      for (const server of ['git-tools', 'docs']) {
+        const { client } = await connectMcp(`${proxy.base}/mcp/${server}/mcp`, auth('tools'));
+        try {
+          expect(firstText(await client.callTool({ name: 'add', arguments: { a: 2, b: 3 } }))).toBe('5');
+        } finally {
+          await client.close();
+        }
+      }
+    });
+
+    it.each(['secrets', 'Docs', 'docs-extra', 'nowhere'])(
+      '%s, which its mcp_servers do not match → 403 as a JSON-RPC error, and the server sees nothing',
+      async (server) => {
+        const before = remote.requests.length;
+        const refused = await initialize(server, 'tools');
+        expect(refused).toMatchObject({
+          status: 403,
+          body: { jsonrpc: '2.0', id: null, error: { code: -32003, message: expect.stringContaining(server) } },
+        });
+        await expect(connectMcp(`${proxy.base}/mcp/${server}/mcp`, auth('tools'))).rejects.toThrow(/403/);
+        expect(remote.requests.length).toBe(before);
+      },
+    );
+
+    it('a key without mcp_servers may use every server', async () => {
+      expect((await initialize('secrets', 'picky')).status).toBe(200);
+    });
+
+    it('MCP requests count toward rpm: refused as a JSON-RPC error with retry-after, model requests too', async () => {
+      expect((await initialize('docs', 'pair')).status).toBe(200);
+      expect((await initialize('git-tools', 'pair')).status).toBe(200);
+      const refused = await initialize('docs', 'pair');
+      expect(refused).toMatchObject({
+        status: 429,
+        body: { jsonrpc: '2.0', id: null, error: { code: -32003, data: { status: 429 } } },
+      });
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect((await postJson('/v1/chat/completions', 'pair', hello)).status).toBe(429);
+    });
   });
 });

@@ -54,6 +54,8 @@ export const mcpErrors = {
 /** JSON-RPC error codes the stdio bridge answers a pending request with. */
 export const RPC_SERVER_EXITED = -32000;
 export const RPC_TIMEOUT = -32001;
+/** The code of a request the proxy refuses for its key (a server it may not use, its rpm used up). */
+export const RPC_REFUSED = -32003;
 
 export const rpcMessages = {
   exited: (server: string, how: string) => `MCP server "${server}" process ${how} before answering`,

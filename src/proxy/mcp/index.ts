@@ -20,6 +20,9 @@ export interface McpRoutesOptions {
 export type McpGateway = ProxyMiddleware & { close(): Promise<void> };
 
 const PATH = /^\/mcp\/([^/]+)\/mcp$/;
+
+/** The server an MCP endpoint's path names, or undefined for any other path. */
+export const mcpServerOf = (path: string): string | undefined => PATH.exec(path)?.[1];
 const METHODS = new Set(['GET', 'POST', 'DELETE']);
 
 /**
@@ -48,7 +51,7 @@ export function mcpRoutes(
 
   const errors = errorHandler<ProxyState>(renderPlainError, log);
   const route = async (ctx: ProxyContext) => {
-    const name = PATH.exec(ctx.path)?.[1] ?? '';
+    const name = mcpServerOf(ctx.path) ?? '';
     const handler = handlers.get(name);
     if (!handler) throw mcpErrors.notConfigured(name);
     if (!METHODS.has(ctx.method)) throw mcpErrors.methodNotAllowed();

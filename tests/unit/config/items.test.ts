@@ -50,7 +50,7 @@ describe('validateItem', () => {
     [{ ...good, name: '-a' }, 'proxy.things[3].name: uses letters, digits'],
     [{ ...good, url: 'ftp://x' }, 'proxy.things[3].url: must be an absolute http(s) URL'],
     [{ ...good, url: 'https://u:p@x' }, 'proxy.things[3].url: must not carry a query, a fragment or credentials'],
-    [{ ...good, models: [] }, 'proxy.things[3].models: must be a non-empty list of model names or globs'],
+    [{ ...good, models: [] }, 'proxy.things[3].models: must be a non-empty list of names or globs'],
     [{ ...good, models: ['a', ' '] }, 'proxy.things[3].models[1]: must be a non-empty string'],
     [{ ...good, headers: { 'bad header': 'x' } }, 'proxy.things[3].headers.bad header: is not a valid header name'],
     [{ ...good, headers: { Host: 'x' } }, 'proxy.things[3].headers.Host: is set by the proxy'],

@@ -22,7 +22,15 @@ describe('proxy.keys', () => {
     const config = load({
       auth_mode: 'strict',
       keys: [
-        { name: 'alice', key_env: 'ALICE_KEY', models: ['claude-*'], rpm: 10, tpm: 1000, admin: true },
+        {
+          name: 'alice',
+          key_env: 'ALICE_KEY',
+          models: ['claude-*'],
+          mcp_servers: ['git*'],
+          rpm: 10,
+          tpm: 1000,
+          admin: true,
+        },
         {
           name: 'ci',
           key_sha256: sha('ci-key').toUpperCase(),
@@ -40,6 +48,7 @@ describe('proxy.keys', () => {
         name: 'alice',
         sha256: sha(ALICE),
         models: ['claude-*'],
+        mcpServers: ['git*'],
         rpm: 10,
         tpm: 1000,
         budget: undefined,
@@ -52,6 +61,7 @@ describe('proxy.keys', () => {
         name: 'ci',
         sha256: sha('ci-key'),
         models: undefined,
+        mcpServers: undefined,
         rpm: undefined,
         tpm: undefined,
         budget: { tokens: 5000, period: 'month' },

@@ -10,6 +10,7 @@ const config = (name: string, more: Partial<ClientKeyConfig> = {}): ClientKeyCon
   name,
   sha256: sha(`key-of-${name}`),
   models: undefined,
+  mcpServers: undefined,
   rpm: undefined,
   tpm: undefined,
   budget: undefined,
@@ -220,6 +221,13 @@ describe('Admission', () => {
     const b = admission();
     await b.settle(await admitted(b, k, 0), 100, 0.001);
     expect((await refusal(() => b.admit(k, 'm', 0))).message).toContain('token budget');
+  });
+
+  it('allows the MCP servers its mcp_servers globs match by whole name, every server without any', () => {
+    const k = key({ mcpServers: ['git-*', 'docs'] });
+    expect(['git-tools', 'docs'].map(k.allowsMcp)).toEqual([true, true]);
+    expect(['secrets', 'Docs', 'docs-extra', 'my-git-tools'].map(k.allowsMcp)).toEqual([false, false, false, false]);
+    expect(key({}).allowsMcp('secrets')).toBe(true);
   });
 
   it('names the key in no message', async () => {
