@@ -6,7 +6,6 @@
  * behind the network trap. The test reads the screen (capture-pane) and types.
  */
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -42,6 +41,15 @@ export interface ClaudeTui {
   waitForScreen(test: (screen: string) => boolean, what: string, timeoutMs?: number): Promise<string>;
   /** Ends the tmux server (and Claude Code in it) and removes the HOME. */
   stop(): Promise<void>;
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The answers Claude Code stores after its first-run dialogs, so none is shown. */
@@ -80,8 +88,8 @@ export async function startClaudeTui(options: ClaudeTuiOptions): Promise<ClaudeT
     no_proxy: 'localhost,127.0.0.1,::1',
     ...options.env,
   };
-  const socket = `gatehouse-${randomBytes(6).toString('hex')}`;
-  const tmux = (...args: string[]) => run('tmux', ['-L', socket, '-f', '/dev/null', ...args]);
+  // A tmux server of its own, its socket in the HOME: stop() removes both.
+  const tmux = (...args: string[]) => run('tmux', ['-S', path.join(home, 'tmux'), '-f', '/dev/null', ...args]);
   const command = ['env', '-i', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), options.bin, ...options.args];
   // remain-on-exit keeps the pane of an agent that quit, so its last words stay on screen.
   await tmux('new-session', '-d', '-s', 'claude', '-x', '200', '-y', '50', '-c', work, ...command);
@@ -109,7 +117,11 @@ export async function startClaudeTui(options: ClaudeTuiOptions): Promise<ClaudeT
       throw new Error(`Claude Code's screen never showed ${what} in ${timeoutMs} ms; it shows:\n${last}`);
     },
     async stop() {
+      const pane = await tmux('display-message', '-p', '-t', 'claude', '#{pane_pid}').catch(() => ({ stdout: '' }));
+      const pid = Number(pane.stdout.trim());
       await tmux('kill-server').catch(() => undefined);
+      // Claude Code writes its config as it exits: the HOME goes once it is gone.
+      for (let i = 0; i < 50 && pid > 0 && isRunning(pid); i++) await sleep(100);
       rmSync(home, { recursive: true, force: true });
     },
   };
