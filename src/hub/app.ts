@@ -10,10 +10,11 @@ import { documentHeaders } from '../http/web-document.ts';
 import { encodingErrors, sameOriginPosts } from '../review/app.ts';
 import { reviewErrors } from '../review/errors.ts';
 import { rolesOf, type Access } from './access.ts';
+import type { InboxResponse } from './contract.ts';
 import { hubErrors } from './errors.ts';
 import type { Hub } from './hub.ts';
 import type { NotifyCounts } from './notify.ts';
-import { INBOX_PAGE, SIGN_IN_PAGE } from './pages.ts';
+import { hubDocument } from './pages.ts';
 import type { HubStore } from './store.ts';
 import { readSubmission } from './submission.ts';
 
@@ -47,7 +48,7 @@ function reviewMount(hub: Hub, access: Access): Middleware {
     const [, id, rest] = match as unknown as [string, string, string | undefined];
     if (!rolesOf(ctx).has('reviewer') && ctx.method === 'GET' && !(rest ?? '').startsWith('/api/')) {
       // A browser that followed a review link without a session signs in first, then reloads it.
-      servePage(ctx, SIGN_IN_PAGE);
+      servePage(ctx, hubDocument('sign-in'));
       ctx.status = 401;
       return;
     }
@@ -126,7 +127,7 @@ function apiRoutes({ hub, store, access, notifyCounts }: HubAppOptions): Router 
     ctx.body = {
       pending: store.pending().map((r) => hub.summary(r)),
       decided: store.recentlyDecided(RECENT_DECISIONS).map((r) => hub.summary(r)),
-    };
+    } satisfies InboxResponse;
   });
 
   router.get('/api/reviews/:id/decision', access.requireRole('submitter', 'reviewer'), async (ctx) => {
@@ -170,7 +171,7 @@ function jsonBodies(limit: number): Middleware[] {
   ];
 }
 
-/** One of the hub's pages, under the same CSP as the review UI (its own inline script only, its own origin). */
+/** One of the hub's pages, under the review UI's CSP (its own inline script only, its own origin). */
 function servePage(ctx: Context, html: string): void {
   ctx.set(documentHeaders(html));
   ctx.set('Cache-Control', 'no-store');
@@ -182,7 +183,7 @@ function servePage(ctx: Context, html: string): void {
 function pages(): Middleware {
   return (ctx: Context, next: Next): unknown => {
     if (ctx.method !== 'GET' || ctx.path !== '/') return next();
-    servePage(ctx, rolesOf(ctx).has('reviewer') ? INBOX_PAGE : SIGN_IN_PAGE);
+    servePage(ctx, hubDocument(rolesOf(ctx).has('reviewer') ? 'inbox' : 'sign-in'));
   };
 }
 

@@ -18,3 +18,12 @@ export interface ReviewSummary {
   /** `approved`, `denied`, `timeout`, `feedback` (a code review answered), or null while pending. */
   outcome: string | null;
 }
+
+/** `GET /api/reviews`: every pending review (oldest first) and the latest decisions (newest first). */
+export interface InboxResponse {
+  pending: ReviewSummary[];
+  decided: ReviewSummary[];
+}
+
+/** Which of the hub's pages a document is (its `<meta name="gatehouse-hub">`). */
+export type HubPage = 'inbox' | 'sign-in' | 'review';

@@ -8,7 +8,6 @@ import type { Logger } from 'pino';
 import type { HubConfig } from '../config/hub.ts';
 import type { Origin, ReviewConfig } from '../config/review.ts';
 import { hostAllowed } from '../http/host-guard.ts';
-import { webDocument } from '../http/web-document.ts';
 import { createReviewApp } from '../review/app.ts';
 import { codeDecisionCodec } from '../review/code/command.ts';
 import { codeReviewRoutes, type CodeDecision } from '../review/code/routes.ts';
@@ -19,6 +18,7 @@ import { planRoutes, type PlanDecision } from '../review/plan/routes.ts';
 import { TIMEOUT_DECISION } from '../review/plan/serve.ts';
 import type { ReviewSummary } from './contract.ts';
 import type { ReviewEvent } from './notify.ts';
+import { hubDocument } from './pages.ts';
 import type { HubStore, NewReview, StoredReview } from './store.ts';
 import { submittedRepository, type CodePayload, type PlanPayload } from './submission.ts';
 
@@ -55,14 +55,6 @@ function outcomeOf(review: StoredReview): string | null {
   if (review.decision === null) return null;
   const decision = (review.decision as { decision?: string }).decision;
   return decision ?? 'feedback';
-}
-
-let hubDocument: string | undefined;
-
-/** The single-page document of a review on the hub: the meta tag tells the UI to show the plan's versions. */
-function reviewDocument(): string {
-  hubDocument ??= webDocument().replace('<head>', '<head><meta name="gatehouse-hub" content="">');
-  return hubDocument;
 }
 
 export interface HubOptions {
@@ -271,7 +263,7 @@ export class Hub {
     });
     // The hub's Host allowlist, not the review settings': the hub already checked the Host, and must pass it on.
     const allowedHosts = this.#config.allowedHosts;
-    const app = createReviewApp({ config, log, routes, document: reviewDocument, allowedHosts });
+    const app = createReviewApp({ config, log, routes, document: () => hubDocument('review'), allowedHosts });
     return { gate, handler: app.callback() };
   }
 }

@@ -87,7 +87,7 @@ describe('hub access', () => {
     // A browser following a review link without a session gets the sign-in page.
     const page = await hubCall(u, 'GET', `r/${id}/`, undefined, {});
     expect(page.status).toBe(401);
-    expect(page.body).toContain('Sign in');
+    expect(page.body).toContain('<meta name="gatehouse-hub" content="sign-in">');
     // The waiter (submitter token) may read its decision; nobody else without a token.
     expect((await hubCall(u, 'GET', `api/reviews/${id}/decision`, undefined, asSubmitter)).status).toBe(204);
     expect((await hubCall(u, 'GET', `api/reviews/${id}/decision`, undefined, {})).status).toBe(401);

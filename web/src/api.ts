@@ -18,6 +18,7 @@ import type {
   VaultsResponse,
   VersionsResponse,
 } from '../../src/review/contract.ts';
+import type { HubPage, InboxResponse } from '../../src/hub/contract.ts';
 
 export type {
   Agent,
@@ -48,8 +49,15 @@ async function readJson<T>(response: Response): Promise<T> {
   return body;
 }
 
-/** Whether this page is a review on a hub (which says so in the page, and also answers `GET api/versions`). */
-export const onHub = document.querySelector('meta[name="gatehouse-hub"]') !== null;
+/** On a hub, which of its pages this document is (the hub says so in the page); undefined on a review server. */
+export const hubPage = document.querySelector<HTMLMetaElement>('meta[name="gatehouse-hub"]')?.content as
+  HubPage | undefined;
+
+/** Whether this page is on a hub (a review there also answers `GET api/versions`). */
+export const onHub = hubPage !== undefined;
+
+/** The hub's inbox: the hub serves from its root (docs/hub.md). */
+export const INBOX_URL = '/';
 
 /** fetch, with a network failure explained: the server ends after a decision or a timeout. */
 async function request(path: string, init: RequestInit): Promise<Response> {
@@ -108,6 +116,19 @@ export const api = {
     const form = new FormData();
     form.append('file', file, name);
     return (await readJson<UploadResponse>(await request('api/upload', { method: 'POST', body: form }))).path;
+  },
+};
+
+/** The hub's own API, at its root whichever page calls it (the sign-in form may stand in for a review). */
+export const hub = {
+  reviews: () => get<InboxResponse>('/api/reviews'),
+  async signIn(token: string): Promise<void> {
+    const response = await request('/api/session', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ token }),
+    });
+    if (!response.ok) await readJson(response);
   },
 };
 

@@ -3,11 +3,12 @@
 import { render, type JSX } from 'preact';
 import { useEffect, useLayoutEffect, useState } from 'preact/hooks';
 import type { PlanAnnotation } from './annotations.ts';
-import { loadReview, type DiffResponse } from './api.ts';
+import { hubPage, INBOX_URL, loadReview, onHub, type DiffResponse } from './api.ts';
 import { decodeShare, isShareFragment } from './share.ts';
 import { applyTheme } from './theme.ts';
 import { CodeReview } from './ui/code-review.tsx';
 import { errorText } from './ui/common.tsx';
+import { Inbox, SignIn } from './ui/inbox.tsx';
 import { PlanReview, type PlanReviewProps } from './ui/plan-review.tsx';
 import { useSettings } from './use-settings.ts';
 import './styles.css';
@@ -71,7 +72,13 @@ function App(): JSX.Element {
           <div class="done-card" role="alert">
             <h1>This review is not available</h1>
             <p>{screen.message}</p>
-            <p class="muted">The review may already be decided and its server closed.</p>
+            {onHub ? (
+              <p>
+                <a href={INBOX_URL}>Back to the inbox</a>
+              </p>
+            ) : (
+              <p class="muted">The review may already be decided and its server closed.</p>
+            )}
           </div>
         </main>
       );
@@ -90,4 +97,18 @@ function App(): JSX.Element {
   }
 }
 
-render(<App />, document.getElementById('app') as HTMLElement);
+/** The hub's own pages: the inbox and the sign-in form, in the review UI's look and theme. */
+function HubApp({ page }: { page: 'inbox' | 'sign-in' }): JSX.Element {
+  const [settings, updateSettings] = useSettings();
+  useLayoutEffect(() => applyTheme(settings.theme), [settings.theme]);
+  return page === 'inbox' ? (
+    <Inbox settings={settings} updateSettings={updateSettings} />
+  ) : (
+    <SignIn settings={settings} updateSettings={updateSettings} />
+  );
+}
+
+render(
+  hubPage === 'inbox' || hubPage === 'sign-in' ? <HubApp page={hubPage} /> : <App />,
+  document.getElementById('app') as HTMLElement,
+);

@@ -1,7 +1,7 @@
 // Small building blocks shared by both review screens.
 import type { ComponentChildren, JSX } from 'preact';
 import { useEffect, useId, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { api } from '../api.ts';
+import { api, INBOX_URL, onHub } from '../api.ts';
 import { renderComment } from '../markdown.ts';
 
 /** Comment text rendered like the plan: sanitized Markdown, images through /api/image. */
@@ -196,7 +196,13 @@ export function Done(props: { title: string; detail: ComponentChildren }): JSX.E
           {props.title}
         </h1>
         <div class="done-detail">{props.detail}</div>
-        <p class="done-close">You can close this tab.</p>
+        {onHub ? (
+          <p class="done-close">
+            <a href={INBOX_URL}>Back to the inbox</a>
+          </p>
+        ) : (
+          <p class="done-close">You can close this tab.</p>
+        )}
       </div>
     </main>
   );

@@ -1,6 +1,6 @@
 // The bar over both review screens: what this is, for which agent, the theme, and the actions.
 import type { ComponentChildren, JSX } from 'preact';
-import type { Origin } from '../api.ts';
+import { hubPage, INBOX_URL, type Origin } from '../api.ts';
 import type { Settings } from '../settings.ts';
 import { nextTheme, themeLabel } from '../theme.ts';
 
@@ -18,6 +18,11 @@ export function Topbar(props: {
   return (
     <header class="topbar">
       <div class="brand">
+        {hubPage === 'review' && (
+          <a class="btn ghost small" href={INBOX_URL}>
+            ← Inbox
+          </a>
+        )}
         <span class="logo" aria-hidden="true">
           ◆
         </span>
