@@ -39,8 +39,9 @@ WORKDIR /work
 USER node
 VOLUME ["/data/plans"]
 EXPOSE 19432 8045
-# Healthy within ~2-4 s of start: Docker probes first after one interval (--start-interval needs Docker Engine 25
-# and a newer Dockerfile frontend than older engines build with). A probe costs about 0.1 s of CPU.
+# Healthy 2-3 s after start: Docker probes first after one interval, and a probe waits up to 3 s for a service that
+# is not listening yet (--start-interval needs Docker Engine 25 and a newer Dockerfile frontend than older engines
+# build with). A probe costs about 0.1 s of CPU.
 HEALTHCHECK --interval=2s --timeout=4s --start-period=30s --retries=5 CMD ["gatehouse", "healthcheck"]
 ENTRYPOINT ["gatehouse"]
 CMD ["--help"]
