@@ -12,8 +12,9 @@ const USAGE = `Usage:
                         [--hub URL] [--session KEY]
   gatehouse hub [--port N]              (the review hub; see docs/hub.md)
   gatehouse proxy [--config FILE] [--check]   (--check: load the configuration strictly, print OK or the error, exit)
-  gatehouse keys new NAME [--models GLOB,…] [--rpm N] [--tpm N] [--budget-tokens N --budget-period day|month]
-                          [--expires-at DATE] [--admin]   (a new proxy key, printed once, and its proxy.keys entry)
+  gatehouse keys new NAME [--models GLOB,…] [--rpm N] [--tpm N] [--budget-tokens N] [--budget-usd N]
+                          [--budget-period day|month] [--expires-at DATE] [--admin]
+                          (a new proxy key, printed once, and its proxy.keys entry)
   gatehouse usage [--since 7d] [--key NAME] [--by key|model|upstream|day] [--json]   (the proxy's usage file)
   gatehouse healthcheck [review|proxy]
   gatehouse --version
