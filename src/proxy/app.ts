@@ -204,7 +204,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   let draining = false;
   const app = new Koa<ProxyState>();
   app
-    .use(requestLog(log, families, sinks, prices))
+    .use(requestLog(log, families, sinks, prices, (model) => models.countedAs(model)))
     .use((ctx, next) => {
       if (draining) ctx.set('connection', 'close');
       return next();

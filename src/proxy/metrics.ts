@@ -264,7 +264,7 @@ export class ProxyMetrics {
       r.status,
       r.upstream ?? '',
       r.key?.name ?? '',
-      r.model ?? '',
+      r.countedModel ?? '',
     ]);
     shape.requests.value++;
     for (let i = 0; i < r.attempts.length; i++) {
@@ -276,7 +276,7 @@ export class ProxyMetrics {
     const times = (shape.times ??= this.#times(shape));
     this.#duration.observe(times.duration, r.ms / 1000);
     if (r.ttfbMs !== undefined) this.#ttfb.observe(times.ttfb, r.ttfbMs / 1000);
-    if (r.usage && r.model !== undefined) {
+    if (r.usage && r.countedModel !== undefined) {
       const tokens = (shape.tokens ??= this.#tokensOf(shape));
       tokens.input.value += r.usage.input;
       tokens.output.value += r.usage.output;

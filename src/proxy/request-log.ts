@@ -34,7 +34,10 @@ export interface RequestRecord {
   /** The key the request was made with (its name is what is logged and counted). */
   key: ClientKey | undefined;
   reservation: Reservation | undefined;
+  /** The model the client named (logged as it is). */
   model: string | undefined;
+  /** The name the configuration knows it by, which metrics and usage count it under (ModelRouter.countedAs). */
+  countedModel: string | undefined;
   upstream: string | undefined;
   status: number;
   ms: number;
@@ -67,6 +70,7 @@ export function requestLog(
   families: Families,
   sinks: readonly RequestSink[] = [],
   prices?: PriceBook,
+  countedAs: (model: string) => string = (model) => model,
 ): ProxyMiddleware {
   // Not async: the line is written on 'close', so there is nothing to await here.
   return (ctx, next) => {
@@ -86,6 +90,7 @@ export function requestLog(
         key: state.key,
         reservation: state.reservation,
         model: state.model,
+        countedModel: state.model === undefined ? undefined : countedAs(state.model),
         upstream: state.upstream,
         // A client gone before any answer: nginx's 499 ("client closed request").
         status: res.headersSent ? res.statusCode : 499,

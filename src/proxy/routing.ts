@@ -57,6 +57,9 @@ export function isGlob(pattern: string): boolean {
   return /[*?]/.test(pattern);
 }
 
+/** What metrics and usage count a model name under when the configuration knows nothing of it. */
+export const OTHER_MODELS = '(other)';
+
 export interface Resolution {
   upstream: Upstream;
   /** The model name after aliasing, as the upstream gets it. */
@@ -71,11 +74,27 @@ export class ModelRouter {
   readonly upstreams: readonly Upstream[];
   readonly aliases: Readonly<Record<string, string>>;
   readonly #matchers: { upstream: Upstream; patterns: RegExp[] }[];
+  /** Every upstream's `models` entry with its pattern, in file order (for countedAs). */
+  readonly #entries: { entry: string; pattern: RegExp }[];
 
   constructor(upstreams: readonly Upstream[], aliases: Readonly<Record<string, string>>) {
     this.upstreams = upstreams;
     this.aliases = aliases;
     this.#matchers = upstreams.map((upstream) => ({ upstream, patterns: upstream.config.models.map(globToRegExp) }));
+    this.#entries = this.#matchers.flatMap(({ upstream, patterns }) =>
+      patterns.map((pattern, i) => ({ entry: upstream.config.models[i] as string, pattern })),
+    );
+  }
+
+  /**
+   * The name a client's model is counted under in metrics and usage: an alias, or the first `models` entry that
+   * matches it (the name itself when listed as it is, else the glob), else OTHER_MODELS. Only names the
+   * configuration holds, so clients choosing names cannot add series or usage rows without bound.
+   */
+  countedAs(model: string): string {
+    if (Object.hasOwn(this.aliases, model)) return model;
+    for (const { entry, pattern } of this.#entries) if (pattern.test(model)) return entry;
+    return OTHER_MODELS;
   }
 
   /** The alias target, or the name itself. */

@@ -298,4 +298,42 @@ describe('proxy key rules (container)', () => {
       expect((await postJson('/v1/chat/completions', 'pair', hello)).status).toBe(429);
     });
   });
+
+  describe('client-chosen model names do not grow metrics and usage', () => {
+    it('1,000 names count under the configured entries and one bucket for the rest', async () => {
+      const names = [
+        ...Array.from({ length: 900 }, (_, i) => `gpt-client-${i}`),
+        ...Array.from({ length: 100 }, (_, i) => `made-up-${i}`),
+      ];
+      const statuses = new Map<number, number>();
+      // 20 at a time.
+      for (let i = 0; i < names.length; i += 20) {
+        const batch = names.slice(i, i + 20);
+        for (const { status } of await Promise.all(
+          batch.map((model) => postJson('/v1/chat/completions', 'operator', { ...hello, model })),
+        ))
+          statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      }
+      expect(Object.fromEntries(statuses)).toEqual({ 200: 900, 404: 100 });
+      const res = await fetch(`${proxy.base}/metrics`, { headers: auth('operator') });
+      const text = await res.text();
+      const models = new Set([...text.matchAll(/model="([^"]*)"/g)].map((m) => m[1]));
+      // The upstream's entries and the bucket of unknown names: not one series per name.
+      expect([...models].every((m) => ['gpt-*', 'whisper-*', '(other)'].includes(m as string))).toBe(true);
+      expect(models.has('gpt-*')).toBe(true);
+      expect(text).not.toContain('gpt-client-');
+      expect(text).not.toContain('made-up-');
+      expect(text.length).toBeLessThan(100_000);
+      const usage = async () => {
+        const rows = await fetch(`${proxy.base}/internal/usage?by=model&since=1h`, { headers: auth('operator') });
+        return ((await rows.json()) as { rows: { group: string; requests: number }[] }).rows;
+      };
+      // Usage is written once a second.
+      await expect
+        .poll(async () => (await usage()).find((r) => r.group === '(other)')?.requests, { timeout: 5_000 })
+        .toBe(100);
+      const groups = (await usage()).map((r) => r.group);
+      expect(groups.every((g) => ['gpt-*', 'whisper-*', '(other)'].includes(g))).toBe(true);
+    });
+  });
 });

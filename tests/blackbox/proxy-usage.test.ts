@@ -42,8 +42,21 @@ describe('proxy usage and metrics (container)', () => {
           allow_lan_access: true,
           upstreams: [
             { name: 'oa', protocol: 'openai', base_url: at('openai/v1'), api_key: 'u', models: ['gpt-*'] },
-            { name: 'an', protocol: 'anthropic', base_url: at('anthropic'), api_key: 'u', models: ['claude-*'] },
-            { name: 'ge', protocol: 'gemini', base_url: at('gemini'), api_key: 'u', models: ['gemini-*'] },
+            // Listed by name as well: usage counts a model under the entry that matches it first.
+            {
+              name: 'an',
+              protocol: 'anthropic',
+              base_url: at('anthropic'),
+              api_key: 'u',
+              models: ['claude-x', 'claude-*'],
+            },
+            {
+              name: 'ge',
+              protocol: 'gemini',
+              base_url: at('gemini'),
+              api_key: 'u',
+              models: ['gemini-2.5-flash', 'gemini-*'],
+            },
           ],
           keys: [
             { name: 'alice', key_env: 'ALICE_KEY' },

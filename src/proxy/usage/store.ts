@@ -269,12 +269,12 @@ export class UsageStore {
 /** Records each finished model request (one whose model was read, answered or refused). */
 export function usageSink(store: UsageStore): RequestSink {
   return (r) => {
-    if (r.model === undefined) return;
+    if (r.countedModel === undefined) return;
     const u = r.usage;
     store.record({
       at: r.at,
       key: r.key?.name ?? '-',
-      model: r.model,
+      model: r.countedModel,
       upstream: r.upstream ?? '-',
       status: r.status,
       input: u?.input ?? 0,

@@ -16,6 +16,7 @@ const record = (over: Partial<RequestRecord> = {}): RequestRecord => ({
   key: keyNamed('alice'),
   reservation: undefined,
   model: 'gpt-x',
+  countedModel: 'gpt-x',
   upstream: 'oa',
   status: 200,
   ms: 120,

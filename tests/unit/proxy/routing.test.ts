@@ -5,7 +5,7 @@ import { operations as anthropicOperations } from '../../../src/proxy/protocols/
 import { operations as openaiOperations } from '../../../src/proxy/protocols/openai/index.ts';
 import type { Operation } from '../../../src/proxy/protocols/protocol.ts';
 import { PROTOCOLS } from '../../../src/proxy/protocols/registry.ts';
-import { globToRegExp, isGlob, ModelRouter, passesThrough } from '../../../src/proxy/routing.ts';
+import { globToRegExp, isGlob, ModelRouter, OTHER_MODELS, passesThrough } from '../../../src/proxy/routing.ts';
 import type { Upstream } from '../../../src/proxy/upstreams.ts';
 
 function upstreamConfig(
@@ -98,6 +98,24 @@ describe('ModelRouter', () => {
     expect(strict.resolve('claude-3')).toBeUndefined();
     expect(strict.resolve('toString')).toBeUndefined();
     expect(new ModelRouter([], {}).resolve('gpt-4o')).toBeUndefined();
+  });
+
+  it('counts a model under an alias, its listed name or the glob that matched it, else one bucket', () => {
+    const strict = new ModelRouter([upstream('oa', ['gpt-4o', 'gpt-*'])], { fast: 'gpt-4o-mini' });
+    expect(['fast', 'gpt-4o', 'gpt-4o-mini', 'gpt-anything-at-all'].map((m) => strict.countedAs(m))).toEqual([
+      'fast',
+      'gpt-4o',
+      'gpt-*',
+      'gpt-*',
+    ]);
+    expect(['claude-3', 'constructor', ''].map((m) => strict.countedAs(m))).toEqual([
+      OTHER_MODELS,
+      OTHER_MODELS,
+      OTHER_MODELS,
+    ]);
+    // However many names clients choose, they count under the entries of the configuration.
+    const names = new Set(Array.from({ length: 1_000 }, (_, i) => router.countedAs(`gpt-${i}`)));
+    expect([...names]).toEqual(['gpt-*']);
   });
 
   it('an alias named like an Object.prototype member is not inherited', () => {
