@@ -13,6 +13,7 @@ import { resolveKeys, type ClientKeyConfig } from './keys.ts';
 import { resolvePrices, type PriceRule } from './prices.ts';
 import { routingConfig, routingSchema, type RoutingConfig } from './routing.ts';
 import { stateConfig, stateSchema, type StateConfig } from './state.ts';
+import { telemetryConfig, telemetrySchema, type TelemetryConfig } from './telemetry.ts';
 import { usageSchema } from './usage.ts';
 import type { CatalogTimes } from '../proxy/models.ts';
 import { PROTOCOL_NAMES, PROTOCOLS, type Protocol } from '../proxy/protocols/registry.ts';
@@ -81,6 +82,8 @@ export interface ProxyConfig {
   maxBodyBytes: number;
   /** How long in-flight requests may finish after SIGTERM/SIGINT before open streams are cut. */
   shutdownGraceMs: number;
+  /** OpenTelemetry traces (off without an endpoint). */
+  telemetry: TelemetryConfig;
   /** The Responses API's WebSocket mode: how long one connection may stay open. */
   websocket: { maxConnectionMs: number };
   upstreams: UpstreamConfig[];
@@ -184,6 +187,7 @@ function proxySchema(env: NodeJS.ProcessEnv) {
         default: 2_000,
         env: 'PROXY_SHUTDOWN_GRACE_MS',
       },
+      telemetry: telemetrySchema('gatehouse-proxy'),
       websocket: {
         max_connection: {
           doc: 'How long one WebSocket connection (Responses API) may stay open; then it is closed, with a reason.',
@@ -477,6 +481,7 @@ export function loadProxyConfig({ argv, env, cwd }: ProxyLoadOptions): ProxyConf
     maxBodyBytes: p.max_body_bytes,
     shutdownGraceMs: p.shutdown_grace_ms,
     websocket: { maxConnectionMs: p.websocket.max_connection },
+    telemetry: telemetryConfig(p.telemetry),
     upstreams,
     modelAliases,
     mcpServers,

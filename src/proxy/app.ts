@@ -39,6 +39,8 @@ import { Translator } from './translate/handler.ts';
 import { memoryStores, type TranslationStores } from './translate/stores.ts';
 import { closeUpstreams, createUpstream } from './upstreams.ts';
 import { UPGRADE_CHECK_HEADER } from './websocket/index.ts';
+import { RequestTracing } from './tracing.ts';
+import type { Tracing } from '../telemetry/tracing.ts';
 
 export interface ProxyApp {
   app: Koa<ProxyState>;
@@ -77,6 +79,8 @@ export interface ProxyAppOptions {
   usage?: UsageStore;
   /** The MCP gateway of an app this one replaces (a reload keeps its sessions). */
   mcp?: McpGateway;
+  /** OpenTelemetry traces (default: none). */
+  tracing?: Tracing | undefined;
 }
 
 type Method = 'GET' | 'POST';
@@ -151,7 +155,9 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   const admin = (handler: ProxyMiddleware) => adminOnly(config.effectiveAuthMode, handler);
   // Public metrics are read like /healthz: no key, from a host the proxy serves (a scraper's name in allowed_hosts).
   const keyed = keyRule(config.effectiveAuthMode, config.metricsPublic ? [METRICS_PATH] : []);
+  const tracing = options.tracing && new RequestTracing(options.tracing);
   const deps: EndpointDeps = {
+    tracing,
     router: models,
     maxBodyBytes: config.maxBodyBytes,
     protocols,
@@ -203,8 +209,9 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
 
   let draining = false;
   const app = new Koa<ProxyState>();
+  app.use(requestLog(log, families, sinks, prices, (model) => models.countedAs(model)));
+  if (tracing) app.use(tracing.middleware);
   app
-    .use(requestLog(log, families, sinks, prices, (model) => models.countedAs(model)))
     .use((ctx, next) => {
       if (draining) ctx.set('connection', 'close');
       return next();

@@ -16,6 +16,7 @@ import { StateGuard } from './state/guard.ts';
 import { UsageStore } from './usage/store.ts';
 import { PROTOCOLS } from './protocols/registry.ts';
 import { ResponsesWebSockets, webSocketRoutes } from './websocket/index.ts';
+import { startTracing } from '../telemetry/tracing.ts';
 
 /** Log lines are written in batches: at most this many characters or this long after the fact. */
 const LOG_BATCH_CHARS = 12 * 1024;
@@ -36,6 +37,7 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
   const flushed = () => new Promise<void>((resolve) => log.flush(() => resolve()));
   for (const warning of config.warnings) log.warn(warning);
   const metrics = new ProxyMetrics();
+  const tracing = startTracing(config.telemetry, (count, reason) => metrics.droppedSpans.inc({ reason }, count));
   const backend = openStateBackend(config, log);
   const usage = new UsageStore({
     backend: backend.usage,
@@ -46,7 +48,7 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
   // What outlives a reload: shared state and what stands in for it while it is away, translation memory,
   // metrics, usage.
   const guard = new StateGuard(log, config.state.onUnavailable);
-  const shared = { env: ctx.env, log, metrics, usage, state: backend.state, stores: backend.stores, guard };
+  const shared = { env: ctx.env, log, metrics, usage, state: backend.state, stores: backend.stores, guard, tracing };
   const proxy = new LiveProxy(
     config,
     (next, previous) => createProxyApp(next, { ...shared, ...(previous && { mcp: previous.mcp }) }),
@@ -78,6 +80,7 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
         keys: config.keys.length,
         state: config.state.backend,
         usage: backend.usage.where,
+        traces: config.telemetry.tracesUrl ?? 'off',
       },
       'proxy listening',
     );
@@ -99,6 +102,7 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
     await proxy.close();
     // After the last request: its usage is written before the process exits, then the backend is closed.
     await usage.close();
+    await tracing?.shutdown();
     await backend.state.close();
     await flushed();
   }

@@ -2,6 +2,8 @@ import type { Middleware, ParameterizedContext } from 'koa';
 import type { Family } from './families.ts';
 import type { ClientKey } from './keys.ts';
 import type { Reservation } from './state/shared.ts';
+import type { Operation } from './protocols/protocol.ts';
+import type { RequestTrace } from './tracing.ts';
 
 /** One try of one upstream for a request (fallback may make several). */
 export interface Attempt {
@@ -49,6 +51,10 @@ export interface ProxyState {
    */
   firstByteAt?: number;
   usage?: TokenUsage;
+  /** The model request's operation, once known. */
+  operation?: Operation;
+  /** The request's spans, while tracing is on. */
+  trace?: RequestTrace;
   /** A stream the proxy ended early with an error event (upstream failed mid-body, shutdown): that error's kind. */
   cut?: string;
 }

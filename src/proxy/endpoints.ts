@@ -15,6 +15,7 @@ import type { Protocol, ProtocolRecord } from './protocols/registry.ts';
 import { passesThrough, type ModelRouter, type Resolution, type Route } from './routing.ts';
 import { TranslateError, type JsonObject } from './translate/model.ts';
 import type { Translator } from './translate/handler.ts';
+import type { RequestTracing } from './tracing.ts';
 
 export interface EndpointDeps {
   router: ModelRouter;
@@ -27,6 +28,8 @@ export interface EndpointDeps {
   fallback: Fallback;
   /** Output tokens reserved for a request that names no cap (proxy.reserve_output_tokens). */
   reserveOutputTokens: number;
+  /** Spans per request and attempt, while tracing is on. */
+  tracing?: RequestTracing | undefined;
 }
 
 /**
@@ -118,6 +121,7 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
   const stream = operation.stream ?? request.body['stream'] === true;
   ctx.state.model = model;
   ctx.state.stream = stream;
+  ctx.state.operation = operation;
   const admitted = admit(ctx, deps, model, () => estimateTokens(deps, request));
   if (admitted) await admitted;
   const group = deps.router.candidates(model);
@@ -150,12 +154,10 @@ async function dispatch(ctx: ProxyContext, deps: EndpointDeps, request: ModelReq
       entry.ms = Math.round(performance.now() - started);
     };
     try {
-      const answer = await attempt(ctx, deps, request, candidate, {
-        stream,
-        signal,
-        retryable: !last,
-        onStatus: settle,
-      });
+      const run = () => attempt(ctx, deps, request, candidate, { stream, signal, retryable: !last, onStatus: settle });
+      const answer = await (deps.tracing
+        ? deps.tracing.attempt(ctx, candidate.upstream, candidate.mappedModel, entry, run)
+        : run());
       const status = answer?.status ?? 200;
       if (entry.outcome === 'pending') settle(status);
       // Without fallback nothing is awaited: each await is a turn of the event loop's microtasks.

@@ -19,7 +19,7 @@ interface Generation {
 }
 
 /** Settings a running process cannot take over: they need a restart. */
-const FIXED = ['port', 'host', 'allowLanAccess', 'usage', 'stores', 'state', 'mcpServers'] as const;
+const FIXED = ['port', 'host', 'allowLanAccess', 'usage', 'stores', 'state', 'mcpServers', 'telemetry'] as const;
 
 export class LiveProxy {
   readonly #build: (config: ProxyConfig, previous: ProxyApp | undefined) => ProxyApp;

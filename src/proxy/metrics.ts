@@ -230,6 +230,12 @@ export class ProxyMetrics {
     help: 'response.create frames sent on as requests (each is also counted with the requests of its route).',
     registers: [this.registry],
   });
+  readonly droppedSpans = new Counter({
+    name: 'gatehouse_trace_spans_dropped_total',
+    help: 'Spans that never reached the collector: its queue was full (queue_full), or their export failed.',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly usageWriteFailures = new Counter({
     name: 'gatehouse_usage_write_failures_total',
     help: 'Batches of usage that could not be written to the usage file (kept for the next try).',

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable, Writable } from 'node:stream';
+import { context, propagation } from '@opentelemetry/api';
 import { errors, Pool, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/proxy.ts';
 import { HttpError } from '../http/errors.ts';
@@ -42,6 +43,8 @@ function upstreamHeaders(
 ): Record<string, string | string[]> {
   Object.assign(headers, upstream.config.headers);
   upstream.protocol.credentials.authorize(headers, upstream.config.apiKey);
+  // The attempt's trace context (traceparent) while tracing is on; without it, a no-op.
+  propagation.inject(context.active(), headers);
   return headers;
 }
 

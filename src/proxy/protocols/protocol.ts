@@ -47,6 +47,8 @@ export interface Operation {
   readonly continuable?: { newId(): string };
   /** What the decoder needs from the query string (Gemini's `alt=sse`). */
   context?(query: ParsedUrlQuery): Partial<RequestContext>;
+  /** Its OpenTelemetry GenAI `gen_ai.operation.name` (default `chat`). */
+  readonly genAiOperation?: string;
 }
 
 /** A client-facing POST route whose model is the JSON body's `model` (an alias rewrites it there). */
@@ -107,6 +109,8 @@ export interface UpstreamUsage {
 }
 
 export interface ProtocolSpec {
+  /** Its OpenTelemetry GenAI `gen_ai.provider.name` (default: its name in the registry). */
+  readonly genAiProvider?: string;
   /** Upstream settings only this protocol's upstreams take (`responses_api`). */
   readonly upstreamSettings?: readonly string[];
   /**

@@ -20,6 +20,7 @@ const outputCap = (body: JsonObject): unknown => {
 export const operations = {
   generateContent: {
     name: 'generateContent',
+    genAiOperation: 'generate_content',
     upstreamPath: (model) => modelPath(model, 'generateContent'),
     client: adapter,
     stream: false,
@@ -28,6 +29,7 @@ export const operations = {
   },
   streamGenerateContent: {
     name: 'streamGenerateContent',
+    genAiOperation: 'generate_content',
     upstreamPath: (model) => modelPath(model, 'streamGenerateContent'),
     client: adapter,
     stream: true,
@@ -72,6 +74,7 @@ function entry(e: CatalogEntry): unknown {
 }
 
 export const gemini: ProtocolSpec = {
+  genAiProvider: 'gcp.gemini',
   sdkHeaders: ['x-goog-api-client'],
   routes: [
     { path: '/v1beta/models/:model', fromPath },

@@ -20,7 +20,10 @@ export const operations = {
     client: openaiChat,
     outputCap: (body) => body['max_completion_tokens'] ?? body['max_tokens'],
   }),
-  completions: plain('completions', '/completions', { outputCap: (body) => body['max_tokens'] }),
+  completions: plain('completions', '/completions', {
+    outputCap: (body) => body['max_tokens'],
+    genAiOperation: 'text_completion',
+  }),
   // An upstream with `responses_api: false` gets Responses requests translated to chat completions.
   responses: plain('responses', '/responses', {
     client: openaiResponses,
