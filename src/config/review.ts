@@ -11,6 +11,9 @@ import { httpUrl } from './shape.ts';
 
 registerFormats();
 
+/** A hub client that has not had its submission acknowledged after this long gives up (exit 1). */
+export const DEFAULT_HUB_CONNECT_TIMEOUT_MS = 60_000;
+
 // The API's own vocabulary (src/review/contract.ts), re-exported for the server's modules.
 export { ORIGINS, PERMISSION_MODES, type Origin, type PermissionMode };
 
@@ -158,6 +161,14 @@ function reviewSchema(env: NodeJS.ProcessEnv) {
           env: 'GATEHOUSE_HUB_TOKEN',
           sensitive: true,
         },
+        connect_timeout_ms: {
+          doc:
+            'How long to keep trying to reach the hub until it acknowledges the submission (then exit 1); ' +
+            'once acknowledged, the client reconnects for as long as the review takes.',
+          format: 'duration',
+          default: DEFAULT_HUB_CONNECT_TIMEOUT_MS,
+          env: 'GATEHOUSE_HUB_CONNECT_TIMEOUT',
+        },
         session: {
           doc: 'Hub submissions with the same session key are versions of one review.',
           format: String,
@@ -207,6 +218,8 @@ export interface ReviewConfig {
   /** The hub to submit to (client mode), or null to serve the review here. */
   hubUrl: URL | null;
   hubToken: string;
+  /** How long a hub client tries to get its submission acknowledged before it gives up. */
+  hubConnectTimeoutMs: number;
   session: string;
   logLevel: string;
   home: string;
@@ -271,6 +284,7 @@ export function loadReviewConfig({ args, env, projectDir }: LoadOptions): Review
     browser: r.browser,
     hubUrl: r.hub.url ? httpUrl('review.hub.url', r.hub.url) : null,
     hubToken: r.hub.token,
+    hubConnectTimeoutMs: r.hub.connect_timeout_ms,
     session: r.hub.session,
     logLevel: config.get('log.level'),
     home,

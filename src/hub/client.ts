@@ -64,7 +64,11 @@ export async function runHubReview<D>(options: HubReviewOptions<D>): Promise<num
     accept: 'application/json',
     ...(config.hubToken && { authorization: `Bearer ${config.hubToken}` }),
   };
-  const hub = new HubConnection({ base, headers, log, shutdown: io.shutdown, giveUpAt });
+  const connectTimeoutMs = config.hubConnectTimeoutMs;
+  const hub = new HubConnection({ base, connectTimeoutMs, headers, log, shutdown: io.shutdown, giveUpAt });
+  // Until the hub acknowledges the review, a wrong or unreachable URL must not hold the agent for the review's length.
+  const connectBy = Date.now() + connectTimeoutMs;
+  let acknowledged = false;
 
   try {
     const body = {
@@ -72,17 +76,22 @@ export async function runHubReview<D>(options: HubReviewOptions<D>): Promise<num
       ...(config.session && { session: config.session }),
       ...(config.timeoutMs !== null && { timeoutMs: config.timeoutMs }),
     };
-    const created = await hub.request('api/reviews', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-      body: JSON.stringify(body),
-    });
+    const created = await hub.request(
+      'api/reviews',
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+        body: JSON.stringify(body),
+      },
+      { connectBy },
+    );
     const { id, url } = (await created.json()) as { id: string; url: string };
+    acknowledged = true;
     io.stderr.write(`${title}: ${url}\n`);
     log.info({ review: id, url }, 'review submitted to the hub');
     for (;;) {
       const poll = `api/reviews/${encodeURIComponent(id)}/decision?wait=${POLL_WAIT_SECONDS}`;
-      const answer = await hub.request(poll, { method: 'GET' }, (POLL_WAIT_SECONDS + 15) * 1000);
+      const answer = await hub.request(poll, { method: 'GET' }, { timeoutMs: (POLL_WAIT_SECONDS + 15) * 1000 });
       if (answer.status === 200) return await deliverDecision((await answer.json()) as D, { config, io, log, codec });
       await answer.body?.cancel();
     }
@@ -90,7 +99,9 @@ export async function runHubReview<D>(options: HubReviewOptions<D>): Promise<num
     // Read again: the signal may have come while this waited.
     const code = signalExitCode(io.shutdown);
     if (code !== undefined) {
-      log.info({ signal: String(io.shutdown.reason) }, 'stopped waiting by a signal; the review stays on the hub');
+      const signal = String(io.shutdown.reason);
+      if (acknowledged) log.info({ signal }, 'stopped waiting by a signal; the review stays on the hub');
+      else log.info({ signal }, 'stopped by a signal before the hub acknowledged the review: none was submitted');
       return code;
     }
     throw error;
@@ -104,6 +115,8 @@ function signalExitCode(shutdown: AbortSignal): number | undefined {
 
 interface ConnectionOptions {
   base: string;
+  /** For the message when the submission is not acknowledged in time. */
+  connectTimeoutMs: number;
   headers: Record<string, string>;
   log: Logger;
   shutdown: AbortSignal;
@@ -119,23 +132,32 @@ class HubConnection {
     this.#options = options;
   }
 
-  async request(relative: string, init: RequestInit, timeoutMs = 30_000): Promise<Response> {
+  /**
+   * `connectBy`: the time by which the hub must have answered (the
+   * submission's bound); past it, the error names the URL and its variable.
+   */
+  async request(
+    relative: string,
+    init: RequestInit,
+    { timeoutMs = 30_000, connectBy }: { timeoutMs?: number; connectBy?: number } = {},
+  ): Promise<Response> {
     const { base, headers, log, shutdown, giveUpAt } = this.#options;
     const url = new URL(relative, base);
     for (;;) {
       shutdown.throwIfAborted();
       let problem: string;
+      const attemptMs = connectBy === undefined ? timeoutMs : Math.max(1, Math.min(timeoutMs, connectBy - Date.now()));
       try {
         const response = await fetch(url, {
           ...init,
           headers: { ...headers, ...(init.headers as Record<string, string> | undefined) },
-          signal: AbortSignal.any([shutdown, AbortSignal.timeout(timeoutMs)]),
+          signal: AbortSignal.any([shutdown, AbortSignal.timeout(attemptMs)]),
         });
         if (response.status < 500 && response.status !== 429) {
           if (this.#failures > 0) log.info({ hub: url.origin, attempts: this.#failures }, 'hub reachable again');
           this.#failures = 0;
           if (response.status >= 400) {
-            const why = `${response.status} ${await errorMessage(response)}`;
+            const why = `${response.status} ${await errorMessage(response)}${tokenHint(response.status, headers)}`;
             throw new HubRefusal(`the hub refused ${init.method} ${url.pathname}: ${why}`);
           }
           return response;
@@ -147,15 +169,33 @@ class HubConnection {
         const cause = (error as Error).cause;
         problem = cause instanceof Error ? cause.message : (error as Error).message;
       }
+      if (connectBy !== undefined && Date.now() >= connectBy) {
+        throw new Error(
+          `the hub at ${base} (GATEHOUSE_HUB_URL) did not acknowledge the review within ` +
+            `${this.#options.connectTimeoutMs / 1000} s (GATEHOUSE_HUB_CONNECT_TIMEOUT); ` +
+            `last problem: ${problem}`,
+        );
+      }
       if (giveUpAt !== null && Date.now() > giveUpAt) {
         throw new Error(`the hub at ${url.origin} did not answer by the review's timeout (last problem: ${problem})`);
       }
       if (this.#failures === 0) log.warn({ hub: url.origin, problem }, 'hub unreachable; retrying with backoff');
-      const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** this.#failures) * (0.5 + Math.random() / 2);
+      let delay = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** this.#failures) * (0.5 + Math.random() / 2);
+      if (connectBy !== undefined) delay = Math.max(0, Math.min(delay, connectBy - Date.now()));
       this.#failures++;
       await sleep(delay, undefined, { signal: shutdown });
     }
   }
+}
+
+/** What to change when the hub refused the token: the variable it comes from. */
+function tokenHint(status: number, headers: Record<string, string>): string {
+  if (status === 401 && headers['authorization'] === undefined) {
+    return ' (set GATEHOUSE_HUB_TOKEN to a submitter token of this hub)';
+  }
+  if (status === 401) return ' (GATEHOUSE_HUB_TOKEN is not a token this hub knows)';
+  if (status === 403) return ' (GATEHOUSE_HUB_TOKEN must be a submitter token)';
+  return '';
 }
 
 async function errorMessage(response: Response): Promise<string> {

@@ -1,10 +1,11 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { close, listen } from '../../../src/http/server.ts';
 import { runHubReview } from '../../../src/hub/client.ts';
 import { planDecisionCodec } from '../../../src/review/plan/serve.ts';
+import type { ReviewConfig } from '../../../src/config/review.ts';
 import { testReviewConfig } from '../../support/review.ts';
 
 const servers: ReturnType<typeof createServer>[] = [];
@@ -21,6 +22,25 @@ function collect(): { stream: PassThrough; text: () => string } {
   let text = '';
   stream.on('data', (d: Buffer) => (text += d.toString()));
   return { stream, text: () => text };
+}
+
+/** A plan review on the hub at `config.hubUrl`, its output thrown away. */
+function planOn(
+  config: ReviewConfig & { hubUrl: URL },
+  {
+    shutdown = new AbortController().signal,
+    log = pino({ level: 'silent' }),
+  }: { shutdown?: AbortSignal; log?: Logger } = {},
+): Promise<number> {
+  const io = { stdout: collect().stream, stderr: collect().stream, shutdown };
+  return runHubReview({
+    config,
+    io,
+    log,
+    title: 'Plan review',
+    submission: { kind: 'plan', plan: '# P\n' },
+    codec: planDecisionCodec,
+  });
 }
 
 describe('runHubReview', () => {
@@ -87,14 +107,58 @@ describe('runHubReview', () => {
     const { port } = await listen(server, { port: 0, host: '127.0.0.1' });
     const { config, cleanup } = await testReviewConfig();
     cleanups.push(cleanup);
-    const run = runHubReview({
-      config: { ...config, hubUrl: new URL(`http://127.0.0.1:${port}/`) },
-      io: { stdout: collect().stream, stderr: collect().stream, shutdown: new AbortController().signal },
-      log: pino({ level: 'silent' }),
-      title: 'Plan review',
-      submission: { kind: 'plan', plan: '# P\n' },
-      codec: planDecisionCodec,
+    const run = planOn({ ...config, hubUrl: new URL(`http://127.0.0.1:${port}/`) });
+    await expect(run).rejects.toThrow(
+      'the hub refused POST /api/reviews: 401 Unknown token (set GATEHOUSE_HUB_TOKEN to a submitter token of this hub)',
+    );
+    const withToken = planOn({ ...config, hubToken: 'stale', hubUrl: new URL(`http://127.0.0.1:${port}/`) });
+    await expect(withToken).rejects.toThrow('401 Unknown token (GATEHOUSE_HUB_TOKEN is not a token this hub knows)');
+  });
+
+  it('gives up on a hub that never acknowledges the submission, naming the URL and the variables', async () => {
+    // Nothing listens on a port just freed; another answers 503 forever.
+    const gone = createServer();
+    const { port: deadPort } = await listen(gone, { port: 0, host: '127.0.0.1' });
+    await close(gone, 0);
+    const busy = createServer((_req, res) => {
+      res.statusCode = 503;
+      res.end();
     });
-    await expect(run).rejects.toThrow('the hub refused POST /api/reviews: 401 Unknown token');
+    servers.push(busy);
+    const { port: busyPort } = await listen(busy, { port: 0, host: '127.0.0.1' });
+    const { config, cleanup } = await testReviewConfig({ hubConnectTimeoutMs: 1_500, timeoutMs: 86_400_000 });
+    cleanups.push(cleanup);
+    for (const port of [deadPort, busyPort]) {
+      const started = Date.now();
+      const run = planOn({ ...config, hubUrl: new URL(`http://127.0.0.1:${port}/`) });
+      await expect(run).rejects.toThrow(
+        new RegExp(
+          `^the hub at http://127\\.0\\.0\\.1:${port}/ \\(GATEHOUSE_HUB_URL\\) did not acknowledge the review ` +
+            'within 1\\.5 s \\(GATEHOUSE_HUB_CONNECT_TIMEOUT\\); last problem: ',
+        ),
+      );
+      expect(Date.now() - started).toBeLessThan(5_000);
+    }
+  });
+
+  it('on a signal before the hub acknowledged, says no review was submitted', async () => {
+    const busy = createServer((_req, res) => {
+      res.statusCode = 503;
+      res.end();
+    });
+    servers.push(busy);
+    const { port } = await listen(busy, { port: 0, host: '127.0.0.1' });
+    const { config, cleanup } = await testReviewConfig();
+    cleanups.push(cleanup);
+    const lines = collect();
+    const shutdown = new AbortController();
+    const run = planOn(
+      { ...config, hubUrl: new URL(`http://127.0.0.1:${port}/`) },
+      { shutdown: shutdown.signal, log: pino({ level: 'info' }, lines.stream) },
+    );
+    setTimeout(() => shutdown.abort('SIGTERM'), 300);
+    expect(await run).toBe(143);
+    expect(lines.text()).toContain('before the hub acknowledged the review: none was submitted');
+    expect(lines.text()).not.toContain('stays on the hub');
   });
 });
