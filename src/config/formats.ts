@@ -96,6 +96,15 @@ function price(value: unknown): void {
   }
 }
 
+/** Env vars carry lists as comma-separated text. */
+const commaList = (value: unknown): unknown =>
+  typeof value === 'string'
+    ? value
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : value;
+
 export function registerFormats(): void {
   if (registered) return;
   registered = true;
@@ -218,20 +227,29 @@ export function registerFormats(): void {
         });
       },
     },
+    // hub.submit_tokens: `token` or `name:token` strings, or (from a file) {name, token} objects.
+    'submitter-list': {
+      validate(value: unknown) {
+        if (!Array.isArray(value)) throw new Error('must be a list of tokens');
+        value.forEach((item: unknown, i) => {
+          if (typeof item === 'string') return;
+          const entry = (item ?? {}) as { name?: unknown; token?: unknown };
+          const keys = typeof item === 'object' && item !== null ? Object.keys(item).sort().join() : '';
+          if (keys !== 'name,token' || typeof entry.token !== 'string' || typeof entry.name !== 'string') {
+            throw new Error(`[${i}]: must be a token, name:token, or {name, token}`);
+          }
+          if (!ITEM_NAME.test(entry.name)) throw new Error(`[${i}].name: must be letters, digits, _ . - (at most 64)`);
+        });
+      },
+      coerce: commaList,
+    },
     'string-list': {
       validate(value: unknown) {
         if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) {
           throw new Error('must be a list of strings');
         }
       },
-      // Env vars carry lists as comma-separated text.
-      coerce: (value: unknown) =>
-        typeof value === 'string'
-          ? value
-              .split(',')
-              .map((s) => s.trim())
-              .filter(Boolean)
-          : value,
+      coerce: commaList,
     },
   });
 }

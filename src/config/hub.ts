@@ -1,8 +1,11 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import convict from 'convict';
+import { parse as parseYaml } from 'yaml';
 import { ConfigError, validated } from './errors.ts';
-import { registerFormats } from './formats.ts';
+import { ITEM_NAME, registerFormats } from './formats.ts';
 import { REVIEW_REMOTE_PORT } from './ports.ts';
 import { loadReviewConfig, openUrl, type ReviewConfig } from './review.ts';
 import { httpUrl } from './shape.ts';
@@ -15,6 +18,12 @@ function hubSchema(env: NodeJS.ProcessEnv) {
   const home = env['HOME'] ?? os.homedir();
   return {
     hub: {
+      config: {
+        doc: 'A YAML or JSON file with a `hub:` section (its keys as below); environment variables override it.',
+        format: String,
+        default: '',
+        env: 'HUB_CONFIG',
+      },
       db_path: {
         doc: "The hub's SQLite database; uploaded images are kept in `uploads/` next to it.",
         format: String,
@@ -22,9 +31,11 @@ function hubSchema(env: NodeJS.ProcessEnv) {
         env: 'HUB_DB_PATH',
       },
       submit_tokens: {
-        doc: 'Tokens that may submit reviews and wait for their decisions (comma-separated).',
-        format: 'string-list',
-        default: [] as string[],
+        doc:
+          'Tokens that may submit reviews and wait for their decisions (comma-separated; `name:token` names ' +
+          'its submitter; in the config file also `{name, token}` objects).',
+        format: 'submitter-list',
+        default: [] as unknown[],
         env: 'HUB_SUBMIT_TOKENS',
         sensitive: true,
       },
@@ -63,6 +74,12 @@ function hubSchema(env: NodeJS.ProcessEnv) {
   };
 }
 
+/** A submitter token and the name reviews submitted with it are shown under. */
+export interface Submitter {
+  name: string;
+  token: string;
+}
+
 export interface HubConfig {
   /** Host, port, log level, and the settings each review served by the hub uses (plan folder, upload size…). */
   review: ReviewConfig;
@@ -70,13 +87,73 @@ export interface HubConfig {
   host: string;
   dbPath: string;
   uploadRoot: string;
-  submitTokens: string[];
+  /** Who may submit: every token with its submitter's name (an unnamed token is its own submitter). */
+  submitters: Submitter[];
   reviewerTokens: string[];
   /** Host names served besides loopback (which always is), lower-cased, no port. */
   allowedHosts: string[];
   publicUrl: URL | null;
   sessionTtlMs: number;
   submissionMaxBytes: number;
+}
+
+/** The shortest token accepted when the hub is reachable from other machines (as the proxy's keys). */
+export const MIN_REMOTE_TOKEN_LENGTH = 16;
+
+/** An entry of hub.submit_tokens as written: `token`, `name:token`, or (in the file) `{name, token}`. */
+type SubmitterEntry = string | { name: string; token: string };
+
+/**
+ * An unnamed token is its own submitter, shown by a short digest of it
+ * (which cannot be turned back into the token).
+ */
+function readSubmitter(entry: SubmitterEntry): Submitter {
+  if (typeof entry !== 'string') return entry;
+  const colon = entry.indexOf(':');
+  const name = entry.slice(0, colon);
+  if (colon > 0 && ITEM_NAME.test(name)) return { name, token: entry.slice(colon + 1) };
+  return { name: `token-${createHash('sha256').update(entry).digest('hex').slice(0, 8)}`, token: entry };
+}
+
+/**
+ * A hub others can reach needs both token lists, tokens of 16 characters or
+ * more without surrounding whitespace (a short one is guessable), and no
+ * token in both lists (a submitter must never be a reviewer by accident).
+ */
+function checkRemoteTokens(host: string, submitters: Submitter[], reviewers: string[]): void {
+  const refuse = (why: string) => {
+    throw new ConfigError(`the hub binds ${host}, reachable from other machines: ${why}, or run it on loopback`);
+  };
+  if (submitters.length === 0 || reviewers.length === 0) {
+    refuse('set hub.submit_tokens (HUB_SUBMIT_TOKENS) and hub.reviewer_tokens (HUB_REVIEWER_TOKENS)');
+  }
+  const lists = [
+    ['hub.submit_tokens (HUB_SUBMIT_TOKENS)', submitters.map((s) => s.token)],
+    ['hub.reviewer_tokens (HUB_REVIEWER_TOKENS)', reviewers],
+  ] as const;
+  for (const [key, tokens] of lists) {
+    tokens.forEach((token, i) => {
+      if (token.trim() !== token || token.length < MIN_REMOTE_TOKEN_LENGTH) {
+        refuse(`${key}[${i}] must be at least ${MIN_REMOTE_TOKEN_LENGTH} characters, without surrounding whitespace`);
+      }
+    });
+  }
+  const both = reviewers.findIndex((token) => submitters.some((s) => s.token === token));
+  if (both >= 0) refuse(`hub.reviewer_tokens[${both}] is a submitter token too: give each role its own tokens`);
+}
+
+/** The hub's configuration file (`hub.config`): YAML or JSON with a `hub:` section. */
+function readConfigFile(file: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new ConfigError(`hub.config (HUB_CONFIG): cannot read ${file}: ${(error as Error).message}`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new ConfigError(`hub.config (HUB_CONFIG): ${file} must hold a map with a hub: section`);
+  }
+  return parsed as Record<string, unknown>;
 }
 
 /** Whether `host` (as bound) only accepts connections from this machine. */
@@ -91,7 +168,10 @@ export function isLoopback(host: string): boolean {
  */
 export function loadHubConfig({ args, env, cwd }: { args: string[]; env: NodeJS.ProcessEnv; cwd: string }): HubConfig {
   const review = loadReviewConfig({ args, env, projectDir: cwd });
-  const h = validated(convict(hubSchema(env), { args: [], env })).get('hub');
+  const config = convict(hubSchema(env), { args: [], env });
+  const file = config.get('hub.config');
+  if (file) config.load(readConfigFile(path.resolve(cwd, file)));
+  const h = validated(config).get('hub');
   // Unlike a one-off review, the hub has a known port even in local mode.
   const port = review.port === 0 ? REVIEW_REMOTE_PORT : review.port;
   // In a Codespace, reviewers reach the hub at its forwarded URL unless public_url says otherwise.
@@ -104,12 +184,8 @@ export function loadHubConfig({ args, env, cwd }: { args: string[]; env: NodeJS.
   // convict types a null default as its format's type; unset, these are null.
   const sessionTtlMs = (h.session_ttl_ms as number | null) ?? DEFAULT_SESSION_TTL_MS;
   const host = review.host;
-  if (!isLoopback(host) && (h.submit_tokens.length === 0 || h.reviewer_tokens.length === 0)) {
-    throw new ConfigError(
-      `the hub binds ${host}, reachable from other machines: set hub.submit_tokens (HUB_SUBMIT_TOKENS) ` +
-        'and hub.reviewer_tokens (HUB_REVIEWER_TOKENS), or run it on loopback',
-    );
-  }
+  const submitters = (h.submit_tokens as SubmitterEntry[]).map(readSubmitter);
+  if (!isLoopback(host)) checkRemoteTokens(host, submitters, h.reviewer_tokens);
   const hosts = [...h.allowed_hosts, ...(publicUrl ? [publicUrl.hostname] : [])];
   return {
     review,
@@ -117,7 +193,7 @@ export function loadHubConfig({ args, env, cwd }: { args: string[]; env: NodeJS.
     host,
     dbPath,
     uploadRoot: path.join(path.dirname(dbPath), 'uploads'),
-    submitTokens: h.submit_tokens,
+    submitters,
     reviewerTokens: h.reviewer_tokens,
     allowedHosts: [...new Set(hosts.map((x) => x.toLowerCase()))],
     publicUrl,

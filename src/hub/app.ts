@@ -9,7 +9,7 @@ import { errorHandler, noSniff, renderPlainError } from '../http/middleware.ts';
 import { documentHeaders } from '../http/web-document.ts';
 import { encodingErrors, sameOriginPosts } from '../review/app.ts';
 import { reviewErrors } from '../review/errors.ts';
-import { rolesOf, type Access } from './access.ts';
+import { rolesOf, submitterOf, type Access } from './access.ts';
 import type { InboxResponse } from './contract.ts';
 import { hubErrors } from './errors.ts';
 import type { Hub } from './hub.ts';
@@ -110,12 +110,14 @@ function apiRoutes({ hub, store, access, notifyCounts }: HubAppOptions): Router 
   const reviewer = access.requireRole('reviewer');
 
   router.post('/api/session', access.signIn());
+  router.post('/auth/logout', access.signOut());
 
   router.post('/api/reviews', submitter, (ctx: Context) => {
     const key = ctx.get('idempotency-key');
     const submission = readSubmission(ctx.request.body, Date.now(), {
       requestKey: key ? key.slice(0, 200) : null,
       baseUrl: hub.baseUrl(requestOrigin(ctx)),
+      submitter: submitterOf(ctx) ?? '',
     });
     const { review, created } = hub.submit(submission);
     const summary = hub.summary(review);
@@ -134,7 +136,9 @@ function apiRoutes({ hub, store, access, notifyCounts }: HubAppOptions): Router 
     const wait = waitSeconds(ctx);
     const gone = new AbortController();
     ctx.req.once('close', () => gone.abort());
-    const decision = await hub.waitForDecision(ctx.params['id'] ?? '', wait * 1000, gone.signal);
+    // A reviewer reads any decision; a submitter only those of its own reviews (another's is not found).
+    const submitter = rolesOf(ctx).has('reviewer') ? undefined : submitterOf(ctx);
+    const decision = await hub.waitForDecision(ctx.params['id'] ?? '', wait * 1000, gone.signal, submitter);
     if (decision === undefined) throw hubErrors.reviewNotFound();
     ctx.set('Cache-Control', 'no-store');
     if (decision === null) ctx.status = 204;
@@ -162,7 +166,9 @@ function jsonBodies(limit: number): Middleware[] {
   });
   return [
     async (ctx: Context, next: Next): Promise<unknown> => {
-      if (ctx.method !== 'POST') return next();
+      // An empty POST (sign-out) has no type to check: fetch sends it with `content-length: 0`.
+      const empty = ctx.get('content-length') === '0' && ctx.get('transfer-encoding') === '';
+      if (ctx.method !== 'POST' || empty) return next();
       if (ctx.request.is('json') === false) throw reviewErrors.notJson();
       if (Number(ctx.get('content-length') || 0) > limit) throw hubErrors.submissionTooLarge(limit);
       await next();

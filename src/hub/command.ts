@@ -34,7 +34,7 @@ export async function runHub(ctx: CommandContext): Promise<number> {
   const notifier = new Notifier({ ...config.review.notify, log });
   const hub = new Hub({ config, store, log, notify: (event) => notifier.notify(event) });
   const access = new Access({
-    submitters: new TokenSet(config.submitTokens),
+    submitters: new TokenSet(config.submitters),
     reviewers: new TokenSet(config.reviewerTokens),
     store,
     sessionTtlMs: config.sessionTtlMs,

@@ -12,6 +12,8 @@ export interface ReviewSummary {
   project: string;
   branch: string;
   session: string;
+  /** Who submitted it: the name its submitter token is listed with (docs/hub.md); '' when submitting is open. */
+  submitter: string;
   version: number;
   createdAt: string;
   decidedAt: string | null;

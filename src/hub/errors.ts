@@ -13,6 +13,10 @@ export const hubErrors = {
     }),
   forbidden: (role: string) => new HttpError(403, `This token may not do that: a ${role} token is needed`),
   wrongToken: () => new HttpError(401, 'Unknown token'),
+  tooManyWrongTokens: (retryAfterSeconds: number) =>
+    new HttpError(429, `Too many wrong tokens from this client: try again in ${retryAfterSeconds} s`, {
+      headers: { 'retry-after': String(retryAfterSeconds) },
+    }),
   reviewNotFound: () => new HttpError(404, 'No such review'),
   notFound: () => new HttpError(404, 'Not found'),
   submissionTooLarge: (limitBytes: number) =>

@@ -131,6 +131,7 @@ export class Hub {
       project: review.project,
       branch: review.branch,
       session: review.session,
+      submitter: review.submitter,
       version: review.version,
       createdAt: new Date(review.createdAt).toISOString(),
       decidedAt: review.decidedAt === null ? null : new Date(review.decidedAt).toISOString(),
@@ -153,9 +154,11 @@ export class Hub {
 
   /**
    * The decision of a review once there is one, waiting up to `waitMs` for
-   * it: undefined for an unknown review, null when still pending.
+   * it: undefined for an unknown review (or, given `submitter`, one another
+   * submitter made), null when still pending.
    */
-  async waitForDecision(id: string, waitMs: number, signal: AbortSignal): Promise<unknown> {
+  async waitForDecision(id: string, waitMs: number, signal: AbortSignal, submitter?: string): Promise<unknown> {
+    if (submitter !== undefined && this.#store.submitterOf(id) !== submitter) return undefined;
     const now = this.#store.decisionOf(id);
     if (now !== null || waitMs <= 0) return now;
     await new Promise<void>((resolve) => {

@@ -16,15 +16,31 @@ export interface NotifyCounts {
 
 const ATTEMPT_TIMEOUT_MS = 10_000;
 
-function sentence({ event, review }: ReviewEvent): string {
+/** Control and bidirectional-override characters: a title must not start a new line or turn text around. */
+const LINE_BREAKERS = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]+/gu;
+
+/** Plain text on one line (ntfy's body, which it shows as it is: no Markdown header is sent). */
+const plain = (text: string) => text.replace(LINE_BREAKERS, ' ');
+
+/**
+ * Slack mrkdwn: `&`, `<` and `>` escaped (so no `<url|text>` link, no
+ * `<!channel>`), and an `@` followed by a zero-width space (so Slack-compatible
+ * servers that read `@channel` or `@name` in text mention nobody).
+ */
+const slackText = (text: string) =>
+  plain(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/@/g, '@\u200b');
+
+/** One line about the event; every text a submitter chose goes through `text`, the format's escaping. */
+function sentence({ event, review }: ReviewEvent, text: (value: string) => string): string {
   const version = review.version > 1 ? ` (version ${review.version})` : '';
-  const what = `${review.kind === 'plan' ? 'Plan' : 'Code review'} "${review.title}"${version}`;
-  const where = [review.project, review.branch].filter(Boolean).join(' @ ');
-  const head = event === 'review.created' ? `${what} is waiting for a review` : `${what}: ${review.outcome}`;
-  return `${head}${where ? ` [${where}]` : ''}: ${review.url}`;
+  const what = `${review.kind === 'plan' ? 'Plan' : 'Code review'} "${text(review.title)}"${version}`;
+  const where = [review.project, review.branch].filter(Boolean).map(text).join(' @ ');
+  const by = review.submitter ? ` from ${text(review.submitter)}` : '';
+  const head = event === 'review.created' ? `${what}${by} is waiting for a review` : `${what}${by}: ${review.outcome}`;
+  return `${head}${where ? ` [${where}]` : ''}: ${text(review.url)}`;
 }
 
-/** The request each kind of target gets. */
+/** The request each kind of target gets, each escaped for its own format. */
 function request(
   format: NotifyTarget['format'],
   event: ReviewEvent,
@@ -33,15 +49,19 @@ function request(
     case 'json':
       return { headers: { 'content-type': 'application/json' }, body: JSON.stringify(event) };
     case 'slack':
-      return { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: sentence(event) }) };
+      return {
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ text: sentence(event, slackText) }),
+      };
     case 'ntfy':
       return {
+        // Headers carry fixed text and the hub-built URL only (ASCII: URL.href is punycoded and percent-encoded).
         headers: {
           'content-type': 'text/plain; charset=utf-8',
           title: event.event === 'review.created' ? 'Review waiting' : 'Review decided',
           click: event.review.url,
         },
-        body: sentence(event),
+        body: sentence(event, plain),
       };
   }
 }

@@ -12,6 +12,11 @@ export interface NewReview {
   project: string;
   branch: string;
   session: string;
+  /**
+   * Who submitted it (their token's name): a session, its versions and a
+   * request key belong to one submitter, and a submitter reads only its own.
+   */
+  submitter: string;
   /** The kind's content: `{plan, permissionMode}` or `{diffType, diffs, gitContext}`. */
   payload: unknown;
   /** When the review ends with a timeout decision (epoch ms), or null. */
@@ -61,14 +66,15 @@ CREATE TABLE IF NOT EXISTS reviews (
   deadline INTEGER,
   decision TEXT,
   decided_at INTEGER,
-  set_aside TEXT
+  set_aside TEXT,
+  submitter TEXT NOT NULL DEFAULT ''
 );
-CREATE INDEX IF NOT EXISTS reviews_session ON reviews (session, version) WHERE session <> '';
 CREATE INDEX IF NOT EXISTS reviews_pending ON reviews (created_at) WHERE decision IS NULL;
 CREATE INDEX IF NOT EXISTS reviews_decided ON reviews (decided_at) WHERE decision IS NOT NULL;
 CREATE TABLE IF NOT EXISTS browser_sessions (
   digest TEXT PRIMARY KEY,
-  expires_at INTEGER NOT NULL
+  expires_at INTEGER NOT NULL,
+  token TEXT
 );
 `;
 
@@ -76,7 +82,7 @@ CREATE TABLE IF NOT EXISTS browser_sessions (
 const READABLE = 'set_aside IS NULL';
 
 /** The columns every read returns (the payload only when asked for). */
-const SUMMARY = `id, kind, title, origin, project, branch, session, version, base_url AS baseUrl,
+const SUMMARY = `id, kind, title, origin, project, branch, session, submitter, version, base_url AS baseUrl,
   created_at AS createdAt, deadline, decision, decided_at AS decidedAt`;
 
 /** An integer column as a number; a value past what a number holds exactly makes the row unreadable. */
@@ -103,7 +109,15 @@ function fromRow({ payload, decision, version, createdAt, deadline, decidedAt, .
 /** Columns added since the first schema, added to an older database when it is opened. */
 const ADDED_COLUMNS: readonly [table: string, column: string, declaration: string][] = [
   ['reviews', 'set_aside', 'TEXT'],
+  ['reviews', 'submitter', "TEXT NOT NULL DEFAULT ''"],
+  ['browser_sessions', 'token', 'TEXT'],
 ];
+
+/** Indexes on added columns: made once the columns exist. */
+const INDEXES = `
+DROP INDEX IF EXISTS reviews_session;
+CREATE INDEX IF NOT EXISTS reviews_submitter_session ON reviews (submitter, session, version) WHERE session <> '';
+`;
 
 /**
  * The hub's durable state in one SQLite file. Every write is committed
@@ -132,6 +146,7 @@ export class HubStore {
       if (!columns.some((c) => c.name === column))
         this.#db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${declaration}`);
     }
+    this.#db.exec(INDEXES);
   }
 
   #prepare(sql: string): StatementSync {
@@ -166,29 +181,30 @@ export class HubStore {
    * retried with the same request key answers the review it already made.
    */
   insert(id: string, review: NewReview, now: number): { review: StoredReview; created: boolean } {
-    if (review.requestKey !== null) {
-      const [existing] = this.#reviews(
-        `SELECT ${SUMMARY} FROM reviews WHERE ${READABLE} AND request_key = ?`,
-        review.requestKey,
-      );
+    // A key is the submitter's own: the same key from another submitter is another submission.
+    const requestKey = review.requestKey === null ? null : JSON.stringify([review.submitter, review.requestKey]);
+    if (requestKey !== null) {
+      const select = `SELECT ${SUMMARY} FROM reviews WHERE ${READABLE} AND request_key = ?`;
+      const [existing] = this.#reviews(select, requestKey);
       if (existing) return { review: existing, created: false };
     }
-    const maxVersion = this.#prepare('SELECT MAX(version) AS v FROM reviews WHERE session = ?');
-    const last = review.session === '' ? undefined : maxVersion.get(review.session);
+    const maxVersion = this.#prepare('SELECT MAX(version) AS v FROM reviews WHERE submitter = ? AND session = ?');
+    const last = review.session === '' ? undefined : maxVersion.get(review.submitter, review.session);
     const version = ((last as { v: number | null } | undefined)?.v ?? 0) + 1;
     this.#prepare(
-      `INSERT INTO reviews (id, request_key, kind, title, origin, project, branch, session, version, base_url, payload,
-         created_at, deadline)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO reviews (id, request_key, kind, title, origin, project, branch, session, submitter, version, base_url,
+         payload, created_at, deadline)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       id,
-      review.requestKey,
+      requestKey,
       review.kind,
       review.title,
       review.origin,
       review.project,
       review.branch,
       review.session,
+      review.submitter,
       version,
       review.baseUrl,
       JSON.stringify(review.payload),
@@ -209,6 +225,11 @@ export class HubStore {
     return this.#reviews(`SELECT ${SUMMARY} FROM reviews WHERE ${READABLE} AND id = ?`, id)[0]?.decision;
   }
 
+  /** Who submitted a review: undefined when there is no such review. */
+  submitterOf(id: string): string | undefined {
+    return this.#reviews(`SELECT ${SUMMARY} FROM reviews WHERE ${READABLE} AND id = ?`, id)[0]?.submitter;
+  }
+
   /** Records the decision unless one is already recorded; true when this call recorded it. */
   decide(id: string, decision: unknown, now: number): boolean {
     const update = this.#prepare(
@@ -220,8 +241,9 @@ export class HubStore {
   /** The version before this one in the same session (with its payload), if any. */
   previousVersion(review: StoredReview): StoredReview | undefined {
     if (review.session === '' || review.version <= 1) return undefined;
-    const select = `SELECT ${SUMMARY}, payload FROM reviews WHERE ${READABLE} AND session = ? AND version = ?`;
-    return this.#reviews(select, review.session, review.version - 1)[0];
+    const select = `SELECT ${SUMMARY}, payload FROM reviews
+      WHERE ${READABLE} AND submitter = ? AND session = ? AND version = ?`;
+    return this.#reviews(select, review.submitter, review.session, review.version - 1)[0];
   }
 
   /** Every pending review, oldest first (without payloads). */
@@ -238,18 +260,28 @@ export class HubStore {
     return this.#reviews(select, limit);
   }
 
-  addBrowserSession(digest: string, expiresAt: number): void {
-    this.#prepare('INSERT INTO browser_sessions (digest, expires_at) VALUES (?, ?)').run(digest, expiresAt);
+  /** A browser session, kept with the digest of the reviewer token that made it (it lives as long as that token). */
+  addBrowserSession(digest: string, expiresAt: number, tokenDigest: string): void {
+    const insert = this.#prepare('INSERT INTO browser_sessions (digest, expires_at, token) VALUES (?, ?, ?)');
+    insert.run(digest, expiresAt, tokenDigest);
   }
 
-  /** Whether a browser session is known and not expired; expired ones are removed as they are met. */
-  browserSessionValid(digest: string, now: number): boolean {
-    const select = this.#prepare('SELECT expires_at FROM browser_sessions WHERE digest = ?');
-    const row = select.get(digest) as { expires_at: number } | undefined;
-    if (row === undefined) return false;
-    if (row.expires_at > now) return true;
+  /**
+   * The token digest of a live browser session, or undefined for none
+   * (unknown, expired, or made before sessions were bound to their token).
+   * Expired ones are removed as they are met.
+   */
+  browserSessionToken(digest: string, now: number): string | undefined {
+    const select = this.#prepare('SELECT expires_at, token FROM browser_sessions WHERE digest = ?');
+    const row = select.get(digest) as { expires_at: number; token: string | null } | undefined;
+    if (row === undefined) return undefined;
+    if (row.expires_at > now) return row.token ?? undefined;
     this.#prepare('DELETE FROM browser_sessions WHERE expires_at <= ?').run(now);
-    return false;
+    return undefined;
+  }
+
+  endBrowserSession(digest: string): void {
+    this.#prepare('DELETE FROM browser_sessions WHERE digest = ?').run(digest);
   }
 
   close(): void {

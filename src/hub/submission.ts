@@ -78,7 +78,7 @@ function readCode(body: FieldReader): CodePayload {
 export function readSubmission(
   raw: unknown,
   now: number,
-  request: { requestKey: string | null; baseUrl: string },
+  request: { requestKey: string | null; baseUrl: string; submitter: string },
 ): NewReview {
   const body = readBody(raw);
   const kind = body.requiredEnum('kind', ['plan', 'code'] as const);

@@ -110,6 +110,8 @@ function announce({ config, log, about }: Pick<ReviewOptions<unknown>, 'config' 
     url,
     origin: config.origin,
     session: config.session,
+    // A local review has no submitter token: nobody to name.
+    submitter: '',
     version: 1,
     createdAt: new Date().toISOString(),
     decidedAt: null,

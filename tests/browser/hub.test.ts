@@ -105,6 +105,8 @@ describe('the hub in Chromium', () => {
       'plan',
       'Claude Code',
       path.basename(suite.home),
+      // Submitted by: the client's token is unnamed, so it is its own submitter, shown by a digest.
+      expect.stringMatching(/^token-[0-9a-f]{8}$/),
       'just now',
       'v1',
     ]);
@@ -185,6 +187,10 @@ describe('the hub in Chromium', () => {
     await decided.waitFor();
     await expect.poll(() => page.title()).toBe('(1) Review hub');
     expect(await unlabelledControls(page)).toEqual([]);
+
+    // Signing out ends the session on the hub: the inbox asks for a token again.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Reviewer token').waitFor();
     expect(errors).toEqual([]);
   });
 });

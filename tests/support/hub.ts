@@ -36,7 +36,7 @@ export interface HubContainer {
   logs(): Promise<string>;
   /** `docker kill`, then `docker start`, then waits until the hub answers again. */
   killAndStart(): Promise<void>;
-  stop(): Promise<void>;
+  stop(options?: { keepVolume?: boolean }): Promise<void>;
 }
 
 async function answers(url: string): Promise<boolean> {
@@ -52,11 +52,13 @@ async function answers(url: string): Promise<boolean> {
 export interface HubOptions {
   env?: Record<string, string>;
   extraHosts?: { host: string; ipAddress: string }[];
+  /** The data volume of a hub stopped with `stop({ keepVolume: true })`: the same database, another configuration. */
+  volume?: string;
 }
 
 export async function startHub(options: HubOptions = {}): Promise<HubContainer> {
   const port = await freePort();
-  const volume = `gatehouse-hub-test-${randomBytes(6).toString('hex')}`;
+  const volume = options.volume ?? `gatehouse-hub-test-${randomBytes(6).toString('hex')}`;
   let builder = new GenericContainer(IMAGE)
     .withCommand(['hub'])
     .withExposedPorts({ container: 19432, host: port })
@@ -82,9 +84,9 @@ export async function startHub(options: HubOptions = {}): Promise<HubContainer> 
       await run('docker', ['start', id]);
       for (let i = 0; i < 150 && !(await answers(url)); i++) await sleep(200);
     },
-    async stop() {
+    async stop({ keepVolume = false } = {}) {
       await container.stop({ timeout: 2_000 }).catch(() => undefined);
-      await run('docker', ['volume', 'rm', '-f', volume]).catch(() => undefined);
+      if (!keepVolume) await run('docker', ['volume', 'rm', '-f', volume]).catch(() => undefined);
     },
   };
 }
@@ -103,6 +105,8 @@ export interface ClientOptions {
   home: string;
   stdin?: string;
   token?: string;
+  /** More environment for the client, e.g. GATEHOUSE_HUB_CONNECT_TIMEOUT. */
+  env?: Record<string, string>;
 }
 
 export function startClient(args: string[], options: ClientOptions): Client {
@@ -113,6 +117,7 @@ export function startClient(args: string[], options: ClientOptions): Client {
       HOME: options.home,
       GATEHOUSE_HUB_URL: options.hub,
       GATEHOUSE_HUB_TOKEN: options.token ?? SUBMIT_TOKEN,
+      ...options.env,
     },
     stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });

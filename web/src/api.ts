@@ -130,6 +130,10 @@ export const hub = {
     });
     if (!response.ok) await readJson(response);
   },
+  /** Ends this browser's session on the hub (`POST /auth/logout`). */
+  async signOut(): Promise<void> {
+    await request('/auth/logout', { method: 'POST' });
+  },
 };
 
 /** The URL through which the page shows a local image file: its path on this server, under the page's own folder. */

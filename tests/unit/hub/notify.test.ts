@@ -15,6 +15,7 @@ const EVENT: ReviewEvent = {
     project: 'p',
     branch: 'b',
     session: '',
+    submitter: '',
     version: 1,
     createdAt: '',
     decidedAt: null,
@@ -58,6 +59,47 @@ describe('Notifier', () => {
     notifier.notify(EVENT);
     await expect.poll(() => notifier.counts.failed).toBe(1);
     expect(notifier.counts).toEqual({ sent: 0, retried: 1, failed: 1 });
+    await notifier.close();
+  });
+
+  it('escapes what a submitter wrote for each format: no Slack link or mention, no new line, JSON as it is', async () => {
+    const received = new Map<string, { headers: Record<string, unknown>; body: string }>();
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        received.set(req.url ?? '', { headers: req.headers, body });
+        res.end();
+      });
+    });
+    servers.push(server);
+    const { port } = await listen(server, { port: 0, host: '127.0.0.1' });
+    const at = (p: string) => new URL(`http://127.0.0.1:${port}${p}`);
+    const targets = [
+      { url: at('/slack'), format: 'slack' as const },
+      { url: at('/ntfy'), format: 'ntfy' as const },
+      { url: at('/json'), format: 'json' as const },
+    ];
+    const notifier = new Notifier({ targets, attempts: 1, retryBaseMs: 10, log: pino({ level: 'silent' }) });
+    const title = '<!channel> <https://evil.example|click> & @here\nApproved by admin\u202e';
+    const review = { ...EVENT.review, title, project: '<p>', branch: 'b@x', submitter: 'mallory' };
+    notifier.notify({ event: 'review.created', review });
+    await expect.poll(() => received.size).toBe(3);
+
+    const slack = (JSON.parse(received.get('/slack')?.body ?? '') as { text: string }).text;
+    expect(slack).toBe(
+      'Plan "&lt;!channel&gt; &lt;https://evil.example|click&gt; &amp; @\u200bhere Approved by admin " from mallory ' +
+        'is waiting for a review [&lt;p&gt; @ b@\u200bx]: http://hub/r/r1/',
+    );
+    expect(slack).not.toMatch(/<|>|\n/);
+    const ntfy = received.get('/ntfy');
+    expect(ntfy?.body).toBe(
+      'Plan "<!channel> <https://evil.example|click> & @here Approved by admin " from mallory ' +
+        'is waiting for a review [<p> @ b@x]: http://hub/r/r1/',
+    );
+    expect(ntfy?.headers).toMatchObject({ title: 'Review waiting', click: 'http://hub/r/r1/' });
+    expect(ntfy?.headers['markdown']).toBeUndefined();
+    expect((JSON.parse(received.get('/json')?.body ?? '') as ReviewEvent).review.title).toBe(title);
     await notifier.close();
   });
 });

@@ -20,6 +20,7 @@ const plan = (overrides: Partial<NewReview> = {}): NewReview => ({
   project: 'p',
   branch: '',
   session: '',
+  submitter: '',
   payload: { plan: '# A\n', permissionMode: 'default' },
   deadline: null,
   requestKey: null,
@@ -99,13 +100,35 @@ describe('HubStore', () => {
     reopened.close();
   });
 
-  it('keeps browser sessions until they expire', () => {
+  it('keeps browser sessions, with their token, until they expire or end', () => {
     const store = new HubStore(file);
-    store.addBrowserSession('d1', 100);
-    expect(store.browserSessionValid('d1', 99)).toBe(true);
-    expect(store.browserSessionValid('d1', 100)).toBe(false);
-    expect(store.browserSessionValid('d1', 50)).toBe(false);
-    expect(store.browserSessionValid('unknown', 0)).toBe(false);
+    store.addBrowserSession('d1', 100, 't1');
+    store.addBrowserSession('d2', 100, 't2');
+    expect(store.browserSessionToken('d1', 99)).toBe('t1');
+    store.endBrowserSession('d2');
+    expect(store.browserSessionToken('d2', 99)).toBeUndefined();
+    expect(store.browserSessionToken('d1', 100)).toBeUndefined();
+    expect(store.browserSessionToken('d1', 50)).toBeUndefined();
+    expect(store.browserSessionToken('unknown', 0)).toBeUndefined();
+    store.close();
+  });
+
+  it("keeps each submitter's sessions, versions and request keys apart", () => {
+    const store = new HubStore(file);
+    const alice = (o: Partial<NewReview>) => plan({ submitter: 'alice', session: 's', ...o });
+    const bob = (o: Partial<NewReview>) => plan({ submitter: 'bob', session: 's', ...o });
+    expect(store.insert('a1', alice({ requestKey: 'k' }), 1).review.version).toBe(1);
+    // The same session name and the same key from bob are bob's own: version 1, a new review.
+    expect(store.insert('b1', bob({ requestKey: 'k' }), 2)).toMatchObject({ created: true, review: { version: 1 } });
+    expect(store.insert('a2', alice({}), 3).review.version).toBe(2);
+    expect(store.insert('again', alice({ requestKey: 'k' }), 4)).toMatchObject({
+      created: false,
+      review: { id: 'a1' },
+    });
+    const a2 = store.get('a2');
+    expect(a2 && store.previousVersion(a2)?.id).toBe('a1');
+    expect(store.submitterOf('b1')).toBe('bob');
+    expect(store.submitterOf('nope')).toBeUndefined();
     store.close();
   });
 });

@@ -281,6 +281,7 @@ describe('runReview in a Codespace and with notify targets', () => {
         ...ABOUT,
         origin: 'opencode',
         session: 's1',
+        submitter: '',
         version: 1,
         createdAt: expect.any(String),
         decidedAt: null,

@@ -188,7 +188,9 @@ export function Inbox(props: PageProps): JSX.Element {
           </span>
         }
       >
-        {null}
+        <button type="button" class="btn" onClick={() => void hub.signOut().finally(() => location.reload())}>
+          Sign out
+        </button>
       </Topbar>
       {error !== '' && (
         <div class="banner error" role="alert">
@@ -285,6 +287,7 @@ function ReviewTable(props: {
             <th>Kind</th>
             <th>Agent</th>
             <th>Project / branch</th>
+            <th>Submitted by</th>
             <th>{decided ? 'Outcome' : 'Waiting since'}</th>
             <th>Version</th>
           </tr>
@@ -306,7 +309,7 @@ function ReviewRow(props: { review: ReviewSummary; everyone: ReviewSummary[]; no
   const older =
     r.session && !props.decided
       ? props.everyone
-          .filter((o) => o.session === r.session && o.version < r.version)
+          .filter((o) => o.submitter === r.submitter && o.session === r.session && o.version < r.version)
           .sort((a, b) => a.version - b.version)
       : [];
   const when = props.decided ? r.decidedAt : r.createdAt;
@@ -333,6 +336,7 @@ function ReviewRow(props: { review: ReviewSummary; everyone: ReviewSummary[]; no
       </td>
       <td>{agentLabel(r.origin)}</td>
       <td>{[r.project, r.branch].filter(Boolean).join(' / ')}</td>
+      <td>{r.submitter}</td>
       <td>
         {props.decided ? (
           <span class={`badge outcome-${r.outcome ?? ''}`}>{r.outcome}</span>
