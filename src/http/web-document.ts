@@ -3,22 +3,24 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { packageRoot } from '../package-root.ts';
 
-let cached: string | undefined;
+const cached = new Map<string, string>();
 
 /**
- * The UI: one self-contained HTML document built from web/ by Vite
- * (`npm run build:web`), read once and served from memory.
+ * A UI: one self-contained HTML document built by Vite (`npm run build:web`), the review UI from web/ into
+ * dist/web, the proxy's console from web/console into dist/console; read once and served from memory.
  */
-export function webDocument(): string {
-  if (cached === undefined) {
-    const file = path.join(packageRoot(), 'dist', 'web', 'index.html');
+export function webDocument(folder: 'web' | 'console' = 'web'): string {
+  let html = cached.get(folder);
+  if (html === undefined) {
+    const file = path.join(packageRoot(), 'dist', folder, 'index.html');
     try {
-      cached = readFileSync(file, 'utf8');
+      html = readFileSync(file, 'utf8');
     } catch {
       throw new Error(`The web UI is not built (${file} is missing): run \`npm run build:web\``);
     }
+    cached.set(folder, html);
   }
-  return cached;
+  return html;
 }
 
 const INLINE_SCRIPT = /<script\b[^>]*>([\s\S]*?)<\/script>/gi;

@@ -23,6 +23,17 @@ import {
 } from './internal.ts';
 import { mcpAccess } from './mcp/access.ts';
 import { mcpRoutes, type McpGateway } from './mcp/index.ts';
+import { Activity } from './console/activity.ts';
+import { localBoard, type ActivityBoard } from './console/board.ts';
+import { KEYS_PATH, LIVE_PATH, SPEND_PATH, UPSTREAMS_PATH } from './console/contract.ts';
+import {
+  CONSOLE_PATH,
+  consolePage,
+  keysEndpoint,
+  liveEndpoint,
+  spendEndpoint,
+  upstreamsEndpoint,
+} from './console/index.ts';
 import { ModelCatalog, modelInfo, modelList } from './models.ts';
 import { OpenStreams } from './open-streams.ts';
 import type { ProtocolSpec } from './protocols/protocol.ts';
@@ -81,6 +92,10 @@ export interface ProxyAppOptions {
   mcp?: McpGateway;
   /** OpenTelemetry traces (default: none). */
   tracing?: Tracing | undefined;
+  /** What the console shows of requests under way and just finished (default: this app's own). */
+  activity?: Activity;
+  /** Where the console finds every replica's activity (default: this process's alone). */
+  board?: ActivityBoard;
 }
 
 type Method = 'GET' | 'POST';
@@ -150,11 +165,14 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   const metrics = options.metrics ?? new ProxyMetrics();
   metrics.streamsInFlight = () => streams.size;
   metrics.cooling = () => fallback.cooling(config.upstreams.map((u) => u.name));
-  const sinks: RequestSink[] = [(record) => metrics.observe(record), settleTokens(admission, log)];
+  const activity = options.activity ?? new Activity();
+  const board = options.board ?? localBoard(activity);
+  const sinks: RequestSink[] = [(record) => metrics.observe(record), settleTokens(admission, log), activity.sink];
   if (options.usage) sinks.push(usageSink(options.usage));
   const admin = (handler: ProxyMiddleware) => adminOnly(config.effectiveAuthMode, handler);
   // Public metrics are read like /healthz: no key, from a host the proxy serves (a scraper's name in allowed_hosts).
-  const keyed = keyRule(config.effectiveAuthMode, config.metricsPublic ? [METRICS_PATH] : []);
+  // So is the console's page, which holds nothing: its data comes from admin endpoints.
+  const keyed = keyRule(config.effectiveAuthMode, [CONSOLE_PATH, ...(config.metricsPublic ? [METRICS_PATH] : [])]);
   const tracing = options.tracing && new RequestTracing(options.tracing);
   const deps: EndpointDeps = {
     tracing,
@@ -179,6 +197,11 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     ['POST', '/v1/models/detect', detectModel(models)],
     ['GET', METRICS_PATH, config.metricsPublic ? metricsEndpoint(metrics) : admin(metricsEndpoint(metrics))],
     ['GET', '/internal/usage', admin(usageEndpoint(options.usage))],
+    ['GET', CONSOLE_PATH, consolePage()],
+    ['GET', SPEND_PATH, admin(spendEndpoint(options.usage))],
+    ['GET', KEYS_PATH, admin(keysEndpoint(config.keys, admission, options.usage))],
+    ['GET', UPSTREAMS_PATH, admin(upstreamsEndpoint(config.upstreams, fallback, board))],
+    ['GET', LIVE_PATH, admin(liveEndpoint(board))],
   ];
   const router = new Router<ProxyState>();
   // Model lists first: `/v1/models/claude` is a list, not a model called claude.
@@ -212,6 +235,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   app.use(requestLog(log, families, sinks, prices, (model) => models.countedAs(model)));
   if (tracing) app.use(tracing.middleware);
   app
+    .use(activity.counter)
     .use((ctx, next) => {
       if (draining) ctx.set('connection', 'close');
       return next();

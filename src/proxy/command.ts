@@ -8,6 +8,7 @@ import { loadProxyConfig, parseProxyArgs, proxyConfigFile } from '../config/prox
 import { close, createServer, listen } from '../http/server.ts';
 import { createLogger } from '../log.ts';
 import { createProxyApp } from './app.ts';
+import { Activity } from './console/activity.ts';
 import { LiveProxy } from './live.ts';
 import { ProxyMetrics } from './metrics.ts';
 import { REDACTED_PATHS } from './request-log.ts';
@@ -48,7 +49,10 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
   // What outlives a reload: shared state and what stands in for it while it is away, translation memory,
   // metrics, usage.
   const guard = new StateGuard(log, config.state.onUnavailable);
-  const shared = { env: ctx.env, log, metrics, usage, state: backend.state, stores: backend.stores, guard, tracing };
+  const activity = new Activity();
+  const board = backend.board(activity);
+  const { state, stores } = backend;
+  const shared = { env: ctx.env, log, metrics, usage, state, stores, guard, tracing, activity, board };
   const proxy = new LiveProxy(
     config,
     (next, previous) => createProxyApp(next, { ...shared, ...(previous && { mcp: previous.mcp }) }),
@@ -91,6 +95,7 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
     return 0;
   } finally {
     stopWatching();
+    board.close();
     proxy.drain();
     sockets.drain();
     await Promise.allSettled([

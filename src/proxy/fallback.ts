@@ -5,6 +5,7 @@
  * request that probes an upstream once its cooldown is over. What replicas
  * must agree on lives in SharedState.
  */
+import type { UpstreamState } from './console/contract.ts';
 import type { RoutingConfig } from '../config/routing.ts';
 import { HttpError } from '../http/errors.ts';
 import { UPSTREAM_ERROR_KIND } from './errors.ts';
@@ -99,6 +100,25 @@ export class Fallback {
     }
     if (ready.length === 0 && list.length > 0) throw fallbackErrors.allCooling(model, soonest);
     return ready;
+  }
+
+  /**
+   * Each upstream's state now (for the console): cooling down, probing (its cooldown is over and one request
+   * may try it, the failures not yet cleared by an answer) or serving.
+   */
+  async states(names: readonly string[]): Promise<Map<string, UpstreamState>> {
+    const { leases, counters } = this.#state;
+    const read = await Promise.all(
+      names.map((name) => Promise.all([leases.until(`cool:${name}`), counters.get(`fail:${name}`)])),
+    );
+    return new Map(
+      names.map((name, i) => {
+        const [cooling, failures] = read[i] as [number | undefined, number];
+        const state =
+          cooling !== undefined ? 'cooling down' : failures >= this.#config.failuresToCool ? 'probing' : 'serving';
+        return [name, state];
+      }),
+    );
   }
 
   /** Whether each upstream is cooling down now (for metrics). */

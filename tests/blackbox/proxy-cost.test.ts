@@ -5,113 +5,16 @@
  * refusing at the right request, in one process's memory and shared by two replicas on Redis.
  */
 import { execFile } from 'node:child_process';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HOST_FROM_CONTAINER, startProxyContainer, type ProxyContainer } from '../support/proxy-container.ts';
+import { COST, LLAMA_PRICE, startPricedUpstream, type PricedUpstream } from '../support/priced-upstream.ts';
+import { rawRequest } from '../support/raw-http.ts';
 import { startRedisContainer, type RedisContainer } from '../support/redis-container.ts';
 
 const run = promisify(execFile);
 const OPERATOR = 'operator-cost-key-0123456789';
 const BUDGETED = 'budgeted-cost-key-0123456789';
-
-/*
- * The token counts each family's answers report, and their cost worked out by hand (USD per million tokens):
- * - gpt-4o-mini ($0.15 in, $0.075 cached, $0.60 out): 1000 in of which 400 cached, 200 out:
- *   600 × 0.15 + 400 × 0.075 + 200 × 0.60 = 90 + 30 + 120 = 240 millionths;
- * - my-llama-8b (proxy.prices: $0.20 in, cache reads at the input price, $0.60 out), the same tokens:
- *   1000 × 0.20 + 200 × 0.60 = 320 millionths;
- * - claude-3-5-haiku-20241022 ($0.80 in, $1 cache write, $0.08 cache read, $4 out): input_tokens 100 (Anthropic's
- *   leave out the cache), 1000 written to the cache, 2000 read from it, 300 out:
- *   100 × 0.80 + 1000 × 1 + 2000 × 0.08 + 300 × 4 = 80 + 1000 + 160 + 1200 = 2440 millionths;
- * - gemini-2.5-flash ($0.30 in, $0.03 cached, $2.50 out): 1000 in of which 500 cached, 100 out and 50 thinking:
- *   500 × 0.30 + 500 × 0.03 + 150 × 2.50 = 150 + 15 + 375 = 540 millionths.
- */
-const COST = { openai: 0.00024, llama: 0.00032, anthropic: 0.00244, gemini: 0.00054 };
-
-const OPENAI_USAGE = { prompt_tokens: 1000, completion_tokens: 200, prompt_tokens_details: { cached_tokens: 400 } };
-const ANTHROPIC_USAGE = {
-  input_tokens: 100,
-  cache_creation_input_tokens: 1000,
-  cache_read_input_tokens: 2000,
-  output_tokens: 300,
-};
-const GEMINI_USAGE = {
-  promptTokenCount: 1000,
-  cachedContentTokenCount: 500,
-  candidatesTokenCount: 100,
-  thoughtsTokenCount: 50,
-};
-
-const sse = (events: unknown[], named = false): string =>
-  events
-    .map((e) => `${named ? `event: ${(e as { type: string }).type}\n` : ''}data: ${JSON.stringify(e)}\n\n`)
-    .join('');
-
-/** Each family's answer, whole or streamed, with the usage above. */
-function answer(url: string, body: { model?: string; stream?: boolean }): { type: string; text: string } {
-  if (url.startsWith('/openai/')) {
-    const base = { id: 'c1', object: 'chat.completion', created: 1, model: body.model };
-    if (!body.stream) {
-      const choice = { index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' };
-      return { type: 'application/json', text: JSON.stringify({ ...base, choices: [choice], usage: OPENAI_USAGE }) };
-    }
-    const chunk = { ...base, object: 'chat.completion.chunk' };
-    const events = [
-      { ...chunk, choices: [{ index: 0, delta: { role: 'assistant', content: 'Hello' }, finish_reason: null }] },
-      { ...chunk, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
-      { ...chunk, choices: [], usage: OPENAI_USAGE },
-    ];
-    return { type: 'text/event-stream', text: `${sse(events)}data: [DONE]\n\n` };
-  }
-  if (url.startsWith('/anthropic/')) {
-    const message = { id: 'm1', type: 'message', role: 'assistant', model: body.model, stop_sequence: null };
-    if (!body.stream) {
-      const whole = { ...message, content: [{ type: 'text', text: 'Hello' }], stop_reason: 'end_turn' };
-      return { type: 'application/json', text: JSON.stringify({ ...whole, usage: ANTHROPIC_USAGE }) };
-    }
-    const start = { ...message, content: [], stop_reason: null, usage: { ...ANTHROPIC_USAGE, output_tokens: 1 } };
-    const events = [
-      { type: 'message_start', message: start },
-      { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
-      { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hello' } },
-      { type: 'content_block_stop', index: 0 },
-      { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 300 } },
-      { type: 'message_stop' },
-    ];
-    return { type: 'text/event-stream', text: sse(events, true) };
-  }
-  const candidate = (finishReason?: string) => ({
-    content: { role: 'model', parts: [{ text: 'Hello' }] },
-    ...(finishReason && { finishReason }),
-  });
-  if (!url.includes(':streamGenerateContent')) {
-    return {
-      type: 'application/json',
-      text: JSON.stringify({ candidates: [candidate('STOP')], usageMetadata: GEMINI_USAGE }),
-    };
-  }
-  const first = { candidates: [candidate()], usageMetadata: { promptTokenCount: 1000, candidatesTokenCount: 1 } };
-  const last = { candidates: [candidate('STOP')], usageMetadata: GEMINI_USAGE };
-  return {
-    type: 'text/event-stream',
-    text: `data: ${JSON.stringify(first)}\r\n\r\ndata: ${JSON.stringify(last)}\r\n\r\n`,
-  };
-}
-
-async function startUpstream(): Promise<{ server: Server; port: number }> {
-  const server = createServer((req, res) => {
-    let raw = '';
-    req.on('data', (chunk: Buffer) => (raw += chunk.toString()));
-    req.on('end', () => {
-      const { type, text } = answer(req.url ?? '', JSON.parse(raw || '{}') as { model?: string; stream?: boolean });
-      res.writeHead(200, { 'content-type': type }).end(text);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '0.0.0.0', resolve));
-  return { server, port: (server.address() as AddressInfo).port };
-}
 
 function proxyConfig(port: number, budgetUsd: number) {
   const at = (vendor: string) => `http://${HOST_FROM_CONTAINER}:${port}/${vendor}`;
@@ -142,7 +45,7 @@ function proxyConfig(port: number, budgetUsd: number) {
           models: ['gemini-2.5-flash', 'gemini-*'],
         },
       ],
-      prices: [{ model: 'my-llama-*', input_per_mtok: 0.2, output_per_mtok: 0.6 }],
+      prices: [LLAMA_PRICE],
       keys: [{ name: 'budgeted', key_env: 'BUDGETED_KEY', budget_usd: budgetUsd, budget_period: 'day' }],
     },
   };
@@ -189,13 +92,13 @@ async function usageBy(base: string, by: string, more = ''): Promise<Row[]> {
   return ((await res.json()) as { rows: Row[] }).rows;
 }
 
-let upstream: { server: Server; port: number };
+let upstream: PricedUpstream;
 
 beforeAll(async () => {
-  upstream = await startUpstream();
+  upstream = await startPricedUpstream('0.0.0.0');
 });
 afterAll(async () => {
-  await new Promise((resolve) => upstream.server.close(resolve));
+  await upstream.close();
 });
 
 describe('cost of each family, whole answers and streams (container, memory backend)', () => {
@@ -270,6 +173,56 @@ describe('cost of each family, whole answers and streams (container, memory back
     expect(operator?.cost_usd).toBeGreaterThan(0);
   });
 
+  it('console: the page for anyone on a served host, strict CSP; its data for admin keys; bad ranges are 400', async () => {
+    const page = await fetch(`${proxy.base}/console`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
+    expect(await page.text()).toContain('<div id="app">');
+    // Keyless, so only to a Host the proxy serves (loopback here, or proxy.allowed_hosts).
+    const foreign = await rawRequest(`${proxy.base}/console`, { headers: { host: 'evil.example' } });
+    expect(foreign.status).toBe(403);
+    const admin = { authorization: `Bearer ${OPERATOR}` };
+    for (const path of ['spend', 'keys', 'upstreams', 'live']) {
+      const url = `${proxy.base}/internal/console/${path}`;
+      expect((await fetch(url)).status, path).toBe(401);
+      expect((await fetch(url, { headers: { authorization: `Bearer ${BUDGETED}` } })).status, path).toBe(403);
+      expect((await fetch(url, { headers: admin })).status, path).toBe(200);
+    }
+    const spend = async (query: string) => {
+      const res = await fetch(`${proxy.base}/internal/console/spend?${query}`, { headers: admin });
+      return { status: res.status, body: (await res.json()) as { error?: string; totals?: { group: string }[] } };
+    };
+    expect(await spend('by=colour')).toEqual({
+      status: 400,
+      body: { error: 'by must be one of key, model, upstream, not "colour"' },
+    });
+    expect(await spend('bucket=week')).toMatchObject({
+      status: 400,
+      body: { error: expect.stringContaining('bucket must be one of hour, day') },
+    });
+    expect(await spend('from=yesterday')).toMatchObject({
+      status: 400,
+      body: { error: expect.stringContaining('ISO 8601') },
+    });
+    expect(await spend('from=2026-02-01&to=2026-01-01')).toMatchObject({
+      status: 400,
+      body: { error: 'from must be before to' },
+    });
+    expect(await spend('from=2020-01-01&to=2026-01-01&bucket=day')).toMatchObject({
+      status: 400,
+      body: { error: expect.stringContaining('at most 400 days') },
+    });
+    expect(await spend('from=2026-01-01&to=2026-06-01&bucket=hour')).toMatchObject({
+      status: 400,
+      body: { error: expect.stringContaining('bucket=day') },
+    });
+    expect(await spend('by=model&by=key')).toMatchObject({ status: 400, body: { error: 'by may be given once' } });
+    const byModel = await spend('by=model&bucket=day');
+    expect(byModel.status).toBe(200);
+    expect(byModel.body.totals?.map((t) => t.group)).toContain('gemini-2.5-flash');
+  });
+
   it('refuses a key once its dollar budget is spent: at the request after the one that reached it', async () => {
     // $0.00244 each against $0.005: the third is admitted at $0.00488 and takes the key to $0.00732.
     const statuses: number[] = [];
@@ -324,6 +277,19 @@ describe('dollar budgets shared by two replicas (containers, Redis backend)', ()
       expect(refused.text).toContain('dollar budget');
       expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     }
+    // The console's live page, read from one replica, shows both replicas' requests.
+    await expect
+      .poll(
+        async () => {
+          const res = await fetch(`${(replicas[0] as ProxyContainer).base}/internal/console/live`, {
+            headers: { authorization: `Bearer ${OPERATOR}` },
+          });
+          const live = (await res.json()) as { replicas: number; recent: { key: string }[] };
+          return [live.replicas, live.recent.filter((r) => r.key === 'budgeted').length];
+        },
+        { timeout: 5_000 },
+      )
+      .toEqual([2, 5]);
     // The usage both replicas wrote to Redis, read from either, priced as each was recorded.
     await expect
       .poll(async () => (await usageBy((replicas[1] as ProxyContainer).base, 'key', '&key=budgeted'))[0]?.cost_usd, {

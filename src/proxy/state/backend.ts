@@ -5,6 +5,8 @@
  */
 import type { ProxyConfig } from '../../config/proxy.ts';
 import type { Logger } from '../../log.ts';
+import type { Activity } from '../console/activity.ts';
+import { localBoard, redisBoard, type ActivityBoard } from '../console/board.ts';
 import { memoryStores, type TranslationStores } from '../translate/stores.ts';
 import { redisUsage } from '../usage/redis.ts';
 import { sqliteUsage, type UsageBackend } from '../usage/store.ts';
@@ -16,12 +18,19 @@ export interface StateBackend {
   state: SharedState;
   stores: TranslationStores;
   usage: UsageBackend;
+  /** Where the console finds every replica's activity. */
+  board(activity: Activity): ActivityBoard;
 }
 
 export function openStateBackend(config: Pick<ProxyConfig, 'state' | 'stores' | 'usage'>, log: Logger): StateBackend {
   const { state, stores } = config;
   if (state.redisUrl === undefined) {
-    return { state: memoryState(), stores: memoryStores(stores), usage: sqliteUsage(config.usage.dbPath) };
+    return {
+      state: memoryState(),
+      stores: memoryStores(stores),
+      usage: sqliteUsage(config.usage.dbPath),
+      board: localBoard,
+    };
   }
   const conn = new RedisConnection(state.redisUrl, state.commandTimeoutMs, log);
   const prefix = state.keyPrefix;
@@ -32,5 +41,6 @@ export function openStateBackend(config: Pick<ProxyConfig, 'state' | 'stores' | 
       reasoning: redisStore(conn, `${prefix}reasoning:`, stores.reasoning),
     },
     usage: redisUsage(conn, prefix, `redis ${redisAddress(state.redisUrl)}`),
+    board: (activity) => redisBoard(conn, prefix, activity, log),
   };
 }

@@ -1,5 +1,6 @@
 import type { DatabaseSync } from 'node:sqlite';
 import { parseDuration } from '../../config/formats.ts';
+import type { Bucket, SpendGroup } from '../console/contract.ts';
 
 export const USAGE_GROUPS = ['key', 'model', 'upstream', 'day'] as const;
 export type UsageGroup = (typeof USAGE_GROUPS)[number];
@@ -133,4 +134,55 @@ export function sumUsage(sums: readonly UsageSum[], q: UsageQuery): UsageRow[] {
       avg_ms: Math.round((ms / row.requests) * 10) / 10,
       cost_usd: costOf(row.cost_usd, row.unpriced_requests),
     }));
+}
+
+/** Sums by time bucket and group, from `from`'s hour to before `to`'s (ms since the epoch): the console's spend. */
+export interface SeriesQuery {
+  from: number;
+  to: number;
+  bucket: Bucket;
+  by: SpendGroup;
+}
+
+/** One group's sums in one bucket (`2026-11-24T16` or `2026-11-24`). */
+export interface SeriesSum {
+  bucket: string;
+  group: string;
+  requests: number;
+  /** Input and output tokens. */
+  tokens: number;
+  cost: number;
+  unpriced: number;
+}
+
+/** The `hour` column's text of the hour a time is in: `2026-11-24T16`. */
+export const hourOf = (at: number): string => new Date(at).toISOString().slice(0, 13);
+
+const BUCKET_CHARS: Record<Bucket, number> = { hour: 13, day: 10 };
+
+export function querySeries(db: DatabaseSync, q: SeriesQuery): SeriesSum[] {
+  const sql = `SELECT substr(hour, 1, ${BUCKET_CHARS[q.bucket]}) AS bucket, ${COLUMNS[q.by]} AS "group",
+      SUM(requests) AS requests, SUM(input_tokens + output_tokens) AS tokens,
+      SUM(cost_usd) AS cost, SUM(unpriced_requests) AS unpriced
+    FROM usage WHERE hour >= ? AND hour < ? GROUP BY 1, 2`;
+  return db.prepare(sql).all(hourOf(q.from), hourOf(q.to)) as unknown as SeriesSum[];
+}
+
+/** querySeries' answer from sums read elsewhere (Redis). */
+export function sumSeries(sums: readonly UsageSum[], q: SeriesQuery): SeriesSum[] {
+  const [from, to] = [hourOf(q.from), hourOf(q.to)];
+  const cells = new Map<string, SeriesSum>();
+  for (const s of sums) {
+    if (s.hour < from || s.hour >= to) continue;
+    const bucket = s.hour.slice(0, BUCKET_CHARS[q.bucket]);
+    const group = GROUP_OF[q.by](s);
+    const id = JSON.stringify([bucket, group]);
+    let cell = cells.get(id);
+    if (!cell) cells.set(id, (cell = { bucket, group, requests: 0, tokens: 0, cost: 0, unpriced: 0 }));
+    cell.requests += s.requests;
+    cell.tokens += s.input + s.output;
+    cell.cost += s.cost;
+    cell.unpriced += s.unpriced;
+  }
+  return [...cells.values()];
 }

@@ -6,7 +6,7 @@
  * was lost), so nothing is counted twice.
  */
 import type { RedisConnection } from '../state/redis.ts';
-import { sumUsage, type UsageSum } from './query.ts';
+import { hourOf, sumSeries, sumUsage, type UsageSum } from './query.ts';
 import type { UsageBackend } from './store.ts';
 
 /** How long a batch's marker is kept: far longer than a batch waits to be written again. */
@@ -17,6 +17,33 @@ const FIELDS = ['requests', 'input', 'output', 'cached', 'estimated', 'unpriced'
 export function redisUsage(conn: RedisConnection, prefix: string, where: string): UsageBackend {
   const index = `${prefix}usage`;
   const hashOf = (s: UsageSum) => `${index}:${s.hour}:${JSON.stringify([s.key, s.model, s.upstream, s.status])}`;
+  /** The sums of the hours from `from`'s to `to`'s (ms since the epoch, or +inf). */
+  const read = async (from: number, to: number | '+inf'): Promise<UsageSum[]> => {
+    const start = Date.parse(`${hourOf(from)}:00:00Z`);
+    const hashes = await conn.call((c) => c.zRangeByScore(index, start, to));
+    const values = await conn.call((c) => Promise.all(hashes.map((hash) => c.hGetAll(hash))));
+    return hashes.map((hash, i): UsageSum => {
+      const [key, model, upstream, status] = JSON.parse(hash.slice(index.length + 15)) as [
+        string,
+        string,
+        string,
+        number,
+      ];
+      const v = values[i] ?? {};
+      const n = (field: string) => Number(v[field] ?? 0);
+      const hour = hash.slice(index.length + 1, index.length + 14);
+      return {
+        hour,
+        key,
+        model,
+        upstream,
+        status,
+        ...Object.fromEntries(FIELDS.map((f) => [f, n(f)])),
+        ms: n('ms'),
+        cost: n('cost'),
+      } as UsageSum;
+    });
+  };
   return {
     where,
     write: (batch) =>
@@ -34,33 +61,8 @@ export function redisUsage(conn: RedisConnection, prefix: string, where: string)
         multi.set(marker, '1', { expiration: { type: 'PX', value: MARKER_TTL_MS } });
         await multi.exec();
       }),
-    query: async (q) => {
-      const since = new Date(q.since).toISOString().slice(0, 13);
-      const hashes = await conn.call((c) => c.zRangeByScore(index, Date.parse(`${since}:00:00Z`), '+inf'));
-      const values = await conn.call((c) => Promise.all(hashes.map((hash) => c.hGetAll(hash))));
-      const sums = hashes.map((hash, i): UsageSum => {
-        const [key, model, upstream, status] = JSON.parse(hash.slice(index.length + 15)) as [
-          string,
-          string,
-          string,
-          number,
-        ];
-        const v = values[i] ?? {};
-        const n = (field: string) => Number(v[field] ?? 0);
-        const hour = hash.slice(index.length + 1, index.length + 14);
-        return {
-          hour,
-          key,
-          model,
-          upstream,
-          status,
-          ...Object.fromEntries(FIELDS.map((f) => [f, n(f)])),
-          ms: n('ms'),
-          cost: n('cost'),
-        } as UsageSum;
-      });
-      return sumUsage(sums, q);
-    },
+    query: async (q) => sumUsage(await read(q.since, '+inf'), q),
+    series: async (q) => sumSeries(await read(q.from, q.to - 1), q),
     close: () => Promise.resolve(),
   };
 }

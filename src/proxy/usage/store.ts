@@ -14,7 +14,15 @@ import { DatabaseSync } from 'node:sqlite';
 import type { Logger } from '../../log.ts';
 import { LabelTree } from '../label-tree.ts';
 import type { RequestSink } from '../request-log.ts';
-import { queryUsage, type UsageQuery, type UsageRow, type UsageSum } from './query.ts';
+import {
+  querySeries,
+  queryUsage,
+  type SeriesQuery,
+  type SeriesSum,
+  type UsageQuery,
+  type UsageRow,
+  type UsageSum,
+} from './query.ts';
 
 /** One finished request. */
 export interface UsageRecord {
@@ -110,6 +118,8 @@ export interface UsageBackend {
   /** Adds a batch's sums; a batch written again after a failure whose outcome is unknown is added once. */
   write(batch: UsageBatch): Promise<void>;
   query(q: UsageQuery): Promise<UsageRow[]>;
+  /** Sums by time bucket and group (the console's spend page). */
+  series(q: SeriesQuery): Promise<SeriesSum[]>;
   close(): Promise<void>;
 }
 
@@ -149,6 +159,7 @@ export function sqliteUsage(file: string): UsageBackend {
       return Promise.resolve();
     },
     query: (q) => Promise.resolve(queryUsage(open(), q)),
+    series: (q) => Promise.resolve(querySeries(open(), q)),
     close: () => {
       db?.close();
       db = undefined;
@@ -256,6 +267,12 @@ export class UsageStore {
   async query(q: UsageQuery): Promise<UsageRow[]> {
     await this.flush();
     return this.#options.backend.query(q);
+  }
+
+  /** Sums by time bucket and group, after writing what is pending. */
+  async series(q: SeriesQuery): Promise<SeriesSum[]> {
+    await this.flush();
+    return this.#options.backend.series(q);
   }
 
   /** Writes what is pending and closes the backend (shutdown). */

@@ -198,6 +198,7 @@ describe('UsageStore batches', () => {
         if (fail === 'after') throw new Error('redis did not answer within 500 ms');
       },
       query: () => Promise.resolve([]),
+      series: () => Promise.resolve([]),
       close: () => Promise.resolve(),
     };
     const total = () => [...applied.values()].flatMap((b) => b.sums).reduce((n, s) => n + s.requests, 0);
