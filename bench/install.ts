@@ -96,7 +96,7 @@ async function main(): Promise<void> {
         await decide(base, fresh.exited);
         const again = await timedReview(name, base, 'gatehouse plan PLAN.md');
         await decide(base, again.exited);
-        await run('docker', ['exec', name, 'npm', 'uninstall', '-g', 'gatehouse']);
+        await run('docker', ['exec', name, 'npm', 'uninstall', '-g', 'gatehouse-agents']);
         const cached = await timedReview(
           name,
           base,
@@ -115,7 +115,7 @@ async function main(): Promise<void> {
         );
         if (round === 0) {
           const script =
-            'cd "$(npm root -g)/gatehouse" && du -sk . | cut -f1 && npm ls --all --omit=dev --parseable 2>/dev/null | sort -u | wc -l';
+            'cd "$(npm root -g)/gatehouse-agents" && du -sk . | cut -f1 && npm ls --all --omit=dev --parseable 2>/dev/null | sort -u | wc -l';
           const [kb, entries] = (await run('docker', ['exec', name, 'sh', '-c', script])).stdout.trim().split('\n');
           installedSize = `${(Number(kb) / 1024).toFixed(1)} MB on disk in ${Number(entries) - 1} package folders`;
         }

@@ -12,6 +12,7 @@ import {
   EXAMPLE,
   packRepository,
   ROOT,
+  testFeature,
   WORKSPACE,
   type DevcontainerJson,
 } from '../support/package.ts';
@@ -24,13 +25,14 @@ const UI_DOCUMENT = 'dist/web/index.html';
 const PLAN = '# Add Caching Layer\n\n1. Add Redis\n2. Wire it in\n';
 
 let tmp: string;
+let tarball: string;
 let unpacked: string;
 let devcontainer: DevcontainerJson;
 const version = (JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 beforeAll(async () => {
   tmp = await mkdtemp(path.join(os.tmpdir(), 'gatehouse-package-'));
-  const tarball = await packRepository(path.join(tmp, 'pack'));
+  tarball = await packRepository(path.join(tmp, 'pack'));
   unpacked = path.join(tmp, 'unpacked');
   await run('mkdir', ['-p', unpacked]);
   await run('tar', ['-xzf', tarball, '-C', unpacked]);
@@ -86,6 +88,8 @@ describe('the npm package', () => {
       string,
       unknown
     >;
+    // The name on npm: `gatehouse` there is an unrelated package.
+    expect(manifest['name']).toBe('gatehouse-agents');
     expect(manifest['private']).toBeUndefined();
     expect(manifest['version']).toBe(version);
     expect(manifest['engines']).toEqual({ node: expect.any(String) });
@@ -106,7 +110,7 @@ describe('installed with npm install -g in a fresh node:24-bookworm-slim, as the
       FRESH,
       'sh',
       '-c',
-      'ls "$(npm root -g)/gatehouse/node_modules"',
+      'ls "$(npm root -g)/gatehouse-agents/node_modules"',
     ]);
     const installed = deps.trim().split('\n');
     expect(installed).toEqual(expect.arrayContaining(['koa', 'undici', 'isomorphic-git']));
@@ -225,3 +229,29 @@ describe('installed with npm install -g in a fresh node:24-bookworm-slim, as the
     expect(await c.readFile('/tmp/summary')).toBe(summary);
   });
 });
+
+describe('installed through the Dev Container Feature (features/src/gatehouse), tested with the devcontainer CLI', () => {
+  it(
+    '`devcontainer features test` builds node:24-bookworm-slim with it and its scenario passes',
+    { timeout: 300_000 },
+    async () => {
+      const before = await featureImages();
+      try {
+        const output = await testFeature(tarball, path.join(tmp, 'feature'));
+        expect(output).toContain('gatehouse feature: installed gatehouse ' + version);
+        expect(output).toMatch(/Passed:\s+'from_tarball'/);
+        expect(output).not.toMatch(/Failed:/);
+      } finally {
+        // The CLI removes its containers but keeps the image it built.
+        const built = (await featureImages()).filter((i) => !before.includes(i));
+        if (built.length > 0) await run('docker', ['rmi', '-f', ...built]).catch(() => undefined);
+      }
+    },
+  );
+});
+
+/** The images `devcontainer features test` builds (vsc-<id>-<hash>-features). */
+async function featureImages(): Promise<string[]> {
+  const { stdout } = await run('docker', ['images', '--filter', 'reference=vsc-*-features', '--format', '{{.ID}}']);
+  return stdout.split('\n').filter(Boolean);
+}
