@@ -8,6 +8,8 @@ import { browserSuite, newPage, ROOT, screenshot, unlabelledControls } from '../
 import { decide, freePort, lastLine, REVIEWER_TOKEN, startClient, SUBMIT_TOKEN, type Client } from '../support/hub.ts';
 
 const suite = browserSuite();
+/** A second, named submitter token: its reviews show `billing-ci`. */
+const BILLING_TOKEN = 'billing-token-0123456789abcdef';
 let hub: ChildProcess;
 let base: string;
 const clients: Client[] = [];
@@ -19,7 +21,7 @@ beforeAll(async () => {
     env: {
       PATH: process.env['PATH'] ?? '',
       HOME: suite.home,
-      HUB_SUBMIT_TOKENS: SUBMIT_TOKEN,
+      HUB_SUBMIT_TOKENS: `${SUBMIT_TOKEN},billing-ci:${BILLING_TOKEN}`,
       HUB_REVIEWER_TOKENS: REVIEWER_TOKEN,
       GATEHOUSE_PLAN_DIR: path.join(suite.home, 'plans'),
     },
@@ -70,11 +72,16 @@ const V2 = `# Rotate the signing keys
 Keep the old key for a day.
 `;
 
-async function submit(name: string, plan: string, session: string, more: { cwd?: string; args?: string[] } = {}) {
+async function submit(
+  name: string,
+  plan: string,
+  session: string,
+  more: { cwd?: string; args?: string[]; token?: string } = {},
+) {
   const file = path.join(suite.home, name);
   await writeFile(file, plan);
   const args = ['plan', file, '--session', session, ...(more.args ?? [])];
-  const client = startClient(args, { hub: base, cwd: more.cwd ?? suite.home, home: suite.home });
+  const client = startClient(args, { hub: base, cwd: more.cwd ?? suite.home, home: suite.home, token: more.token });
   clients.push(client);
   return client;
 }
@@ -113,7 +120,11 @@ describe('the hub in Chromium', () => {
     await expect.poll(() => page.title()).toBe('(1) Review hub');
     const other = path.join(suite.home, 'billing-service');
     await mkdir(other);
-    const cache = await submit('cache.md', CACHE, 'session-cache', { cwd: other, args: ['--origin', 'opencode'] });
+    const cache = await submit('cache.md', CACHE, 'session-cache', {
+      cwd: other,
+      args: ['--origin', 'opencode'],
+      token: BILLING_TOKEN,
+    });
     await cache.url;
     await pending.getByRole('link', { name: 'Add a read-through cache' }).waitFor();
     await expect.poll(() => page.title()).toBe('(2) Review hub');
@@ -130,6 +141,10 @@ describe('the hub in Chromium', () => {
     await page.reload();
     await expect.poll(titles).toEqual(['Rotate the signing keys']);
     expect(await page.getByLabel('Project').inputValue()).toBe(path.basename(suite.home));
+    await page.getByRole('button', { name: 'Clear filters' }).click();
+    await page.getByLabel('Submitter').selectOption('billing-ci');
+    await expect.poll(titles).toEqual(['Add a read-through cache']);
+    expect(new URL(page.url()).search).toBe('?submitter=billing-ci');
     await page.getByRole('button', { name: 'Clear filters' }).click();
     await expect.poll(titles).toHaveLength(2);
 

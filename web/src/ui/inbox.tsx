@@ -69,6 +69,7 @@ interface Filters {
   status: Status;
   agent: string;
   project: string;
+  submitter: string;
 }
 
 /** The filters live in the query string, so a reload or a shared link keeps them. */
@@ -79,6 +80,7 @@ function readFilters(): Filters {
     status: status !== null && STATUSES.includes(status) ? status : 'all',
     agent: q.get('agent') ?? '',
     project: q.get('project') ?? '',
+    submitter: q.get('submitter') ?? '',
   };
 }
 
@@ -87,18 +89,21 @@ function writeFilters(f: Filters): void {
   if (f.status !== 'all') q.set('status', f.status);
   if (f.agent) q.set('agent', f.agent);
   if (f.project) q.set('project', f.project);
+  if (f.submitter) q.set('submitter', f.submitter);
   const search = q.toString();
   history.replaceState(null, '', search ? `?${search}` : location.pathname);
 }
 
 const matches = (f: Filters) => (r: ReviewSummary) =>
-  (!f.agent || r.origin === f.agent) && (!f.project || r.project === f.project);
+  (!f.agent || r.origin === f.agent) &&
+  (!f.project || r.project === f.project) &&
+  (!f.submitter || r.submitter === f.submitter);
 
 const AGENT_LABEL: Record<string, string> = { 'claude-code': 'Claude Code', opencode: 'OpenCode' };
 const agentLabel = (origin: string) => AGENT_LABEL[origin] ?? origin;
 
 /** The distinct values of one field, sorted, plus the one selected (a filter never hides its own option). */
-function choices(list: ReviewSummary[], field: 'origin' | 'project', selected: string): string[] {
+function choices(list: ReviewSummary[], field: 'origin' | 'project' | 'submitter', selected: string): string[] {
   return [...new Set([...list.map((r) => r[field]), ...(selected ? [selected] : [])])].filter(Boolean).sort();
 }
 
@@ -174,7 +179,7 @@ export function Inbox(props: PageProps): JSX.Element {
   const keep = matches(filters);
   const pending = (inbox?.pending ?? []).filter(keep);
   const decided = (inbox?.decided ?? []).filter(keep);
-  const filtered = filters.agent !== '' || filters.project !== '';
+  const filtered = filters.agent !== '' || filters.project !== '' || filters.submitter !== '';
   return (
     <div class="app">
       <Topbar
@@ -235,8 +240,19 @@ export function Inbox(props: PageProps): JSX.Element {
               ))}
             </select>
           </label>
+          <label class="field-inline">
+            Submitter
+            <select value={filters.submitter} onChange={(e) => update({ submitter: e.currentTarget.value })}>
+              <option value="">All submitters</option>
+              {choices(everyone, 'submitter', filters.submitter).map((p) => (
+                <option key={p} value={p}>
+                  {p}
+                </option>
+              ))}
+            </select>
+          </label>
           {filtered && (
-            <button type="button" class="link" onClick={() => update({ agent: '', project: '' })}>
+            <button type="button" class="link" onClick={() => update({ agent: '', project: '', submitter: '' })}>
               Clear filters
             </button>
           )}
