@@ -77,7 +77,9 @@ describe('the npm package', () => {
     expect(paths).toContain(UI_DOCUMENT);
     expect(paths).toContain('dist/src/cli.js');
     expect(
-      paths.filter((p) => !/^(package\.json|README\.md|LICENSE|dist\/src\/.+\.js|dist\/web\/index\.html)$/.test(p)),
+      paths.filter(
+        (p) => !/^(package\.json|README\.md|LICENSE|dist\/src\/.+\.js|dist\/(web|console)\/index\.html)$/.test(p),
+      ),
     ).toEqual([]);
     expect(paths.filter((p) => /(^|\/)(tests?|fixtures|bench|__tests__)\/|\.test\.|\.map$|\.ts$/.test(p))).toEqual([]);
     expect(all.filter((f) => f.path !== UI_DOCUMENT && f.size > 1_000_000)).toEqual([]);
