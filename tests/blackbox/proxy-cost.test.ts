@@ -263,12 +263,22 @@ describe('dollar budgets shared by two replicas (containers, Redis backend)', ()
     await (redis as RedisContainer | undefined)?.stop();
   });
 
+  /** The dollars the budgeted key has spent this period, as the console's Keys page reads them. */
+  const budgetUsed = async (base: string) => {
+    const res = await fetch(`${base}/internal/console/keys`, { headers: { authorization: `Bearer ${OPERATOR}` } });
+    const { keys } = (await res.json()) as { keys: { name: string; budget_usd: { used: number } | null }[] };
+    return keys.find((k) => k.name === 'budgeted')?.budget_usd?.used;
+  };
+
   it('counts the cost of answers from either replica against one budget, refused on both', async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 3; i++) {
       statuses.push((await send((replicas[i % 2] as ProxyContainer).base, BUDGETED, claude(i === 2))).status);
-      // A replica counts an answer's cost in Redis once it has gone out: give that round trip time.
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // A replica settles an answer's cost in Redis a round trip after it has gone out (its reservation
+      // stands until then): wait until the shared budget, read from the other replica, shows it.
+      await expect
+        .poll(() => budgetUsed((replicas[(i + 1) % 2] as ProxyContainer).base))
+        .toBeCloseTo((i + 1) * COST.anthropic, 9);
     }
     expect(statuses).toEqual([200, 200, 200]);
     for (const replica of replicas) {
