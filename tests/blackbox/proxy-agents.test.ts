@@ -179,12 +179,18 @@ describe('gatehouse proxy (container): coding agents', () => {
     expect(trap.attempts).toEqual([]);
   }, 200_000);
 
-  /** What the proxy counted: WebSocket turns, and POST /v1/responses lines logged. */
-  async function responsesTraffic(): Promise<{ turns: number; posts: number }> {
+  /**
+   * What the proxy counted: WebSocket turns, and POST /v1/responses lines logged since `since` (epoch ms):
+   * the container's log reaches the test a moment after the proxy wrote it, so an earlier session's last
+   * lines may arrive while this one runs.
+   */
+  async function responsesTraffic(since: number): Promise<{ turns: number; posts: number }> {
     const metrics = await (
       await fetch(`${proxy.base}/metrics`, { headers: { authorization: `Bearer ${API_KEY}` } })
     ).text();
-    const posts = logLines(proxy.logs()).filter((l) => l.method === 'POST' && l.path === '/v1/responses').length;
+    const posts = logLines(proxy.logs()).filter(
+      (l) => l.method === 'POST' && l.path === '/v1/responses' && Number(l['time']) >= since,
+    ).length;
     return { turns: Number(/^gatehouse_websocket_turns_total (\d+)/m.exec(metrics)?.[1] ?? NaN), posts };
   }
 
@@ -192,14 +198,15 @@ describe('gatehouse proxy (container): coding agents', () => {
     'codex with supports_websockets = true runs a tool-call session over a WebSocket against a %s upstream',
     async (protocol) => {
       const before = upstream.requests.length;
-      const counted = await responsesTraffic();
+      const started = Date.now();
+      const counted = await responsesTraffic(started);
       const result = await runSession('codex', { ...session(protocol), websocket: true });
       expectSession('codex', protocol, result, upstream.requests.slice(before));
       expect(trap.attempts).toEqual([]);
       // Every turn went over the socket: as many WebSocket turns as requests to the route, none over HTTP SSE.
       await expect
         .poll(async () => {
-          const now = await responsesTraffic();
+          const now = await responsesTraffic(started);
           return { turns: now.turns - counted.turns, posts: now.posts - counted.posts };
         })
         .toEqual({ turns: upstream.requests.length - before, posts: upstream.requests.length - before });
