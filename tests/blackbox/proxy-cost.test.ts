@@ -277,7 +277,7 @@ describe('dollar budgets shared by two replicas (containers, Redis backend)', ()
       // A replica settles an answer's cost in Redis a round trip after it has gone out (its reservation
       // stands until then): wait until the shared budget, read from the other replica, shows it.
       await expect
-        .poll(() => budgetUsed((replicas[(i + 1) % 2] as ProxyContainer).base))
+        .poll(() => budgetUsed((replicas[(i + 1) % 2] as ProxyContainer).base), { timeout: 5_000 })
         .toBeCloseTo((i + 1) * COST.anthropic, 9);
     }
     expect(statuses).toEqual([200, 200, 200]);
