@@ -1,6 +1,6 @@
 import { Router } from '../http/router.ts';
 import Koa, { type Next } from 'koa';
-import type { ProxyConfig } from '../config/proxy.ts';
+import type { ProxyConfig } from './config/index.ts';
 import { errorHandler, noSniff } from '../http/middleware.ts';
 import type { Logger } from '../log.ts';
 import { authenticate, keyRule } from './auth.ts';

@@ -1,4 +1,4 @@
-import type { EffectiveAuthMode } from '../config/proxy.ts';
+import type { EffectiveAuthMode } from './config/index.ts';
 import { HttpError } from '../http/errors.ts';
 import type { ProxyMiddleware } from './context.ts';
 import type { ClientCredentials } from './credentials.ts';

@@ -6,7 +6,7 @@
  * must agree on lives in SharedState.
  */
 import type { UpstreamState } from './console/contract.ts';
-import type { RoutingConfig } from '../config/routing.ts';
+import type { RoutingConfig } from './config/routing.ts';
 import { HttpError } from '../http/errors.ts';
 import { UPSTREAM_ERROR_KIND } from './errors.ts';
 import type { Resolution } from './routing.ts';

@@ -1,4 +1,4 @@
-import type { EffectiveAuthMode } from '../config/proxy.ts';
+import type { EffectiveAuthMode } from './config/index.ts';
 import { needsKey } from './auth.ts';
 import { parseJsonObject, readBody } from './body.ts';
 import type { ProxyContext, ProxyMiddleware } from './context.ts';

@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import type { Command, CommandContext } from '../command.ts';
 import { ConfigError } from '../config/errors.ts';
-import { resolveKeys } from '../config/keys.ts';
+import { resolveKeys } from './config/keys.ts';
 
 const USAGE =
   'usage: gatehouse keys new NAME [--models GLOB,…] [--rpm N] [--tpm N] ' +

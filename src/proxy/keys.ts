@@ -5,7 +5,7 @@
  * replicas sharing a backend count together.
  */
 import { hash } from 'node:crypto';
-import { DEFAULT_KEY_NAME, type BudgetPeriod, type ClientKeyConfig } from '../config/keys.ts';
+import { DEFAULT_KEY_NAME, type BudgetPeriod, type ClientKeyConfig } from './config/keys.ts';
 import { HttpError } from '../http/errors.ts';
 import { globToRegExp } from './routing.ts';
 import type { Logger } from '../log.ts';

@@ -7,7 +7,7 @@
  * refused with its error, and the app in force stays.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ProxyConfig } from '../config/proxy.ts';
+import type { ProxyConfig } from './config/index.ts';
 import type { Logger } from '../log.ts';
 import type { ProxyApp } from './app.ts';
 

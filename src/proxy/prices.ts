@@ -9,8 +9,8 @@
  * depends on the date or time of day (the package's conditional prices) is priced by calcPrice every time.
  */
 import { calcPrice, findProvider, type ModelPrice, type Provider } from '@pydantic/genai-prices';
-import type { PriceRule } from '../config/prices.ts';
-import type { UpstreamConfig } from '../config/proxy.ts';
+import type { PriceRule } from './config/prices.ts';
+import type { UpstreamConfig } from './config/index.ts';
 import type { Logger } from '../log.ts';
 import type { TokenUsage } from './context.ts';
 import type { Protocol } from './protocols/registry.ts';

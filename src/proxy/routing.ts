@@ -1,4 +1,4 @@
-import type { UpstreamConfig } from '../config/proxy.ts';
+import type { UpstreamConfig } from './config/index.ts';
 import type { ClientGone } from './client-gone.ts';
 import type { OpenStreams } from './open-streams.ts';
 import type { Operation, ProtocolSpec } from './protocols/protocol.ts';

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable, Writable } from 'node:stream';
 import { context, propagation } from '@opentelemetry/api';
 import { errors, Pool, type Dispatcher } from 'undici';
-import type { UpstreamConfig } from '../config/proxy.ts';
+import type { UpstreamConfig } from './config/index.ts';
 import { HttpError } from '../http/errors.ts';
 import { ClientGone } from './client-gone.ts';
 import { proxyErrors } from './errors.ts';

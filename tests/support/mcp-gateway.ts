@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import Koa from 'koa';
-import type { McpServers } from '../../src/config/mcp.ts';
+import type { McpServers } from '../../src/proxy/config/mcp.ts';
 import { close, listen } from '../../src/http/server.ts';
 import { createLogger } from '../../src/log.ts';
 import { mcpRoutes, type McpGateway } from '../../src/proxy/mcp/index.ts';

@@ -10,7 +10,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { loadProxyConfig } from '../../src/config/proxy.ts';
+import { loadProxyConfig } from '../../src/proxy/config/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { createProxyApp } from '../../src/proxy/app.ts';
 import type { TranslationStores } from '../../src/proxy/translate/stores.ts';

@@ -3,8 +3,8 @@
  * strict CSP, and the admin endpoints it reads, each answering a type of contract.ts. The page holds an admin
  * key for its tab's session and sends it as a Bearer header: nothing here reads a cookie.
  */
-import type { ClientKeyConfig } from '../../config/keys.ts';
-import type { UpstreamConfig } from '../../config/proxy.ts';
+import type { ClientKeyConfig } from '../config/keys.ts';
+import type { UpstreamConfig } from '../config/index.ts';
 import { documentHeaders, webDocument } from '../../http/web-document.ts';
 import type { ProxyContext, ProxyMiddleware } from '../context.ts';
 import { proxyErrors } from '../errors.ts';

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import type { StdioMcpServer } from '../../config/mcp.ts';
+import type { StdioMcpServer } from '../config/mcp.ts';
 
 /** The only variables a child inherits besides its configured `env`. */
 const INHERITED = ['PATH', 'HOME'] as const;

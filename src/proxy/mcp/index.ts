@@ -1,5 +1,5 @@
 import { Agent } from 'undici';
-import type { McpServers } from '../../config/mcp.ts';
+import type { McpServers } from '../config/mcp.ts';
 import { errorHandler, renderPlainError } from '../../http/middleware.ts';
 import type { Logger } from '../../log.ts';
 import type { ProxyContext, ProxyMiddleware, ProxyState } from '../context.ts';

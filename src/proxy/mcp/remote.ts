@@ -1,7 +1,7 @@
 import { pipeline } from 'node:stream/promises';
 import { errors as undiciErrors, request, type Dispatcher } from 'undici';
 import type { Logger } from '../../log.ts';
-import type { RemoteMcpServer } from '../../config/mcp.ts';
+import type { RemoteMcpServer } from '../config/mcp.ts';
 import { readBody } from '../body.ts';
 import type { ProxyContext } from '../context.ts';
 import { mcpErrors } from './errors.ts';

@@ -8,7 +8,7 @@ import {
   type JSONRPCMessage,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { StdioMcpServer } from '../../config/mcp.ts';
+import type { StdioMcpServer } from '../config/mcp.ts';
 import type { Logger } from '../../log.ts';
 import type { ChildExit, StdioChild } from './child.ts';
 import { RPC_SERVER_EXITED, RPC_TIMEOUT, rpcMessages } from './errors.ts';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ProxyContext } from '../context.ts';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { StdioMcpServer } from '../../config/mcp.ts';
+import type { StdioMcpServer } from '../config/mcp.ts';
 import type { Logger } from '../../log.ts';
 import { readBody } from '../body.ts';
 import { proxyErrors } from '../errors.ts';

@@ -5,7 +5,7 @@
  * Adding a protocol: see docs/proxy.md, "Adding a protocol".
  */
 import type { ParsedUrlQuery } from 'node:querystring';
-import type { UpstreamConfig } from '../../config/proxy.ts';
+import type { UpstreamConfig } from '../config/index.ts';
 import type { HttpError } from '../../http/errors.ts';
 import type { ClientAdapter, JsonObject, RequestContext, UpstreamAdapter } from '../translate/model.ts';
 

@@ -3,7 +3,7 @@
  * translation stores and where usage is summed. memory: this process's maps and the usage file; redis: one
  * connection for all three, under key_prefix.
  */
-import type { ProxyConfig } from '../../config/proxy.ts';
+import type { ProxyConfig } from '../config/index.ts';
 import type { Logger } from '../../log.ts';
 import type { Activity } from '../console/activity.ts';
 import { localBoard, redisBoard, type ActivityBoard } from '../console/board.ts';

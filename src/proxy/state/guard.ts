@@ -11,7 +11,7 @@
  * the backend to find out whether it is back and the others answer at once: a backend that hangs would
  * otherwise hold every request for the command timeout.
  */
-import type { OnUnavailable } from '../../config/state.ts';
+import type { OnUnavailable } from '../config/state.ts';
 import type { Logger } from '../../log.ts';
 import { proxyErrors } from '../errors.ts';
 import type { Store, TranslationStores } from '../translate/stores.ts';

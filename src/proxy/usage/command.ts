@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import type { Command } from '../../command.ts';
 import { ConfigError } from '../../config/errors.ts';
-import { loadUsageSettings, type UsageSettings } from '../../config/proxy.ts';
+import { loadUsageSettings, type UsageSettings } from '../config/index.ts';
 import { createLogger } from '../../log.ts';
 import { RedisConnection, redisAddress } from '../state/redis.ts';
 import { usageQuery, type UsageQuery, type UsageRow } from './query.ts';

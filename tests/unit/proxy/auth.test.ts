@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EffectiveAuthMode } from '../../../src/config/proxy.ts';
+import type { EffectiveAuthMode } from '../../../src/proxy/config/index.ts';
 import { errorHandler } from '../../../src/http/middleware.ts';
 import { createLogger } from '../../../src/log.ts';
 import { KeyRing } from '../../../src/proxy/keys.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { RoutingConfig } from '../../../src/config/routing.ts';
+import type { RoutingConfig } from '../../../src/proxy/config/routing.ts';
 import { HttpError } from '../../../src/http/errors.ts';
 import { proxyErrors } from '../../../src/proxy/errors.ts';
 import { Fallback, retryAfterMs, retryable } from '../../../src/proxy/fallback.ts';

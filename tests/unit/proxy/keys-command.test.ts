@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import type { CommandContext } from '../../../src/command.ts';
-import { loadProxyConfig } from '../../../src/config/proxy.ts';
+import { loadProxyConfig } from '../../../src/proxy/config/index.ts';
 import { KeyRing } from '../../../src/proxy/keys.ts';
 import { runKeys } from '../../../src/proxy/keys-command.ts';
 import { capture } from '../../support/review.ts';

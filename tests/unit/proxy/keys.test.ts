@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { ClientKeyConfig } from '../../../src/config/keys.ts';
+import type { ClientKeyConfig } from '../../../src/proxy/config/keys.ts';
 import { HttpError } from '../../../src/http/errors.ts';
 import { Admission, budgetPeriod, KeyRing, type ClientKey } from '../../../src/proxy/keys.ts';
 import { memoryState, type Reservation } from '../../../src/proxy/state/shared.ts';

@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/config/errors.ts';
-import type { ProxyConfig } from '../../../src/config/proxy.ts';
+import type { ProxyConfig } from '../../../src/proxy/config/index.ts';
 import { createLogger } from '../../../src/log.ts';
 import type { ProxyApp } from '../../../src/proxy/app.ts';
 import { LiveProxy } from '../../../src/proxy/live.ts';

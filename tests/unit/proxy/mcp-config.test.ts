@@ -3,8 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/config/errors.ts';
-import { MCP_DEFAULTS, resolveMcpServers } from '../../../src/config/mcp.ts';
-import { loadProxyConfig } from '../../../src/config/proxy.ts';
+import { MCP_DEFAULTS, resolveMcpServers } from '../../../src/proxy/config/mcp.ts';
+import { loadProxyConfig } from '../../../src/proxy/config/index.ts';
 
 function rejects(config: unknown, env: NodeJS.ProcessEnv = {}): string {
   try {

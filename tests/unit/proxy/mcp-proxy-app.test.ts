@@ -6,7 +6,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadProxyConfig } from '../../../src/config/proxy.ts';
+import { loadProxyConfig } from '../../../src/proxy/config/index.ts';
 import { createProxyApp, type ProxyApp } from '../../../src/proxy/app.ts';
 import { REDACTED_PATHS } from '../../../src/proxy/request-log.ts';
 import { connectMcp, firstText } from '../../support/mcp-client.ts';

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveMcpServers } from '../../../src/config/mcp.ts';
+import { resolveMcpServers } from '../../../src/proxy/config/mcp.ts';
 import { connectMcp, firstText } from '../../support/mcp-client.ts';
 import { startGateway, type GatewayApp } from '../../support/mcp-gateway.ts';
 import { startRemoteMcpServer, type RemoteMcpFixture } from '../../support/mcp-remote-server.ts';

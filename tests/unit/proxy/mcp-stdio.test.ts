@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { resolveMcpServers } from '../../../src/config/mcp.ts';
+import { resolveMcpServers } from '../../../src/proxy/config/mcp.ts';
 import { connectMcp, firstText, type ConnectedMcp } from '../../support/mcp-client.ts';
 import { startGateway, type GatewayApp } from '../../support/mcp-gateway.ts';
 

@@ -1,6 +1,6 @@
 import { calcPrice } from '@pydantic/genai-prices';
 import { describe, expect, it } from 'vitest';
-import type { UpstreamConfig } from '../../../src/config/proxy.ts';
+import type { UpstreamConfig } from '../../../src/proxy/config/index.ts';
 import type { TokenUsage } from '../../../src/proxy/context.ts';
 import { PriceBook } from '../../../src/proxy/prices.ts';
 import type { Protocol } from '../../../src/proxy/protocols/registry.ts';

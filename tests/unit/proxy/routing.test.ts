@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { UpstreamConfig } from '../../../src/config/proxy.ts';
+import type { UpstreamConfig } from '../../../src/proxy/config/index.ts';
 import { operations as anthropicOperations } from '../../../src/proxy/protocols/anthropic/index.ts';
 import { operations as openaiOperations } from '../../../src/proxy/protocols/openai/index.ts';
 import type { Operation } from '../../../src/proxy/protocols/protocol.ts';

@@ -6,7 +6,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { errors, type Dispatcher } from 'undici';
 import { describe, expect, it, vi } from 'vitest';
-import type { UpstreamConfig } from '../../../src/config/proxy.ts';
+import type { UpstreamConfig } from '../../../src/proxy/config/index.ts';
 import { HttpError } from '../../../src/http/errors.ts';
 import { ClientCredentials } from '../../../src/proxy/credentials.ts';
 import { PROTOCOLS } from '../../../src/proxy/protocols/registry.ts';

@@ -2,7 +2,7 @@
  * OpenAI: chat completions, Responses, legacy completions, images and audio.
  * Translated calls go to an OpenAI upstream as chat completions.
  */
-import type { UpstreamConfig } from '../../../config/proxy.ts';
+import type { UpstreamConfig } from '../../config/index.ts';
 import type { CatalogEntry, Operation, ProtocolSpec } from '../protocol.ts';
 import { CREATED, listedModels, STAINLESS_HEADERS, lastNumber } from '../shared.ts';
 import { openaiChat } from './chat.ts';

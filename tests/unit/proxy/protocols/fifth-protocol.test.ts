@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadProxyConfig } from '../../../../src/config/proxy.ts';
+import { loadProxyConfig } from '../../../../src/proxy/config/index.ts';
 import { createLogger } from '../../../../src/log.ts';
 import { createProxyApp, type ProxyApp } from '../../../../src/proxy/app.ts';
 import type { Operation, ProtocolSpec } from '../../../../src/proxy/protocols/protocol.ts';

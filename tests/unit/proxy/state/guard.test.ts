@@ -6,7 +6,7 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { HttpError } from '../../../../src/http/errors.ts';
-import type { OnUnavailable } from '../../../../src/config/state.ts';
+import type { OnUnavailable } from '../../../../src/proxy/config/state.ts';
 import { StateGuard } from '../../../../src/proxy/state/guard.ts';
 import { memoryState, type KeyLimits } from '../../../../src/proxy/state/shared.ts';
 import { memoryStore } from '../../../../src/proxy/translate/stores.ts';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { fail } from './shape.ts';
-import { uniqueNames, validateItem } from './items.ts';
+import { fail } from '../../config/shape.ts';
+import { uniqueNames, validateItem } from '../../config/items.ts';
 
 /**
  * `proxy.keys`: a key per person or service, with what it may use. The key

@@ -3,7 +3,7 @@
  * carried reasoning, usage sums), and what limits do while it cannot be reached. Read by the proxy and by
  * `gatehouse usage`, declared once here.
  */
-import { fail } from './shape.ts';
+import { fail } from '../../config/shape.ts';
 
 export const STATE_BACKENDS = ['memory', 'redis'] as const;
 export type StateBackendName = (typeof STATE_BACKENDS)[number];

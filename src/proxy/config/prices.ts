@@ -1,4 +1,4 @@
-import { validateItem } from './items.ts';
+import { validateItem } from '../../config/items.ts';
 
 /**
  * `proxy.prices`: prices that override or add to the price table package's, by model glob (the model the

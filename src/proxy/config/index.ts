@@ -2,22 +2,22 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import convict from 'convict';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
-import { isObject } from '../json.ts';
-import { ConfigError, validated } from './errors.ts';
-import { HEADER_NAME, logLevelSchema, registerFormats, stringMapFormat } from './formats.ts';
-import { PROXY_PORT } from './ports.ts';
+import { isObject } from '../../json.ts';
+import { ConfigError, validated } from '../../config/errors.ts';
+import { HEADER_NAME, logLevelSchema, registerFormats, stringMapFormat } from '../../config/formats.ts';
+import { PROXY_PORT } from '../../config/ports.ts';
 import { mcpServersSchema, resolveMcpServers, type McpServers } from './mcp.ts';
-import { apiKeyOf, apiKeySchema, fail, httpUrl, nonEmptyString, unsetKeyVariable } from './shape.ts';
-import { uniqueNames, validateItem } from './items.ts';
+import { apiKeyOf, apiKeySchema, fail, httpUrl, nonEmptyString, unsetKeyVariable } from '../../config/shape.ts';
+import { uniqueNames, validateItem } from '../../config/items.ts';
 import { resolveKeys, type ClientKeyConfig } from './keys.ts';
 import { resolvePrices, type PriceRule } from './prices.ts';
 import { routingConfig, routingSchema, type RoutingConfig } from './routing.ts';
 import { stateConfig, stateSchema, type StateConfig } from './state.ts';
-import { telemetryConfig, telemetrySchema, type TelemetryConfig } from './telemetry.ts';
+import { telemetryConfig, telemetrySchema, type TelemetryConfig } from '../../config/telemetry.ts';
 import { usageSchema } from './usage.ts';
-import type { CatalogTimes } from '../proxy/models.ts';
-import { PROTOCOL_NAMES, PROTOCOLS, type Protocol } from '../proxy/protocols/registry.ts';
-import type { StoreLimits, StoresConfig } from '../proxy/translate/stores.ts';
+import type { CatalogTimes } from '../models.ts';
+import { PROTOCOL_NAMES, PROTOCOLS, type Protocol } from '../protocols/registry.ts';
+import type { StoreLimits, StoresConfig } from '../translate/stores.ts';
 
 registerFormats();
 
@@ -148,7 +148,7 @@ function proxySchema(env: NodeJS.ProcessEnv) {
         env: 'PROXY_API_KEY',
         sensitive: true,
       },
-      // Validated item by item in resolveKeys (config/keys.ts).
+      // Validated item by item in resolveKeys (keys.ts).
       keys: {
         doc: 'Keys for people and services: name, key_env or key_sha256, limits.',
         format: Array,
@@ -204,7 +204,7 @@ function proxySchema(env: NodeJS.ProcessEnv) {
         default: {} as Record<string, unknown>,
       },
       mcp: { servers: mcpServersSchema },
-      // Validated item by item in resolvePrices (config/prices.ts).
+      // Validated item by item in resolvePrices (prices.ts).
       prices: {
         doc: 'Prices by model glob ahead of the price table: model, input_per_mtok, output_per_mtok, cache_*.',
         format: Array,

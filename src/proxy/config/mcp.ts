@@ -1,7 +1,7 @@
 import path from 'node:path';
-import { ENV_NAME, HEADER_NAME, ITEM_NAME, stringMapFormat } from './formats.ts';
-import { validateItem } from './items.ts';
-import { apiKeyOf, apiKeySchema, fail, record } from './shape.ts';
+import { ENV_NAME, HEADER_NAME, ITEM_NAME, stringMapFormat } from '../../config/formats.ts';
+import { validateItem } from '../../config/items.ts';
+import { apiKeyOf, apiKeySchema, fail, record } from '../../config/shape.ts';
 
 /**
  * `proxy.mcp.servers`: name → MCP server served at `/mcp/<name>/mcp`.

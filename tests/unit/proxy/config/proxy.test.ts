@@ -2,8 +2,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadProxyConfig } from '../../../src/config/proxy.ts';
-import { configFailure } from '../../support/config-failure.ts';
+import { loadProxyConfig } from '../../../../src/proxy/config/index.ts';
+import { configFailure } from '../../../support/config-failure.ts';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-proxy-config-'));
 let files = 0;
