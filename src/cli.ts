@@ -23,7 +23,7 @@ const USAGE = `Usage:
 /** Subcommands load lazily: the proxy never pays for isomorphic-git, nor a review for undici. */
 const COMMANDS: Record<string, () => Promise<Command>> = {
   plan: async () => (await import('./review/plan/command.ts')).runPlan,
-  hook: async () => (await import('./review/plan/hook.ts')).runHook,
+  hook: async () => (await import('./agents/hook.ts')).runHook,
   'code-review': async () => (await import('./review/code/command.ts')).runCodeReview,
   hub: async () => (await import('./hub/command.ts')).runHub,
   proxy: async () => (await import('./proxy/command.ts')).runProxy,

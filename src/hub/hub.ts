@@ -15,7 +15,7 @@ import type { VersionsResponse } from '../review/contract.ts';
 import { reviewErrors } from '../review/errors.ts';
 import { DecisionGate, MAX_TIMER_MS } from '../review/instance.ts';
 import { planRoutes, type PlanDecision } from '../review/plan/routes.ts';
-import { TIMEOUT_DECISION } from '../review/plan/serve.ts';
+import { TIMEOUT_DECISION } from '../review/plan/decision.ts';
 import type { ReviewSummary } from './contract.ts';
 import type { ReviewEvent } from './notify.ts';
 import { hubDocument } from './pages.ts';

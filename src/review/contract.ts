@@ -7,9 +7,18 @@
  */
 import type { DiffType, GitContext } from '../git/diff-type.ts';
 
-export const ORIGINS = ['claude-code', 'opencode'] as const;
+/** The coding agents a review can serve, by the name the API and `gatehouse hook` use, with their labels. */
+export const ORIGIN_LABELS = {
+  'claude-code': 'Claude Code',
+  opencode: 'OpenCode',
+} as const;
 /** The host agent a review serves. */
-export type Origin = (typeof ORIGINS)[number];
+export type Origin = keyof typeof ORIGIN_LABELS;
+export const ORIGINS = Object.keys(ORIGIN_LABELS) as readonly Origin[];
+
+/** An agent's label for a name the API reported: the name itself when this page does not know it. */
+export const originLabel = (origin: string): string =>
+  Object.hasOwn(ORIGIN_LABELS, origin) ? ORIGIN_LABELS[origin as Origin] : origin;
 
 export const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'bypassPermissions'] as const;
 export type PermissionMode = (typeof PERMISSION_MODES)[number];

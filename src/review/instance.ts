@@ -13,6 +13,7 @@ import { Notifier } from '../hub/notify.ts';
 import { createReviewApp } from './app.ts';
 import { reviewErrors } from './errors.ts';
 import { createUploadDir } from './images.ts';
+import { writeLine } from '../stdio.ts';
 
 /**
  * The one decision of a review. Routes call `decide()`; the instance waits on
@@ -156,10 +157,6 @@ export function openBrowser(url: string, browser: string, log: Logger): void {
   } catch (error) {
     log.warn({ err: error, command }, 'could not open the browser; open the review URL yourself');
   }
-}
-
-function writeLine(stream: CommandContext['stdout'], line: string): Promise<void> {
-  return new Promise((resolve, reject) => stream.write(`${line}\n`, (error) => (error ? reject(error) : resolve())));
 }
 
 interface DeliveryOptions<D> {

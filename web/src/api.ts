@@ -29,6 +29,7 @@ export type {
   Origin,
   PlanResponse,
 } from '../../src/review/contract.ts';
+export { originLabel } from '../../src/review/contract.ts';
 
 /** An API error carrying the server's `{"error"}` message. */
 export class ApiError extends Error {

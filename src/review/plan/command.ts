@@ -3,7 +3,8 @@ import path from 'node:path';
 import type { CommandContext } from '../../command.ts';
 import { loadReviewConfig } from '../../config/review.ts';
 import { parseReviewArgs } from '../args.ts';
-import { planDecisionCodec, readAll, servePlan } from './serve.ts';
+import { readAll } from '../../stdio.ts';
+import { planDecisionCodec, servePlan } from './serve.ts';
 
 const USAGE = `Usage: gatehouse plan [FILE|-] [--origin claude-code|opencode] [--timeout 30m] [--decision-file PATH] [--port N]
                       [--hub URL] [--session KEY]

@@ -1,36 +1,11 @@
 import path from 'node:path';
-import type { Readable } from 'node:stream';
 import type { CommandContext } from '../../command.ts';
 import type { ReviewConfig } from '../../config/review.ts';
 import { createLogger } from '../../log.ts';
 import { runReview, type DecisionCodec, type ReviewAbout } from '../instance.ts';
+import { TIMEOUT_DECISION } from './decision.ts';
 import { planTitle } from './files.ts';
 import { planRoutes, type PlanDecision } from './routes.ts';
-
-/** The largest plan (or hook event) read from stdin. */
-export const MAX_STDIN_BYTES = 16 * 1024 * 1024;
-
-/** All of `stream` as UTF-8 text, refusing more than `limit` bytes. */
-export async function readAll(stream: Readable, limit = MAX_STDIN_BYTES): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of stream) {
-    const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
-    size += buffer.length;
-    if (size > limit) throw new Error(`stdin is larger than ${limit} bytes`);
-    chunks.push(buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-/** The decision with nothing chosen: what a timeout records. */
-export const TIMEOUT_DECISION: PlanDecision = {
-  decision: 'timeout',
-  feedback: null,
-  savedPath: null,
-  permissionMode: null,
-  agentSwitch: null,
-};
 
 /** `gatehouse plan`'s output: the decision itself; exit 0 approved, 2 denied, 3 timeout. */
 export const planDecisionCodec: DecisionCodec<PlanDecision> = {
@@ -48,8 +23,8 @@ export interface ServePlanOptions {
 }
 
 /**
- * Serves one plan review until its decision (shared by `plan` and `hook
- * claude-code`), or submits it to the hub in `config.hubUrl` and waits there.
+ * Serves one plan review until its decision (shared by `plan` and the
+ * agents' hooks), or submits it to the hub in `config.hubUrl` and waits there.
  */
 export async function servePlan({ ctx, config, plan, permissionMode, codec }: ServePlanOptions): Promise<number> {
   const log = createLogger(config.logLevel);

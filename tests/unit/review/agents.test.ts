@@ -2,7 +2,8 @@ import { createServer, type Server } from 'node:http';
 import Koa from 'koa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { close, listen } from '../../../src/http/server.ts';
-import { listAgents, switchableAgents } from '../../../src/review/agents.ts';
+import { switchableAgents } from '../../../src/agents/opencode/index.ts';
+import { listAgents } from '../../../src/review/agents.ts';
 import { silentLog } from '../../support/review.ts';
 
 /** OpenCode's GET /agent answer: every agent, whatever its mode. */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { HOOK_TIMEOUT_MESSAGE, hookAnswer, hookCodec, parseHookEvent } from '../../../src/review/plan/hook.ts';
-import { TIMEOUT_DECISION } from '../../../src/review/plan/serve.ts';
+import { HOOK_TIMEOUT_MESSAGE } from '../../../src/agents/agent.ts';
+import { hookAnswer, hookCodec, parseHookEvent } from '../../../src/agents/claude-code/index.ts';
+import { TIMEOUT_DECISION } from '../../../src/review/plan/decision.ts';
 
 /** The PermissionRequest event Claude Code sends for ExitPlanMode. */
 const EVENT = {

@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommandContext } from '../../../src/command.ts';
 import { runPlan } from '../../../src/review/plan/command.ts';
-import { runHook } from '../../../src/review/plan/hook.ts';
+import { runHook } from '../../../src/agents/hook.ts';
 import { capture } from '../../support/review.ts';
 
 let dir: string;
@@ -64,8 +64,8 @@ describe('gatehouse hook claude-code: errors before serving', () => {
   });
 
   it('exits 1 for an unknown agent', async () => {
-    const { ctx, stderr } = context(['codex']);
+    const { ctx, stderr } = context(['aider']);
     expect(await runHook(ctx)).toBe(1);
-    expect(stderr.text()).toContain('only "claude-code" has a hook');
+    expect(stderr.text()).toContain('unknown agent "aider"; the agents with a hook: "claude-code"');
   });
 });

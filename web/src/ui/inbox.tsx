@@ -3,7 +3,7 @@
 import type { JSX } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { InboxResponse, ReviewSummary } from '../../../src/hub/contract.ts';
-import { ApiError, hub } from '../api.ts';
+import { ApiError, hub, originLabel } from '../api.ts';
 import type { Settings } from '../settings.ts';
 import { errorText } from './common.tsx';
 import { Topbar } from './topbar.tsx';
@@ -98,9 +98,6 @@ const matches = (f: Filters) => (r: ReviewSummary) =>
   (!f.agent || r.origin === f.agent) &&
   (!f.project || r.project === f.project) &&
   (!f.submitter || r.submitter === f.submitter);
-
-const AGENT_LABEL: Record<string, string> = { 'claude-code': 'Claude Code', opencode: 'OpenCode' };
-const agentLabel = (origin: string) => AGENT_LABEL[origin] ?? origin;
 
 /** The distinct values of one field, sorted, plus the one selected (a filter never hides its own option). */
 function choices(list: ReviewSummary[], field: 'origin' | 'project' | 'submitter', selected: string): string[] {
@@ -224,7 +221,7 @@ export function Inbox(props: PageProps): JSX.Element {
               <option value="">All agents</option>
               {choices(everyone, 'origin', filters.agent).map((o) => (
                 <option key={o} value={o}>
-                  {agentLabel(o)}
+                  {originLabel(o)}
                 </option>
               ))}
             </select>
@@ -350,7 +347,7 @@ function ReviewRow(props: { review: ReviewSummary; everyone: ReviewSummary[]; no
       <td>
         <span class="badge">{r.kind}</span>
       </td>
-      <td>{agentLabel(r.origin)}</td>
+      <td>{originLabel(r.origin)}</td>
       <td>{[r.project, r.branch].filter(Boolean).join(' / ')}</td>
       <td>{r.submitter}</td>
       <td>

@@ -1,10 +1,8 @@
 // The bar over both review screens: what this is, for which agent, the theme, and the actions.
 import type { ComponentChildren, JSX } from 'preact';
-import { hubPage, INBOX_URL, type Origin } from '../api.ts';
+import { hubPage, INBOX_URL, originLabel, type Origin } from '../api.ts';
 import type { Settings } from '../settings.ts';
 import { nextTheme, themeLabel } from '../theme.ts';
-
-const ORIGIN_LABEL: Record<string, string> = { 'claude-code': 'Claude Code', opencode: 'OpenCode' };
 
 export function Topbar(props: {
   title: string;
@@ -27,7 +25,7 @@ export function Topbar(props: {
           ◆
         </span>
         <h1>{props.title}</h1>
-        {props.origin !== undefined && <span class="chip">{ORIGIN_LABEL[props.origin] ?? props.origin}</span>}
+        {props.origin !== undefined && <span class="chip">{originLabel(props.origin)}</span>}
         {props.sub}
       </div>
       <div class="actions">

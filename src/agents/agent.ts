@@ -1,0 +1,115 @@
+/**
+ * What gatehouse knows about one coding agent, in one value: how its hook is
+ * called and answered, where its plan is, what `setup` writes, which agents a
+ * reviewer may hand its session to. The commands (`hook`, `setup`) and the
+ * review server read these through the record in registry.ts and never name
+ * an agent themselves. Adding an agent: a folder beside the others, a line in
+ * registry.ts, and its name and label in ORIGIN_LABELS (src/review/contract.ts,
+ * which the browser page shares). An agent's module stays light (no server,
+ * no config loader): a hook that passes at once loads nothing else.
+ */
+import path from 'node:path';
+import type { Agent as SwitchTarget } from '../review/contract.ts';
+import { isObject, type JsonObject } from '../json.ts';
+import type { DecisionCodec } from '../review/instance.ts';
+import { TIMEOUT_DECISION } from '../review/plan/decision.ts';
+import type { PlanDecision } from '../review/plan/routes.ts';
+
+/** What a hook process was given: the event on stdin and the environment the agent ran it in. */
+export interface HookInput {
+  /** stdin as the agent wrote it. */
+  text: string;
+  env: NodeJS.ProcessEnv;
+  /** The hook process's working directory. */
+  cwd: string;
+}
+
+/** A plan the hook puts before the reviewer, and how the decision is answered to the agent. */
+export interface PlanToReview {
+  plan: string;
+  /** The agent's mode as it reported it, shown by `GET /api/plan` (`default` when it reports none). */
+  permissionMode: string;
+  /** The reviewed project (the event's `cwd`), when the event names one. */
+  cwd: string | undefined;
+  /** The agent's session id, or '': on a hub, the plans of one session are versions of one review. */
+  session: string;
+  /** The answer on stdout (and in --decision-file) and the exit code, served here or on a hub. */
+  codec: DecisionCodec<PlanDecision>;
+}
+
+/**
+ * What the plan gate makes of one hook event: a plan to review, or an event
+ * that is not for it (another tool, a turn that was not a plan), answered at
+ * once with `output` on stdout (nothing when undefined) and exit 0.
+ */
+export type HookRead = { review: PlanToReview } | { pass: unknown };
+
+/** Thrown for a hook event the gate cannot serve; the message says what is wrong (exit 1, stderr). */
+export class HookEventError extends Error {
+  override readonly name = 'HookEventError';
+}
+
+/** `gatehouse hook <agent>`: the plan gate on the agent's own hook event. */
+export interface PlanHook {
+  /** The event (and tool) it is installed on, as the agent's docs name it. */
+  readonly event: string;
+  /** Reads one event; throws a HookEventError for one it cannot serve. */
+  read(input: HookInput): HookRead | Promise<HookRead>;
+}
+
+/** The settings a review server passes to an agent's switch-target list. */
+export interface SwitchOptions {
+  /** The OpenCode server (config `opencodeServerUrl`), without a trailing slash. */
+  opencodeServerUrl: string;
+  /** How long the agent's server may take to answer. */
+  timeoutMs: number;
+}
+
+export interface AgentSpec {
+  /** The plan gate, for an agent that runs command hooks. */
+  readonly planHook?: PlanHook;
+  /**
+   * The agents the reviewer may hand the session to (`GET /api/agents`);
+   * rejects when the agent's server cannot say. Absent: there are none.
+   */
+  switchTargets?(options: SwitchOptions): Promise<SwitchTarget[]>;
+}
+
+/** A plan hook's codec: `encode` answers each decision (a timeout's too), exit 0 whatever it is. */
+export function planHookCodec(encode: (decision: PlanDecision) => unknown): DecisionCodec<PlanDecision> {
+  return { timeout: () => TIMEOUT_DECISION, encode, exitCode: () => 0 };
+}
+
+/** The message an agent reads when the review timed out: never a go-ahead. */
+export const HOOK_TIMEOUT_MESSAGE =
+  'The plan review timed out without a decision. Do not proceed with this plan; ask the user to review it.';
+
+/** The hook event on stdin as a JSON object; `expected` names it in the error for an empty stdin. */
+export function eventObject(text: string, expected: string): JsonObject {
+  let event: unknown;
+  try {
+    event = JSON.parse(text);
+  } catch {
+    throw new HookEventError(
+      text.trim() === ''
+        ? `no hook event on stdin (expected ${expected})`
+        : 'the hook event on stdin is not valid JSON',
+    );
+  }
+  if (!isObject(event)) throw new HookEventError('the hook event on stdin must be a JSON object');
+  return event;
+}
+
+/** The event's working directory (`key`): absent, or an absolute path. */
+export function eventCwd(event: JsonObject, key = 'cwd'): string | undefined {
+  const cwd = event[key];
+  if (cwd !== undefined && (typeof cwd !== 'string' || !path.isAbsolute(cwd)))
+    throw new HookEventError(`${key} must be an absolute path`);
+  return cwd;
+}
+
+/** A string field of the event, or '' when it has none. */
+export function eventString(event: JsonObject, key: string): string {
+  const value = event[key];
+  return typeof value === 'string' ? value : '';
+}
