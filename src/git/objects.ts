@@ -3,14 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { inflateSync } from 'node:zlib';
 import { gitErrors } from './errors.ts';
-import { PackSet, type ObjectCache, type Pack } from './pack.ts';
-
-export type ObjectType = 'blob' | 'tree' | 'commit' | 'tag';
-
-export interface GitObject {
-  type: ObjectType;
-  content: Buffer;
-}
+import { PackSet, type GitObject, type ObjectCache, type ObjectType, type Pack } from './pack.ts';
 
 export const NULL_OID = '0'.repeat(40);
 

@@ -2,7 +2,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { inflateSync } from 'node:zlib';
 import { gitErrors } from './errors.ts';
-import type { GitObject, ObjectType } from './objects.ts';
+
+export type ObjectType = 'blob' | 'tree' | 'commit' | 'tag';
+
+/** An object as git stores it, read from a pack here or from a loose file (objects.ts). */
+export interface GitObject {
+  type: ObjectType;
+  content: Buffer;
+}
 
 const TYPES: Record<number, ObjectType> = { 1: 'commit', 2: 'tree', 3: 'blob', 4: 'tag' };
 const OFS_DELTA = 6;

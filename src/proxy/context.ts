@@ -1,9 +1,9 @@
+import type { Context, Span } from '@opentelemetry/api';
 import type { Middleware, ParameterizedContext } from 'koa';
 import type { Family } from './families.ts';
 import type { ClientKey } from './keys.ts';
 import type { Reservation } from './state/shared.ts';
 import type { Operation } from './protocols/protocol.ts';
-import type { RequestTrace } from './tracing.ts';
 
 /** One try of one upstream for a request (fallback may make several). */
 export interface Attempt {
@@ -22,6 +22,15 @@ export interface TokenUsage {
   /** Input tokens written to the upstream's prompt cache (part of input; Anthropic's cache_creation). */
   cacheWrite: number;
   estimated: boolean;
+}
+
+/** What tracing keeps of a request while it runs (ProxyState.trace; tracing.ts). */
+export interface RequestTrace {
+  span: Span;
+  /** The request's span as the parent of its attempts. */
+  context: Context;
+  /** The attempt under way or last made: ended when the next starts, or with the request. */
+  attempt?: { span: Span; entry: Attempt; provider: string; model: string };
 }
 
 /**

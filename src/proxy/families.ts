@@ -1,5 +1,4 @@
 import type { HttpError } from '../http/errors.ts';
-import type { ProxyContext } from './context.ts';
 import type { ProtocolSpec } from './protocols/protocol.ts';
 import type { Protocol, ProtocolRecord } from './protocols/registry.ts';
 
@@ -9,6 +8,14 @@ import type { Protocol, ProtocolRecord } from './protocols/registry.ts';
  * parse failure. `other` is the internal endpoints, telemetry and MCP.
  */
 export type Family = Protocol | 'other';
+
+/** What a family is read from: a request (ProxyContext is one) and what the request log found it to be. */
+export interface FamilyRequest {
+  readonly path: string;
+  readonly querystring: string;
+  get(header: string): string;
+  readonly state: { readonly family?: Family };
+}
 
 /** Internal and auxiliary paths that sit under `/v1` but belong to no vendor. */
 const OTHER_V1 = /^\/v1\/(?:api\/event_logging(?:\/|$)|models\/detect\/?$)/;
@@ -42,7 +49,7 @@ export class Families {
    * The family of a request: its path's, except on a path every SDK calls
    * (`/v1/models[/:id]`), where the SDK's own headers tell.
    */
-  ofRequest(ctx: ProxyContext): Family {
+  ofRequest(ctx: FamilyRequest): Family {
     const family = this.of(ctx.path);
     if (family === 'other' || !this.#protocols[family].family.shared?.test(ctx.path)) return family;
     const get = (header: string) => ctx.get(header);
@@ -55,6 +62,6 @@ export class Families {
   }
 
   /** The `errorHandler` renderer: each request's errors in its family's shape. */
-  readonly render = (error: HttpError, ctx: ProxyContext): unknown =>
+  readonly render = (error: HttpError, ctx: FamilyRequest): unknown =>
     this.errorBody(ctx.state.family ?? this.ofRequest(ctx), error);
 }

@@ -1,20 +1,14 @@
 import type { RouterMiddleware } from '@koa/router';
+import type { CatalogTimes } from './config/index.ts';
 import type { Logger } from '../log.ts';
 import type { ProxyContext, ProxyMiddleware, ProxyState } from './context.ts';
 import { proxyErrors } from './errors.ts';
 import { keyErrors } from './keys.ts';
 import type { CatalogEntry, ListedModel, ProtocolSpec } from './protocols/protocol.ts';
 import type { ProtocolRecord } from './protocols/registry.ts';
-import { isGlob, type ModelRouter } from './routing.ts';
+import { isGlob } from './glob.ts';
+import type { ModelRouter } from './routing.ts';
 import { sendUpstream, type Upstream } from './upstreams.ts';
-
-export interface CatalogTimes {
-  /** How long an upstream's list is kept. */
-  ttlMs: number;
-  /** A failed fetch is retried sooner, but not on every request. */
-  failureTtlMs: number;
-  fetchTimeoutMs: number;
-}
 
 /**
  * The routable models every list endpoint shows: each upstream's own list

@@ -14,7 +14,7 @@ import type { UpstreamConfig } from './config/index.ts';
 import type { Logger } from '../log.ts';
 import type { TokenUsage } from './context.ts';
 import type { Protocol } from './protocols/registry.ts';
-import { globToRegExp } from './routing.ts';
+import { globToRegExp } from './glob.ts';
 
 /** The package's provider for an upstream whose base URL names none of its providers. */
 const PROVIDER_OF: Record<Protocol, string> = { openai: 'openai', anthropic: 'anthropic', gemini: 'google' };

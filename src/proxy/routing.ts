@@ -3,6 +3,7 @@ import type { ClientGone } from './client-gone.ts';
 import type { OpenStreams } from './open-streams.ts';
 import type { Operation, ProtocolSpec } from './protocols/protocol.ts';
 import type { Protocol } from './protocols/registry.ts';
+import { globToRegExp } from './glob.ts';
 import type { Upstream } from './upstreams.ts';
 
 /**
@@ -42,19 +43,6 @@ export interface Route {
  */
 export function passesThrough(family: Protocol, operation: Operation, upstream: UpstreamConfig): boolean {
   return upstream.protocol === family && (operation.servedBy?.(upstream) ?? true);
-}
-
-/** `*` any run of characters, `?` exactly one; everything else literal. */
-export function globToRegExp(glob: string): RegExp {
-  const source = glob
-    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-    .replace(/\*/g, '.*')
-    .replace(/\?/g, '.');
-  return new RegExp(`^${source}$`);
-}
-
-export function isGlob(pattern: string): boolean {
-  return /[*?]/.test(pattern);
 }
 
 /** What metrics and usage count a model name under when the configuration knows nothing of it. */

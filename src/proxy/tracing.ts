@@ -8,20 +8,11 @@
  * (upstreams.ts). The key's name is recorded, never the key; message content
  * never is.
  */
-import { context, propagation, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
+import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Tracing } from '../telemetry/tracing.ts';
-import type { Attempt, ProxyContext, ProxyMiddleware } from './context.ts';
+import type { Attempt, ProxyContext, ProxyMiddleware, RequestTrace } from './context.ts';
 import type { Operation } from './protocols/protocol.ts';
 import type { Upstream } from './upstreams.ts';
-
-/** What tracing keeps of a request while it runs (ProxyState.trace). */
-export interface RequestTrace {
-  span: Span;
-  /** The request's span as the parent of its attempts. */
-  context: Context;
-  /** The attempt under way or last made: ended when the next starts, or with the request. */
-  attempt?: { span: Span; entry: Attempt; provider: string; model: string };
-}
 
 const operationName = (operation: Operation | undefined): string => operation?.genAiOperation ?? 'chat';
 

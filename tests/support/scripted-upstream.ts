@@ -39,7 +39,7 @@ import type {
   ClientAdapter,
   Conversation,
   ModelResponse,
-  Provider,
+  ProtocolName,
   StreamEvent,
 } from '../../src/proxy/translate/model.ts';
 import { openaiChat } from '../../src/proxy/protocols/openai/chat.ts';
@@ -163,7 +163,7 @@ function agentTurn(adapter: ClientAdapter, url: string, body: Record<string, unk
   };
 }
 
-function agentEvents(res: ModelResponse, provider: Provider): StreamEvent[] {
+function agentEvents(res: ModelResponse, provider: ProtocolName): StreamEvent[] {
   const events: StreamEvent[] = [{ type: 'start', id: res.id, model: res.model, provider }];
   for (const p of res.parts) {
     if (p.type === 'text') events.push({ type: 'text', text: p.text });

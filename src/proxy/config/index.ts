@@ -15,7 +15,6 @@ import { routingConfig, routingSchema, type RoutingConfig } from './routing.ts';
 import { stateConfig, stateSchema, type StateConfig } from './state.ts';
 import { telemetryConfig, telemetrySchema, type TelemetryConfig } from '../../config/telemetry.ts';
 import { usageSchema } from './usage.ts';
-import type { CatalogTimes } from '../models.ts';
 import { PROTOCOL_NAMES, PROTOCOLS, type Protocol } from '../protocols/registry.ts';
 import type { StoreLimits, StoresConfig } from '../translate/stores.ts';
 
@@ -59,6 +58,15 @@ export interface UpstreamConfig {
    * which never get Responses requests as they are.
    */
   responsesApi: boolean;
+}
+
+/** How long upstreams' model lists are kept (models.ts). */
+export interface CatalogTimes {
+  /** How long an upstream's list is kept. */
+  ttlMs: number;
+  /** A failed fetch is retried sooner, but not on every request. */
+  failureTtlMs: number;
+  fetchTimeoutMs: number;
 }
 
 export interface ProxyConfig {

@@ -5,9 +5,14 @@
  * Adding a protocol: see docs/proxy.md, "Adding a protocol".
  */
 import type { ParsedUrlQuery } from 'node:querystring';
-import type { UpstreamConfig } from '../config/index.ts';
 import type { HttpError } from '../../http/errors.ts';
 import type { ClientAdapter, JsonObject, RequestContext, UpstreamAdapter } from '../translate/model.ts';
+
+/** What an operation reads of an upstream's configuration: the settings protocols declare (`upstreamSettings`). */
+export interface UpstreamSettings {
+  /** `responses_api`: whether an OpenAI upstream serves `/responses` as it is. */
+  readonly responsesApi: boolean;
+}
 
 /** Where a request to an upstream goes, below its base_url. */
 export interface UpstreamTarget {
@@ -27,7 +32,7 @@ export interface Operation {
   /** A fixed stream flag (Gemini's method says it); otherwise the body's `stream: true`. */
   readonly stream?: boolean;
   /** Whether an upstream of the operation's own protocol takes it as it is (default: always). */
-  servedBy?(upstream: UpstreamConfig): boolean;
+  servedBy?(upstream: UpstreamSettings): boolean;
   /**
    * The most output tokens the request asks for (its `max_tokens` or the like), read from the body as it came:
    * what admission reserves for the answer (see Reservation). Without it, or when it is not a number, the

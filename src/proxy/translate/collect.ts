@@ -1,12 +1,12 @@
 /** Folds stream events into the response they describe (for stores, caches and tests). */
-import type { ModelResponse, Provider, ReasoningPart, StreamEvent, ToolCallPart, Usage } from './model.ts';
+import type { ModelResponse, ProtocolName, ReasoningPart, StreamEvent, ToolCallPart, Usage } from './model.ts';
 import { compact } from './wire.ts';
 
 export class Collector {
   id = '';
   model = '';
   /** Known from the stream's start event. */
-  provider: Provider | undefined;
+  provider: ProtocolName | undefined;
   readonly parts: ModelResponse['parts'] = [];
   private readonly calls = new Map<number, ToolCallPart>();
   usage: Usage = { input: 0, output: 0 };

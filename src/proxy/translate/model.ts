@@ -4,12 +4,14 @@
  * Plain data only, so adapters stay pure functions over it.
  */
 import type { JsonObject } from '../../json.ts';
-import type { Protocol } from '../protocols/registry.ts';
 
 export type { JsonObject };
 
-/** Who produced a reasoning block: its signature is only valid for that provider. */
-export type Provider = Protocol;
+/**
+ * A protocol by its name in the registry (`openai`, `anthropic`, …): here, the one whose upstream produced a
+ * reasoning block, whose signature is only valid there. The hub names none of its spokes, so any name is one.
+ */
+export type ProtocolName = string;
 
 export interface TextPart {
   type: 'text';
@@ -41,7 +43,7 @@ export interface ReasoningPart {
   type: 'reasoning';
   text: string;
   /** Unknown only for a stream that never said where it came from. */
-  provider?: Provider;
+  provider?: ProtocolName;
   /** Anthropic thinking signature, Gemini thought signature. */
   signature?: string;
   /** Anthropic redacted thinking data, OpenAI encrypted reasoning content. */
@@ -124,7 +126,7 @@ export interface ModelResponse {
  * and close their protocol's blocks as the kind of delta changes.
  */
 export type StreamEvent =
-  | { type: 'start'; id: string; model: string; provider: Provider }
+  | { type: 'start'; id: string; model: string; provider: ProtocolName }
   | { type: 'text'; text: string }
   | { type: 'reasoning'; text: string; signature?: string; encrypted?: string }
   | { type: 'tool_start'; index: number; id: string; name: string; signature?: string }

@@ -5,7 +5,8 @@ import { operations as anthropicOperations } from '../../../src/proxy/protocols/
 import { operations as openaiOperations } from '../../../src/proxy/protocols/openai/index.ts';
 import type { Operation } from '../../../src/proxy/protocols/protocol.ts';
 import { PROTOCOLS } from '../../../src/proxy/protocols/registry.ts';
-import { globToRegExp, isGlob, ModelRouter, OTHER_MODELS, passesThrough } from '../../../src/proxy/routing.ts';
+import { globToRegExp, isGlob } from '../../../src/proxy/glob.ts';
+import { ModelRouter, OTHER_MODELS, passesThrough } from '../../../src/proxy/routing.ts';
 import type { Upstream } from '../../../src/proxy/upstreams.ts';
 
 function upstreamConfig(

@@ -3,7 +3,7 @@ import {
   TranslateError,
   type Adapter,
   type ContentPart,
-  type Provider,
+  type ProtocolName,
   type Conversation,
   type JsonObject,
   type Message,
@@ -122,14 +122,14 @@ function decodeBlocks(content: unknown, what: string, role: 'user' | 'assistant'
  * their provider's name, so that they return to the provider that made them.
  */
 const WRAPPED = /^gh:(openai|gemini):/;
-function unwrapSignature(sig: string | undefined): { provider: Provider; signature?: string } {
+function unwrapSignature(sig: string | undefined): { provider: ProtocolName; signature?: string } {
   if (sig === undefined || sig === '') return { provider: 'anthropic' };
   const m = WRAPPED.exec(sig);
   return m
-    ? { provider: m[1] as Provider, signature: sig.slice(m[0].length) }
+    ? { provider: m[1] as ProtocolName, signature: sig.slice(m[0].length) }
     : { provider: 'anthropic', signature: sig };
 }
-function wrapSignature(provider: Provider | undefined, sig: string | undefined): string | undefined {
+function wrapSignature(provider: ProtocolName | undefined, sig: string | undefined): string | undefined {
   if (sig === undefined || sig === '' || provider === undefined) return undefined;
   return provider === 'anthropic' ? sig : `gh:${provider}:${sig}`;
 }
@@ -471,7 +471,7 @@ class MessagesStreamEncoder implements StreamEncoder {
   private next = 0;
   private readonly toolBlocks = new Map<number, number>();
   private usage: Usage = { input: 0, output: 0 };
-  private provider: Provider = 'anthropic';
+  private provider: ProtocolName = 'anthropic';
 
   constructor(conv: Conversation) {
     this.conv = conv;

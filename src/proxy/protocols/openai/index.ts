@@ -2,7 +2,6 @@
  * OpenAI: chat completions, Responses, legacy completions, images and audio.
  * Translated calls go to an OpenAI upstream as chat completions.
  */
-import type { UpstreamConfig } from '../../config/index.ts';
 import type { CatalogEntry, Operation, ProtocolSpec } from '../protocol.ts';
 import { CREATED, listedModels, STAINLESS_HEADERS, lastNumber } from '../shared.ts';
 import { openaiChat } from './chat.ts';
@@ -29,7 +28,7 @@ export const operations = {
     client: openaiResponses,
     outputCap: (body) => body['max_output_tokens'],
     continuable: { newId: () => newId('resp_') },
-    servedBy: (upstream: UpstreamConfig) => upstream.responsesApi,
+    servedBy: (upstream) => upstream.responsesApi,
   }),
   imageGenerations: plain('images.generations', '/images/generations'),
   imageEdits: plain('images.edits', '/images/edits'),

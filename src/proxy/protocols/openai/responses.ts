@@ -8,7 +8,7 @@ import {
   type JsonObject,
   type Message,
   type ModelResponse,
-  type Provider,
+  type ProtocolName,
   type ReasoningPart,
   type StreamEncoder,
   type StreamEvent,
@@ -73,7 +73,7 @@ function unwrapReasoning(text: string, id: string | undefined, encrypted: string
   return compact({
     type: 'reasoning' as const,
     text,
-    provider: m[1] as Provider,
+    provider: m[1] as ProtocolName,
     id,
     ...(m[2] === 'r' ? { encrypted: value } : { signature: value }),
   });
@@ -320,7 +320,7 @@ class ResponsesStreamEncoder implements StreamEncoder {
   private open: Open | undefined;
   private readonly calls = new Map<number, Extract<Open, { kind: 'call' }>>();
   private readonly done: JsonObject[] = [];
-  private provider: Provider = 'openai';
+  private provider: ProtocolName = 'openai';
 
   constructor(conv: Conversation) {
     this.conv = conv;

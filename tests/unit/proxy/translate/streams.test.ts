@@ -12,7 +12,7 @@ import type {
   ClientAdapter,
   Conversation,
   ModelResponse,
-  Provider,
+  ProtocolName,
   StreamEvent,
 } from '../../../../src/proxy/translate/model.ts';
 import { openaiChat } from '../../../../src/proxy/protocols/openai/chat.ts';
@@ -246,7 +246,7 @@ const call = fc.record({
   arguments: args,
 });
 
-function responseArb(provider: Provider): fc.Arbitrary<Body> {
+function responseArb(provider: ProtocolName): fc.Arbitrary<Body> {
   const signed = provider !== 'openai';
   return fc
     .record({
@@ -288,7 +288,7 @@ function pieces(s: string): string[] {
   return [s.slice(0, a), s.slice(a, 2 * a), s.slice(2 * a)].filter((p) => p !== '');
 }
 
-function eventsOf(res: Body, provider: Provider): StreamEvent[] {
+function eventsOf(res: Body, provider: ProtocolName): StreamEvent[] {
   const events: StreamEvent[] = [{ type: 'start', id: 'r1', model: 'up', provider }];
   let index = 0;
   for (const p of res.parts) {
@@ -322,7 +322,7 @@ function signaturesOnCalls(res: Body): Body {
   return { ...res, parts };
 }
 
-describe.each<[string, Adapter, Provider]>([
+describe.each<[string, Adapter, ProtocolName]>([
   ['openai-chat', openaiChat, 'openai'],
   ['anthropic', anthropic, 'anthropic'],
   ['gemini', gemini, 'gemini'],
