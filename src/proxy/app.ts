@@ -43,6 +43,7 @@ import { ProxyMetrics } from './metrics.ts';
 import { PriceBook } from './prices.ts';
 import { requestLog, type RequestSink } from './request-log.ts';
 import { usageSink, type UsageStore } from './usage/store.ts';
+import { ResponseOwners } from './response-owners.ts';
 import { StateGuard } from './state/guard.ts';
 import { memoryState, type SharedState } from './state/shared.ts';
 import { ModelRouter } from './routing.ts';
@@ -149,7 +150,8 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   const families = new Families(protocols);
   const credentials = new ClientCredentials(protocols);
   const guard = options.guard ?? new StateGuard(log, config.state.onUnavailable);
-  const translator = new Translator(guard.stores(options.stores ?? memoryStores(config.stores)), log);
+  const stores = guard.stores(options.stores ?? memoryStores(config.stores));
+  const translator = new Translator(stores, log);
   const streams = new OpenStreams();
   const state = options.state ?? memoryState();
   const prices = new PriceBook(config.prices, config.upstreams, log);
@@ -185,6 +187,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     admission,
     fallback,
     reserveOutputTokens: config.reserveOutputTokens,
+    owners: new ResponseOwners(stores.owners),
   };
   const mcp = options.mcp ?? mcpRoutes(config.mcpServers, { env, log, maxBodyBytes: config.maxBodyBytes });
 

@@ -16,6 +16,7 @@ import { passesThrough, type ModelRouter, type Resolution, type Route } from './
 import { TranslateError, type JsonObject } from './translate/model.ts';
 import type { Translator } from './translate/handler.ts';
 import type { RequestTracing } from './tracing.ts';
+import type { ResponseOwners } from './response-owners.ts';
 
 export interface EndpointDeps {
   router: ModelRouter;
@@ -30,6 +31,8 @@ export interface EndpointDeps {
   reserveOutputTokens: number;
   /** Spans per request and attempt, while tracing is on. */
   tracing?: RequestTracing | undefined;
+  /** Whose passed-through answers a key may continue by id. */
+  owners: ResponseOwners;
 }
 
 /**
@@ -198,7 +201,22 @@ function attempt(
     const aliased = request.modelInBody && mappedModel !== model;
     const body = aliased ? Buffer.from(JSON.stringify({ ...request.body, model: mappedModel })) : raw;
     const usage = upstream.protocol;
-    return forward(ctx, { upstream, path, body, signal, credentials, stream: streamed, usage, retryable, onStatus });
+    const answerStart = deps.owners.recorder(ctx, operation, request.body);
+    const send = () =>
+      forward(ctx, {
+        upstream,
+        path,
+        body,
+        signal,
+        credentials,
+        stream: streamed,
+        usage,
+        retryable,
+        onStatus,
+        answerStart,
+      });
+    const checked = deps.owners.check(ctx, operation, request.body);
+    return checked ? checked.then(send) : send();
   }
   const route: Route = {
     family: request.family,

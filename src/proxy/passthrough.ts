@@ -38,6 +38,8 @@ export interface ForwardRequest {
   retryable?: boolean;
   /** Told the upstream's status as soon as it is known (before the answer goes on and may end). */
   onStatus?: (status: number) => void;
+  /** Shown a successful answer's first chunks before the client gets them, until it returns false. */
+  answerStart?: ((chunk: Buffer) => boolean) | undefined;
 }
 
 /** How an upstream answered: its status, and whether the answer was held back for another upstream to try. */
@@ -112,6 +114,7 @@ export async function forward(ctx: ProxyContext, request: ForwardRequest): Promi
     body: request.body,
     signal,
     usageTap: tap,
+    answerStart: request.answerStart,
   };
   let answer: Forwarded | undefined;
   try {

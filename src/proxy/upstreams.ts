@@ -130,8 +130,15 @@ export function sendUpstream(upstream: Upstream, request: UpstreamRequest): Prom
   return callUpstream(upstream, request, (options) => upstream.pool.request(options));
 }
 
-/** A streamed call's request: its signal is the client's response going away, and a tap may read its tokens. */
-export type StreamedRequest = UpstreamRequest & { signal?: ClientGone | undefined; usageTap?: UsageTap | undefined };
+/**
+ * A streamed call's request: its signal is the client's response going away, a tap may read its tokens, and a
+ * reader a successful answer's start (shown each chunk before the client gets it, until it returns false).
+ */
+export type StreamedRequest = UpstreamRequest & {
+  signal?: ClientGone | undefined;
+  usageTap?: UsageTap | undefined;
+  answerStart?: ((chunk: Buffer) => boolean) | undefined;
+};
 
 /**
  * The same request, with the response written into the writable that `into`
@@ -170,6 +177,7 @@ export function streamUpstream(
 export class AnswerWriter implements Dispatcher.DispatchHandler {
   #into: Dispatcher.StreamFactory | undefined;
   #tap: UsageTap | undefined;
+  #start: ((chunk: Buffer) => boolean) | undefined;
   #signal: ClientGone | undefined;
   #resolve: (() => void) | undefined;
   #reject: ((error: Error) => void) | undefined;
@@ -178,12 +186,13 @@ export class AnswerWriter implements Dispatcher.DispatchHandler {
 
   constructor(
     into: Dispatcher.StreamFactory,
-    request: Pick<StreamedRequest, 'signal' | 'usageTap'>,
+    request: Pick<StreamedRequest, 'signal' | 'usageTap' | 'answerStart'>,
     resolve: () => void,
     reject: (error: Error) => void,
   ) {
     this.#into = into;
     this.#tap = request.usageTap;
+    this.#start = request.answerStart;
     this.#signal = request.signal;
     this.#resolve = resolve;
     this.#reject = reject;
@@ -203,6 +212,7 @@ export class AnswerWriter implements Dispatcher.DispatchHandler {
     // 1xx: informational, the answer is still to come.
     if (statusCode < 200 || !this.#into) return;
     if (this.#tap) this.#tap.ok = statusCode < 300;
+    if (statusCode >= 300) this.#start = undefined;
     const out = this.#into({ statusCode, headers, opaque: null, context: {} });
     this.#into = undefined;
     this.#out = out;
@@ -211,6 +221,7 @@ export class AnswerWriter implements Dispatcher.DispatchHandler {
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     this.#tap?.push(chunk);
+    if (this.#start && !this.#start(chunk)) this.#start = undefined;
     const out = this.#out;
     if (out && !out.write(chunk)) this.#pause(controller, out);
   }
@@ -238,6 +249,7 @@ export class AnswerWriter implements Dispatcher.DispatchHandler {
 
   #release(): void {
     this.#signal?.off('abort', this.#abort);
-    this.#into = this.#tap = this.#signal = this.#resolve = this.#reject = this.#out = this.#controller = undefined;
+    this.#into = this.#tap = this.#start = this.#signal = undefined;
+    this.#resolve = this.#reject = this.#out = this.#controller = undefined;
   }
 }

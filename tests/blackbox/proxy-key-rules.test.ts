@@ -26,6 +26,8 @@ const KEYS = {
   pair: 'pair-key-0123456789abcdef',
   /** May use the MCP servers git-* and docs only. */
   tools: 'tools-key-0123456789abcdef',
+  /** No rule of its own: another person on the team. */
+  colleague: 'colleague-key-0123456789abcdef',
 };
 type Name = keyof typeof KEYS;
 
@@ -55,6 +57,7 @@ describe('proxy key rules (container)', () => {
             { name: 'three', key_env: 'THREE_KEY', rpm: 3 },
             { name: 'pair', key_env: 'PAIR_KEY', rpm: 2 },
             { name: 'tools', key_env: 'TOOLS_KEY', mcp_servers: ['git-*', 'docs'] },
+            { name: 'colleague', key_env: 'COLLEAGUE_KEY' },
           ],
           mcp: { servers: { docs: mcp, 'git-tools': mcp, secrets: mcp } },
         },
@@ -68,6 +71,7 @@ describe('proxy key rules (container)', () => {
         THREE_KEY: KEYS.three,
         PAIR_KEY: KEYS.pair,
         TOOLS_KEY: KEYS.tools,
+        COLLEAGUE_KEY: KEYS.colleague,
       },
     );
   });
@@ -244,6 +248,63 @@ describe('proxy key rules (container)', () => {
       expect(refused).toMatchObject({ status: 429, body: { error: expect.stringContaining('requests per minute') } });
       expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
       expect((await postJson('/v1/chat/completions', 'three', hello)).status).toBe(429);
+    });
+  });
+
+  describe('a passed-through Responses conversation is continued by its own key only', () => {
+    /** A Responses request to the fake upstream (same protocol: passed through), and the answer's id. */
+    const respond = async (key: Name, stream: boolean, previous?: string) => {
+      const body = { model: 'gpt-4o', input: 'hi', stream, ...(previous && { previous_response_id: previous }) };
+      const res = await fetch(`${proxy.base}/v1/responses`, {
+        method: 'POST',
+        headers: { ...auth(key), 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      const text = await res.text();
+      return { status: res.status, text, id: /"id":"(resp_[^"]+)"/.exec(text)?.[1] };
+    };
+    const sentOn = () => JSON.parse(fake.last('/openai/v1/responses').body.toString()) as Record<string, unknown>;
+
+    it.each([
+      ['a JSON answer', false],
+      ['a stream', true],
+    ])(
+      "%s: another key's continuation → 404 previous_response_not_found, nothing sent on; its own key continues",
+      async (_, stream) => {
+        const first = await respond('operator', stream);
+        expect(first.status).toBe(200);
+        const id = first.id as string;
+        expect(id).toMatch(/^resp_fake_/);
+        for (const other of ['colleague', 'tools'] as const) {
+          const before = fake.requests.length;
+          const refused = await respond(other, stream, id);
+          expect(refused.status).toBe(404);
+          expect(JSON.parse(refused.text)).toEqual({
+            error: {
+              message: `Previous response with id '${id}' not found.`,
+              type: 'invalid_request_error',
+              param: null,
+              code: 'previous_response_not_found',
+            },
+          });
+          expect(fake.requests.length).toBe(before);
+        }
+        const continued = await respond('operator', stream, id);
+        expect(continued.status).toBe(200);
+        expect(sentOn()).toMatchObject({ previous_response_id: id });
+        // The continuation is an answer of the same key's too: it continues in turn.
+        expect((await respond('operator', stream, continued.id)).status).toBe(200);
+      },
+    );
+
+    it('an id this proxy never passed through is not found for any key', async () => {
+      const before = fake.requests.length;
+      for (const key of ['operator', 'colleague'] as const) {
+        const refused = await respond(key, false, 'resp_fake_made_elsewhere');
+        expect(refused.status).toBe(404);
+        expect(refused.text).toContain('previous_response_not_found');
+      }
+      expect(fake.requests.length).toBe(before);
     });
   });
 

@@ -21,6 +21,7 @@ const KEYS = {
   later: 'later-key-0123456789abcdef',
   many: 'many-key-0123456789abcdef',
   shared: 'shared-key-0123456789abcdef',
+  colleague: 'colleague-key-0123456789abcdef',
 };
 
 let upstream: ScriptedUpstream;
@@ -56,6 +57,7 @@ beforeAll(async () => {
         { name: 'later', key_env: 'LATER_KEY', rpm: 2 },
         { name: 'many', key_env: 'MANY_KEY', rpm: 1_000_000 },
         { name: 'shared', key_env: 'SHARED_KEY', budget_tokens: 50, budget_period: 'day' },
+        { name: 'colleague', key_env: 'COLLEAGUE_KEY' },
       ],
       state: { command_timeout: '300ms' },
     },
@@ -68,6 +70,7 @@ beforeAll(async () => {
     LATER_KEY: KEYS.later,
     MANY_KEY: KEYS.many,
     SHARED_KEY: KEYS.shared,
+    COLLEAGUE_KEY: KEYS.colleague,
   });
   [allow, deny] = await Promise.all([
     startProxyContainer(config, env('allow')),
@@ -95,6 +98,13 @@ const respond = (proxy: ProxyContainer, input: string, previous?: string) =>
     input,
     ...(previous === undefined ? {} : { previous_response_id: previous }),
   });
+/** A Responses request passed through to the fake upstream (a slow-… model), and its answer's id. */
+const passedThrough = async (proxy: ProxyContainer, key: string, stream: boolean, previous?: string) => {
+  const body = { model: 'slow-responses', input: 'hi', stream, ...(previous && { previous_response_id: previous }) };
+  const res = await post(proxy, '/v1/responses', body, key);
+  const text = await res.text();
+  return { status: res.status, text, id: /"id":"(resp_[^"]+)"/.exec(text)?.[1] };
+};
 const healthz = (proxy: ProxyContainer) =>
   fetch(`${proxy.base}/healthz`, { headers: { authorization: `Bearer ${API_KEY}` } });
 const idOf = async (res: Response) => {
@@ -185,6 +195,21 @@ describe('gatehouse proxy (container) with proxy.state.backend redis', () => {
     while ((await slowChat(more % 2 === 0 ? deny : allow)) === 200) more += 1;
     expect((served + more) * 10).toBeGreaterThanOrEqual(50);
     expect((served + more) * 10).toBeLessThanOrEqual(50 + 10);
+  });
+
+  it('a passed-through Responses conversation is continued by its own key on the other replica, by no other', async () => {
+    for (const stream of [false, true]) {
+      const made = await passedThrough(allow, KEYS.many, stream);
+      expect(made.status).toBe(200);
+      const id = made.id as string;
+      const before = fake.requests.length;
+      const refused = await passedThrough(deny, KEYS.colleague, stream, id);
+      expect(refused.status).toBe(404);
+      expect(JSON.parse(refused.text)).toMatchObject({ error: { code: 'previous_response_not_found' } });
+      expect(fake.requests.length).toBe(before);
+      expect((await passedThrough(deny, KEYS.many, stream, id)).status).toBe(200);
+      expect(JSON.parse(fake.last('/openai/v1/responses').body.toString())).toMatchObject({ previous_response_id: id });
+    }
   });
 
   it('rides out Redis stopping for 10 s under load: no failure, limits follow on_unavailable, 503 for continuations', async () => {

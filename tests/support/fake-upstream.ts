@@ -77,6 +77,8 @@ export class FakeUpstream {
   readonly #slowMs: number;
   #gate: { promise: Promise<void>; open: () => void } = FakeUpstream.#newGate();
   #url = '';
+  /** Responses answered so far: each gets an id of its own, as a real upstream's. */
+  #responses = 0;
 
   private constructor(options: FakeUpstreamOptions) {
     this.#eventDelayMs = options.eventDelayMs ?? 5;
@@ -292,7 +294,7 @@ export class FakeUpstream {
           },
         ];
         const response = {
-          id: 'resp_fake',
+          id: `resp_fake_${++this.#responses}`,
           object: 'response',
           created_at: created,
           status: 'completed',

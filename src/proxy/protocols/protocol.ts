@@ -49,7 +49,17 @@ export interface Operation {
    * proxy names it with `newId()`, never after the upstream's id: that id is a key in a store every client of
    * the proxy (and every replica) shares, so it must be unique and unguessable whatever the upstream sends.
    */
-  readonly continuable?: { newId(): string };
+  readonly continuable?: {
+    newId(): string;
+    /** The id of the answer a request continues (`previous_response_id`), as the body has it. */
+    continues(body: JsonObject): unknown;
+    /**
+     * Whether the upstream keeps a passed-through answer to be continued (`store` is not false). Such an answer's
+     * id is read from its start (its JSON body's `id`, or its stream's first event's `response.id`) and recorded
+     * for the key that asked (src/proxy/response-owners.ts).
+     */
+    kept(body: JsonObject): boolean;
+  };
   /** What the decoder needs from the query string (Gemini's `alt=sse`). */
   context?(query: ParsedUrlQuery): Partial<RequestContext>;
   /** Its OpenTelemetry GenAI `gen_ai.operation.name` (default `chat`). */

@@ -39,6 +39,7 @@ export function openStateBackend(config: Pick<ProxyConfig, 'state' | 'stores' | 
     stores: {
       responses: redisStore(conn, `${prefix}responses:`, stores.responses),
       reasoning: redisStore(conn, `${prefix}reasoning:`, stores.reasoning),
+      owners: redisStore(conn, `${prefix}owners:`, stores.responses),
     },
     usage: redisUsage(conn, prefix, `redis ${redisAddress(state.redisUrl)}`),
     board: (activity) => redisBoard(conn, prefix, activity, log),

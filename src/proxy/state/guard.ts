@@ -3,7 +3,8 @@
  * its callers, so that limits, fallback and translation keep their code as it is:
  *   - limits and budgets: skipped (on_unavailable allow) or refused with 503 state_unavailable (deny);
  *   - cooldowns and probes: nothing is cooling down (routing goes on);
- *   - a stored Responses conversation: 503 state_unavailable (it exists, it cannot be read now);
+ *   - a stored Responses conversation, and whose a passed-through one is: 503 state_unavailable (it exists, it
+ *     cannot be read now);
  *   - carried reasoning: none (the request goes as the client sent it);
  *   - writes (tokens settled, failures, answers to remember): skipped; a request admitted while nothing could be
  *     counted reserved nothing, so its settling counts all it spent.
@@ -49,6 +50,10 @@ export class StateGuard {
         throw proxyErrors.stateUnavailable();
       }),
       reasoning: this.#store(stores.reasoning, () => undefined),
+      // Whose a passed-through answer is cannot be told: its continuation is refused as a stored one is.
+      owners: this.#store(stores.owners, () => {
+        throw proxyErrors.stateUnavailable();
+      }),
     };
   }
 

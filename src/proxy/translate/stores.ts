@@ -106,6 +106,11 @@ export const ownedBy = (owner: string, id: string): string => `${owner}/${id}`;
 export interface TranslationStores {
   responses: Store<StoredConversation>;
   reasoning: Store<CarriedReasoning>;
+  /**
+   * Passed-through answers a key may continue by id (response-owners.ts), under `ownedBy(key, id)`: kept with the
+   * limits of `responses`, whose conversations they stand for.
+   */
+  owners: Store<true>;
 }
 
 export interface StoresConfig {
@@ -114,5 +119,9 @@ export interface StoresConfig {
 }
 
 export function memoryStores(config: StoresConfig): TranslationStores {
-  return { responses: memoryStore(config.responses), reasoning: memoryStore(config.reasoning) };
+  return {
+    responses: memoryStore(config.responses),
+    reasoning: memoryStore(config.reasoning),
+    owners: memoryStore(config.responses),
+  };
 }

@@ -85,6 +85,7 @@ describe('translation state per app', () => {
     const stores: TranslationStores = {
       responses,
       reasoning: memoryStore({ maxEntries: 10, maxBytes: 1_000_000, ttlMs: 60_000 }),
+      owners: memoryStore({ maxEntries: 10, maxBytes: 1_000_000, ttlMs: 60_000 }),
     };
     const proxy = await start({ stores });
     const id = await idOf(await respond(proxy, 'My name is Ada.'));

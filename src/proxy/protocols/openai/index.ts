@@ -27,7 +27,11 @@ export const operations = {
   responses: plain('responses', '/responses', {
     client: openaiResponses,
     outputCap: (body) => body['max_output_tokens'],
-    continuable: { newId: () => newId('resp_') },
+    continuable: {
+      newId: () => newId('resp_'),
+      continues: (body) => body['previous_response_id'],
+      kept: (body) => body['store'] !== false,
+    },
     servedBy: (upstream) => upstream.responsesApi,
   }),
   imageGenerations: plain('images.generations', '/images/generations'),

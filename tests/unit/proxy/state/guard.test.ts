@@ -43,6 +43,7 @@ function setup(onUnavailable: OnUnavailable) {
   const stores = guard.stores({
     responses: failing(memoryStore<never>(limits), down),
     reasoning: failing(memoryStore<never>(limits), down),
+    owners: failing(memoryStore<never>(limits), down),
   });
   return {
     down,
@@ -127,6 +128,18 @@ describe('StateGuard', () => {
     expect(await refusal(stores.responses.get('resp_1'))).toMatchObject({ status: 503, kind: 'state_unavailable' });
     expect(await stores.reasoning.get('call_1')).toBeUndefined();
     await stores.responses.set('resp_2', { messages: ['lost'] } as never, 10);
+  });
+
+  it('whose a passed-through answer is cannot be read: 503 state_unavailable; its record is skipped', async () => {
+    const { down, stores, tick } = setup('allow');
+    await stores.owners.set('alice/resp_1', true, 12);
+    down.value = true;
+    expect(await refusal(stores.owners.get('alice/resp_1'))).toMatchObject({ status: 503, kind: 'state_unavailable' });
+    await stores.owners.set('alice/resp_2', true, 12);
+    down.value = false;
+    tick(1_000);
+    expect(await stores.owners.get('alice/resp_1')).toBe(true);
+    expect(await stores.owners.get('alice/resp_2')).toBeUndefined();
   });
 
   it('logs an outage once when it begins and once when it ends, and probes the backend once a second', async () => {
