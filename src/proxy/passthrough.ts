@@ -1,12 +1,12 @@
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import { Writable, type Readable } from 'node:stream';
 import type { ClientGone } from './client-gone.ts';
 import { RETRY_STATUSES } from './fallback.ts';
 import type { ProxyContext } from './context.ts';
 import { HOP_BY_HOP, type ClientCredentials } from './credentials.ts';
-import type { OpenStreams, StreamCut } from './open-streams.ts';
+import { EventStream, streamErrorEvent } from './event-stream.ts';
+import type { OpenStreams } from './open-streams.ts';
 import type { Operation, ProtocolSpec } from './protocols/protocol.ts';
-import { streamErrorEvent } from './translate/handler.ts';
 import { streamUpstream, upstreamFailure, type StreamedRequest, type Upstream } from './upstreams.ts';
 import { UsageTap } from './usage/tap.ts';
 
@@ -20,6 +20,12 @@ function relayedHeaders(headers: IncomingHttpHeaders): Record<string, string | s
   return relayed;
 }
 
+/** Where a streamed request's answer registers, and whose error event ends it. */
+interface StreamOf {
+  streams: OpenStreams;
+  operation: Operation;
+}
+
 export interface ForwardRequest {
   upstream: Upstream;
   /** Below base_url: see UpstreamRequest.path. */
@@ -31,7 +37,7 @@ export interface ForwardRequest {
   /** Header overrides, e.g. an adjusted content-length. */
   headers?: Record<string, string>;
   /** A streamed request: an SSE answer registers there, to end with its operation's error event on shutdown. */
-  stream?: { streams: OpenStreams; operation: Operation } | undefined;
+  stream?: StreamOf | undefined;
   /** Whose usage fields to read from the answer into ctx.state.usage. */
   usage: ProtocolSpec;
   /** Another upstream may be tried: an answer with one of RETRY_STATUSES is not passed on. */
@@ -60,37 +66,17 @@ function bodyBytes(body: Buffer | Readable, ctx: ProxyContext): number {
   return Buffer.isBuffer(body) ? body.length : Number(ctx.get('content-length') || 0);
 }
 
-/** The end of an SSE event: a blank line, in any of the three line endings. */
-const EVENT_END = /(?:\n\n|\r\r|\r\n\r\n)$/;
-
 /**
- * Ends a passed-through SSE answer early with its operation's error event.
- * The upstream's chunks need not end where an event does: the tap has seen
- * every chunk written, so a cut inside an event ends that event first.
+ * A passed-through SSE answer: the upstream's bytes as they came, ended early with its operation's error event
+ * (the tap has seen every chunk written, so a cut inside an event ends that event first). The upstream's body
+ * failing destroys what undici writes into: this stream, which cuts instead.
  */
-function passThroughCut(ctx: ProxyContext, operation: Operation, tap: UsageTap): StreamCut {
-  const res = ctx.res;
-  return (error) => {
-    ctx.state.cut = error.kind ?? String(error.status);
-    const event = streamErrorEvent(operation.client, error);
-    if (event === undefined) res.destroy();
-    else res.end(EVENT_END.test(tap.lastBytes(4)) ? event : `\n\n${event}`);
-  };
-}
-
-/**
- * undici destroys the response it writes into when the upstream's body fails
- * (reset, body timeout): for a stream under way, the client gets its
- * protocol's error event instead of a connection closed mid-answer, as a
- * translated stream does. A client that left is only let go.
- */
-function cutOnUpstreamFailure(res: ServerResponse, upstream: Upstream, signal: ClientGone, cut: StreamCut): void {
-  const destroy = res.destroy.bind(res);
-  res.destroy = (error?: Error) => {
-    if (error === undefined || signal.left || res.writableEnded || res.destroyed) return destroy(error);
-    cut(upstreamFailure(upstream, error, true));
-    return res;
-  };
+function passedThroughStream(ctx: ProxyContext, request: ForwardRequest, stream: StreamOf, tap: UsageTap): EventStream {
+  return new EventStream(ctx, request.signal, stream.streams, {
+    errorEvent: (error) => streamErrorEvent(stream.operation.client, error),
+    failure: (error) => upstreamFailure(request.upstream, error, true),
+    lastBytes: (count) => tap.lastBytes(count),
+  });
 }
 
 /**
@@ -129,9 +115,9 @@ export async function forward(ctx: ProxyContext, request: ForwardRequest): Promi
       // Only now: had writeHead refused a header, the error answer would still go out.
       ctx.respond = false;
       if (stream && String(upstreamHeaders['content-type']).startsWith('text/event-stream')) {
-        const cut = passThroughCut(ctx, stream.operation, tap);
-        cutOnUpstreamFailure(ctx.res, upstream, signal, cut);
-        stream.streams.add(ctx.res, cut);
+        const events = passedThroughStream(ctx, request, stream, tap);
+        events.register();
+        return events;
       }
       return ctx.res;
     });

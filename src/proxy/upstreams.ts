@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Readable, Writable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { context, propagation } from '@opentelemetry/api';
 import { errors, Pool, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from './config/index.ts';
@@ -141,19 +141,15 @@ export type StreamedRequest = UpstreamRequest & {
 };
 
 /**
- * The same request, with the response written into the writable that `into`
+ * The same request, with the response written into what `into`
  * returns for its status and headers, chunk by chunk as it arrives (no body
  * stream of its own, backpressure both ways), its bytes shown to the request's
  * usage tap on the way. Resolves once the body has been handed on whole. After
- * `into`, the writable is the call's: an upstream failing mid-body destroys it
+ * `into`, that is the call's: an upstream failing mid-body destroys it
  * and this rejects. The request's signal stops the call when the writable's
  * reader goes away (a ClientGone on the client's response).
  */
-export function streamUpstream(
-  upstream: Upstream,
-  request: StreamedRequest,
-  into: Dispatcher.StreamFactory,
-): Promise<void> {
+export function streamUpstream(upstream: Upstream, request: StreamedRequest, into: AnswerFactory): Promise<void> {
   return callUpstream(
     upstream,
     request,
@@ -163,6 +159,21 @@ export function streamUpstream(
       }),
   );
 }
+
+/**
+ * Where a streamed answer is written: the client's response (or any Writable), or an event stream to it, which
+ * ends an answer whose upstream failed (`destroy(error)`) with its client's error event.
+ */
+export interface AnswerOut {
+  readonly writableNeedDrain: boolean;
+  write(chunk: Buffer): boolean;
+  end(): void;
+  destroy(error?: Error): void;
+  once(event: 'drain', listener: () => void): void;
+}
+
+/** Where an answer of this status and these headers goes. */
+export type AnswerFactory = (data: Dispatcher.StreamFactoryData) => AnswerOut;
 
 /**
  * undici's handler for a streamed call: what its `stream()` does, and the
@@ -175,17 +186,17 @@ export function streamUpstream(
  * request's whole state alive, and move it into the old generation.
  */
 export class AnswerWriter implements Dispatcher.DispatchHandler {
-  #into: Dispatcher.StreamFactory | undefined;
+  #into: AnswerFactory | undefined;
   #tap: UsageTap | undefined;
   #start: ((chunk: Buffer) => boolean) | undefined;
   #signal: ClientGone | undefined;
   #resolve: (() => void) | undefined;
   #reject: ((error: Error) => void) | undefined;
-  #out: Writable | undefined;
+  #out: AnswerOut | undefined;
   #controller: Dispatcher.DispatchController | undefined;
 
   constructor(
-    into: Dispatcher.StreamFactory,
+    into: AnswerFactory,
     request: Pick<StreamedRequest, 'signal' | 'usageTap' | 'answerStart'>,
     resolve: () => void,
     reject: (error: Error) => void,
@@ -242,7 +253,7 @@ export class AnswerWriter implements Dispatcher.DispatchHandler {
     reject?.(error);
   }
 
-  #pause(controller: Dispatcher.DispatchController, out: Writable): void {
+  #pause(controller: Dispatcher.DispatchController, out: AnswerOut): void {
     controller.pause();
     out.once('drain', () => controller.resume());
   }

@@ -1,5 +1,4 @@
 import type { Dispatcher } from 'undici';
-import type { HttpError } from '../../http/errors.ts';
 import type { Logger } from '../../log.ts';
 import type { ProxyContext, TokenUsage } from '../context.ts';
 import { proxyErrors } from '../errors.ts';
@@ -20,6 +19,7 @@ import {
 } from './model.ts';
 import { ownedBy, type TranslationStores } from './stores.ts';
 import { upstreamError } from './upstream-error.ts';
+import { errorEvent, EventStream } from '../event-stream.ts';
 import { parseJsonData } from './wire.ts';
 
 /** The upstream's token counts; a token per 4 bytes of request and answer when it reported none. */
@@ -30,17 +30,6 @@ function tokenUsage(usage: Usage, requestBytes: number, answerChars: number): To
   }
   const estimate = { input: Math.ceil(requestBytes / 4), output: Math.ceil(answerChars / 4) };
   return { ...estimate, cached: 0, cacheWrite: 0, estimated: true };
-}
-
-function errorEvent(error: HttpError): StreamEvent {
-  const { status, message, kind } = error;
-  return { type: 'error', status, message, ...(kind !== undefined && { kind }) };
-}
-
-/** The error event with which a client's SSE stream ends, in its wire; undefined if it has none. */
-export function streamErrorEvent(client: ClientAdapter | undefined, error: HttpError): string | undefined {
-  const conv: Conversation = { model: '', system: undefined, messages: [], stream: true, sse: true };
-  return client?.streamEncoder(conv).encode(errorEvent(error));
 }
 
 function decode(client: ClientAdapter, ctx: ProxyContext, route: Route): Conversation {
@@ -169,10 +158,8 @@ export class Translator {
   }
 
   /**
-   * Writes the translated stream straight to the socket, one write per upstream
-   * chunk as it arrives (Koa's respond() is bypassed, as for pass-through:
-   * its stream pipeline costs a measurable share of the per-request budget).
-   * The client's backpressure pauses the upstream body.
+   * Writes the translated stream to the client, one write per upstream chunk as it arrives; the client's
+   * backpressure pauses the upstream body.
    */
   #stream(
     ctx: ProxyContext,
@@ -189,9 +176,7 @@ export class Translator {
     const collector = new Collector();
     const keepText = route.operation.continuable !== undefined && conv.store !== false;
     const answerId = route.operation.continuable?.newId();
-    const { res } = ctx;
     const body = response.body;
-    let finished = false;
     let streamed = 0;
 
     const encode = (events: StreamEvent[]): string => {
@@ -204,34 +189,23 @@ export class Translator {
       streamed += out.length;
       return out;
     };
-    const write = (text: string): void => {
-      if (text !== '' && !res.write(text)) {
-        body.pause();
-        res.once('drain', () => body.resume());
-      }
-    };
-    const finish = (events: StreamEvent[]): void => {
-      if (finished) return;
-      finished = true;
-      write(encode(events));
-      ctx.state.usage = tokenUsage(collector.usage, route.rawBytes, streamed);
-      if (!collector.error && collector.stop !== undefined) {
-        // Issued before the stream ends; a failing store costs the memory, not the answer.
-        this.#keep(owner, route, conv, { ...collector.response(), id: collector.id }, keepText).catch(
-          (error: unknown) => this.#log.warn({ err: (error as Error).message }, 'translation store write failed'),
-        );
-      }
-      res.end(encoder.end());
-    };
+    const stream = new EventStream(ctx, route.signal, route.streams, {
+      errorEvent: (error) => encode([errorEvent(error)]),
+      failure: (error) => upstreamFailure(route.upstream, error, true),
+      stop: () => body.destroy(),
+      closing: () => {
+        ctx.state.usage = tokenUsage(collector.usage, route.rawBytes, streamed);
+        if (!collector.error && collector.stop !== undefined) {
+          // Issued before the stream ends; a failing store costs the memory, not the answer.
+          this.#keep(owner, route, conv, { ...collector.response(), id: collector.id }, keepText).catch(
+            (error: unknown) => this.#log.warn({ err: (error as Error).message }, 'translation store write failed'),
+          );
+        }
+        return encoder.end();
+      },
+    });
 
-    const cut = (error: HttpError): void => {
-      ctx.state.cut = error.kind ?? String(error.status);
-      finish([errorEvent(error)]);
-    };
-
-    ctx.respond = false;
-    ctx.state.firstByteAt = performance.now();
-    res.writeHead(200, {
+    stream.open(200, {
       'content-type': client.streamContentType?.(conv) ?? 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
       'x-accel-buffering': 'no',
@@ -244,35 +218,25 @@ export class Translator {
       } catch {
         body.destroy();
         try {
-          if (finished) res.end();
-          else finish([{ type: 'error', status: 502, message: 'Upstream stream could not be translated' }]);
+          if (stream.ended) ctx.res.end();
+          else stream.end(encode([{ type: 'error', status: 502, message: 'Upstream stream could not be translated' }]));
         } catch {
-          res.destroy();
+          ctx.res.destroy();
         }
       }
     };
     body.on('data', (chunk: string) =>
       guarded(() => {
-        if (finished) return;
-        write(encode(decoder.push(chunk)));
+        if (stream.ended) return;
+        stream.writeFrom(body, encode(decoder.push(chunk)));
         // An upstream error event ends the answer; the rest of its body is not read.
         if (collector.error) {
-          finish([]);
+          stream.end();
           body.destroy();
         }
       }),
     );
-    body.once('end', () => guarded(() => finish(decoder.end())));
-    body.once('error', (error: Error) => {
-      if (route.signal.left) {
-        res.destroy();
-        return;
-      }
-      cut(upstreamFailure(route.upstream, error, true));
-    });
-    route.streams.add(res, (error) => {
-      body.destroy();
-      cut(error);
-    });
+    body.once('end', () => guarded(() => stream.end(encode(decoder.end()))));
+    body.once('error', (error: Error) => stream.destroy(error));
   }
 }
