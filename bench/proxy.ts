@@ -32,6 +32,10 @@
  * its single key; it prints both against the floor and the CPU the team
  * features add per request.
  *
+ * BENCH_BASELINE=<git ref> compares two builds: the gatehouse of that ref beside this tree's, the same
+ * configuration (the operator's key), in the same rounds; it prints both against the floor and the CPU this
+ * tree adds per request, paired round by round.
+ *
  * BENCH_REDIS=1 is the Redis case: gatehouse with 100 keys (as in the team case, so every limit is checked)
  * and proxy.state.backend memory, beside the same with backend redis, in the same rounds, against a local
  * redis-server this bench starts on a free loopback port (Debian's `redis-server` package, AOF on as in
@@ -69,6 +73,8 @@ const IMAGE_MB = 20;
 const IMAGE_IN_FLIGHT = 10;
 const IMAGE_ROUNDS = Number(process.env['BENCH_IMAGE_ROUNDS'] ?? 4);
 const TEAM_BASELINE = process.env['BENCH_TEAM_BASELINE'];
+/** The ref the baseline gatehouse runs: the team case's, or a build to compare this one with. */
+const BASELINE = TEAM_BASELINE ?? process.env['BENCH_BASELINE'];
 const TEAM_KEYS = 100;
 const teamKey = (i: number) => `bench-team-key-${String(i).padStart(3, '0')}`;
 /** The key the team case's clients present: one in the middle of the list. */
@@ -663,9 +669,9 @@ async function main(): Promise<void> {
       ? await startGatehouse(upstream.port, dir, { team: true, name: 'redis', redisUrl: redisServer.url })
       : undefined;
     if (withRedis) children.push(withRedis.proc);
-    const baseline = TEAM_BASELINE === undefined ? undefined : await startBaseline(TEAM_BASELINE, upstream.port, dir);
+    const baseline = BASELINE === undefined ? undefined : await startBaseline(BASELINE, upstream.port, dir);
     if (baseline) children.push(baseline.proc);
-    const gatehouseKey = baseline || withRedis ? TEAM_CLIENT_KEY : API_KEY;
+    const gatehouseKey = TEAM_BASELINE !== undefined || withRedis ? TEAM_CLIENT_KEY : API_KEY;
     console.log(
       `gatehouse proxy benchmark: ${ROUNDS} rounds × ${SECONDS} s per run, loopback, ${os.cpus().length} CPUs, Node ${process.version}\n`,
     );
@@ -778,7 +784,9 @@ async function main(): Promise<void> {
     }
     if (team.length > 0) {
       console.log(
-        `\n| team case (100 keys, usage, metrics) vs ${TEAM_BASELINE ?? ''} | team vs floor | baseline vs floor | baseline | CPU added per request (paired) |\n|---|---|---|---|---|`,
+        TEAM_BASELINE === undefined
+          ? `\n| this build vs ${BASELINE ?? ''} | this build vs floor | baseline vs floor | baseline | CPU added per request (paired) |\n|---|---|---|---|---|`
+          : `\n| team case (100 keys, usage, metrics) vs ${TEAM_BASELINE} | team vs floor | baseline vs floor | baseline | CPU added per request (paired) |\n|---|---|---|---|---|`,
       );
       for (const row of team) console.log(row);
     }
@@ -792,7 +800,7 @@ async function main(): Promise<void> {
     if ('image'.includes(ONLY) && !baseline) await imageCase(upstream.port, dir);
   } finally {
     for (const proc of children) proc.kill('SIGTERM');
-    if (TEAM_BASELINE !== undefined) {
+    if (BASELINE !== undefined) {
       execFileSync('git', ['worktree', 'remove', '--force', path.join(dir, 'baseline')], {
         cwd: ROOT,
         stdio: 'ignore',
