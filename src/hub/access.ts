@@ -1,6 +1,9 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Context, Middleware, Next } from 'koa';
+import type { Next } from 'koa';
+import type { SessionRequest } from './contract.ts';
+import type { HubContext, HubMiddleware } from './context.ts';
 import { hubErrors } from './errors.ts';
+import { isObject } from '../json.ts';
 import type { HubStore } from './store.ts';
 
 export type Role = 'submitter' | 'reviewer';
@@ -103,17 +106,16 @@ export interface AccessOptions {
   now?: () => number;
 }
 
+const NO_ROLES: ReadonlySet<Role> = new Set();
+
 /** The roles of a request, as `authenticate` found them. */
-export function rolesOf(ctx: Context): ReadonlySet<Role> {
-  return (ctx.state['roles'] as Set<Role> | undefined) ?? new Set();
+export function rolesOf(ctx: HubContext): ReadonlySet<Role> {
+  return ctx.state.roles ?? NO_ROLES;
 }
 
-/**
- * Who submits with this request: the name its submitter token was listed
- * with ('' when submitting is open on loopback); undefined for no submitter.
- */
-export function submitterOf(ctx: Context): string | undefined {
-  return ctx.state['submitter'] as string | undefined;
+/** `POST /api/session`'s body; any other body is read as no token (a wrong one, 401). */
+function readSession(body: unknown): SessionRequest | undefined {
+  return isObject(body) && typeof body['token'] === 'string' ? { token: body['token'] } : undefined;
 }
 
 /** The stored key of a browser session: its cookie value is never kept. */
@@ -141,9 +143,9 @@ export class Access {
    * Sets `ctx.state.roles` (open roles, the Bearer token's role, reviewer for
    * a live session cookie whose token is still listed) and `ctx.state.submitter`.
    */
-  authenticate(): Middleware {
+  authenticate(): HubMiddleware {
     const { submitters, reviewers, store } = this.#options;
-    return async (ctx: Context, next: Next) => {
+    return async (ctx: HubContext, next: Next) => {
       const roles = new Set<Role>();
       let submitter: string | undefined;
       const bearer = /^Bearer +(\S+)\s*$/i.exec(ctx.get('authorization'))?.[1];
@@ -170,15 +172,15 @@ export class Access {
         if (token !== undefined && reviewers.hasDigest(token)) roles.add('reviewer');
         else if (token !== undefined) store.endBrowserSession(sessionDigest(cookie));
       }
-      ctx.state['roles'] = roles;
-      ctx.state['submitter'] = submitter;
+      ctx.state.roles = roles;
+      ctx.state.submitter = submitter;
       await next();
     };
   }
 
   /** Refuses a request without one of `roles`: 401 when it showed no credentials, 403 when they are not enough. */
-  requireRole(...roles: Role[]): Middleware {
-    return async (ctx: Context, next: Next) => {
+  requireRole(...roles: Role[]): HubMiddleware {
+    return async (ctx: HubContext, next: Next) => {
       const has = rolesOf(ctx);
       if (!roles.some((role) => has.has(role))) {
         const presented = ctx.get('authorization') !== '' || has.size > 0;
@@ -189,12 +191,12 @@ export class Access {
   }
 
   /** `POST /api/session {"token"}`: a reviewer token becomes an HttpOnly, SameSite=Strict session cookie. */
-  signIn(): Middleware {
+  signIn(): HubMiddleware {
     const { reviewers, store, sessionTtlMs } = this.#options;
-    return (ctx: Context) => {
+    return (ctx: HubContext) => {
       this.#guesses.check(ctx.ip);
-      const token = (ctx.request.body as { token?: unknown } | undefined)?.token;
-      if (typeof token !== 'string' || !reviewers.has(token)) {
+      const token = readSession(ctx.request.body)?.token;
+      if (token === undefined || !reviewers.has(token)) {
         this.#guesses.failed(ctx.ip);
         throw hubErrors.wrongToken();
       }
@@ -206,9 +208,9 @@ export class Access {
   }
 
   /** `POST /auth/logout`: the session is deleted on the hub and its cookie cleared; 204 with or without one. */
-  signOut(): Middleware {
+  signOut(): HubMiddleware {
     const { store } = this.#options;
-    return (ctx: Context) => {
+    return (ctx: HubContext) => {
       const cookie = ctx.cookies.get(SESSION_COOKIE);
       if (cookie) store.endBrowserSession(sessionDigest(cookie));
       this.#setCookie(ctx, '', 0);
@@ -216,7 +218,7 @@ export class Access {
     };
   }
 
-  #setCookie(ctx: Context, value: string, maxAge: number): void {
+  #setCookie(ctx: HubContext, value: string, maxAge: number): void {
     const { secureCookies } = this.#options;
     // Behind a TLS-terminating proxy the hub itself sees plain HTTP; hub.public_url says what browsers use.
     (ctx.cookies as { secure: boolean }).secure = secureCookies;

@@ -5,7 +5,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { SIGNAL_EXIT_CODES, type CommandContext } from '../command.ts';
 import type { ReviewConfig } from '../config/review.ts';
+import { isObject } from '../json.ts';
+import { readCodeDecision } from '../review/code/routes.ts';
 import { deliverDecision, type DecisionCodec } from '../review/instance.ts';
+import { readPlanDecision } from '../review/plan/routes.ts';
+import { readBody, type FieldReader } from '../review/validate.ts';
+import type { KindDecisions, KindSubmissions, ReviewKind, SubmissionResponse } from './contract.ts';
 
 /** How long one decision request waits on the hub before asking again. */
 const POLL_WAIT_SECONDS = 30;
@@ -34,15 +39,42 @@ export class HubRefusal extends Error {
   override readonly name = 'HubRefusal';
 }
 
-export interface HubReviewOptions<D> {
+export interface HubReviewOptions<K extends ReviewKind> {
   config: ReviewConfig & { hubUrl: URL };
   io: Pick<CommandContext, 'stdout' | 'stderr' | 'shutdown'>;
   log: Logger;
   /** Shown in the URL line, e.g. `Plan review`. */
   title: string;
   /** The body of `POST /api/reviews`, without `session` and `timeoutMs` (added here from the configuration). */
-  submission: Record<string, unknown>;
-  codec: DecisionCodec<D>;
+  submission: Omit<KindSubmissions[K], 'session' | 'timeoutMs'> & { kind: K };
+  codec: DecisionCodec<KindDecisions[K]>;
+}
+
+/** `POST /api/reviews`' answer, checked. */
+function readSubmissionResponse(body: FieldReader): SubmissionResponse {
+  return {
+    id: body.requiredString('id'),
+    url: body.requiredString('url'),
+    version: body.requiredNumber('version', { integer: true, min: 1 }),
+  };
+}
+
+/** Each kind's decision as the hub answers it, checked. */
+const DECISION_READERS: { [K in ReviewKind]: (body: FieldReader) => KindDecisions[K] } = {
+  plan: readPlanDecision,
+  code: readCodeDecision,
+};
+
+/** A hub's JSON answer read into the contract's type; one that does not fit is an error, never a guess. */
+async function readAnswer<T>(response: Response, read: (body: FieldReader) => T): Promise<T> {
+  try {
+    return read(readBody(await response.json()));
+  } catch (error) {
+    const what = `${response.status} from ${new URL(response.url).pathname}`;
+    throw new Error(`the hub's answer (${what}) is not what its API says: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
 }
 
 /**
@@ -53,7 +85,7 @@ export interface HubReviewOptions<D> {
  * the only one to decide, timeouts included, so a waiter can never print an
  * answer other than the hub's.
  */
-export async function runHubReview<D>(options: HubReviewOptions<D>): Promise<number> {
+export async function runHubReview<K extends ReviewKind>(options: HubReviewOptions<K>): Promise<number> {
   const { config, io, log, title, submission, codec } = options;
   const early = signalExitCode(io.shutdown);
   if (early !== undefined) return early;
@@ -85,14 +117,17 @@ export async function runHubReview<D>(options: HubReviewOptions<D>): Promise<num
       },
       { connectBy },
     );
-    const { id, url } = (await created.json()) as { id: string; url: string };
+    const { id, url } = await readAnswer(created, readSubmissionResponse);
     acknowledged = true;
     io.stderr.write(`${title}: ${url}\n`);
     log.info({ review: id, url }, 'review submitted to the hub');
     for (;;) {
       const poll = `api/reviews/${encodeURIComponent(id)}/decision?wait=${POLL_WAIT_SECONDS}`;
       const answer = await hub.request(poll, { method: 'GET' }, { timeoutMs: (POLL_WAIT_SECONDS + 15) * 1000 });
-      if (answer.status === 200) return await deliverDecision((await answer.json()) as D, { config, io, log, codec });
+      if (answer.status === 200) {
+        const decision = await readAnswer(answer, DECISION_READERS[submission.kind]);
+        return await deliverDecision(decision, { config, io, log, codec });
+      }
       await answer.body?.cancel();
     }
   } catch (error) {
@@ -138,7 +173,7 @@ class HubConnection {
    */
   async request(
     relative: string,
-    init: RequestInit,
+    init: { method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string },
     { timeoutMs = 30_000, connectBy }: { timeoutMs?: number; connectBy?: number } = {},
   ): Promise<Response> {
     const { base, headers, log, shutdown, giveUpAt } = this.#options;
@@ -150,7 +185,7 @@ class HubConnection {
       try {
         const response = await fetch(url, {
           ...init,
-          headers: { ...headers, ...(init.headers as Record<string, string> | undefined) },
+          headers: { ...headers, ...init.headers },
           signal: AbortSignal.any([shutdown, AbortSignal.timeout(attemptMs)]),
         });
         if (response.status < 500 && response.status !== 429) {
@@ -200,8 +235,8 @@ function tokenHint(status: number, headers: Record<string, string>): string {
 
 async function errorMessage(response: Response): Promise<string> {
   try {
-    const body = (await response.json()) as { error?: unknown };
-    return typeof body.error === 'string' ? body.error : '';
+    const body: unknown = await response.json();
+    return isObject(body) && typeof body['error'] === 'string' ? body['error'] : '';
   } catch {
     return '';
   }

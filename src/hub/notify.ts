@@ -1,17 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { NotifyTarget } from '../config/notify.ts';
-import type { ReviewSummary } from './contract.ts';
+import type { NotifyCounts, ReviewSummary } from './contract.ts';
 
 export interface ReviewEvent {
   event: 'review.created' | 'review.decided';
   review: ReviewSummary;
-}
-
-export interface NotifyCounts {
-  sent: number;
-  retried: number;
-  failed: number;
 }
 
 const ATTEMPT_TIMEOUT_MS = 10_000;

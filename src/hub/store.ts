@@ -1,22 +1,14 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import type { ReviewHeader } from './contract.ts';
 
-export type ReviewKind = 'plan' | 'code';
-
-/** What a submitter sends, as stored (the kind's content stays opaque JSON here). */
-export interface NewReview {
-  kind: ReviewKind;
-  title: string;
-  origin: string;
-  project: string;
-  branch: string;
-  session: string;
-  /**
-   * Who submitted it (their token's name): a session, its versions and a
-   * request key belong to one submitter, and a submitter reads only its own.
-   */
-  submitter: string;
+/**
+ * What a submitter sends, as stored (the kind's content stays opaque JSON
+ * here). A session, its versions and a request key belong to one submitter,
+ * and a submitter reads only its own.
+ */
+export interface NewReview extends ReviewHeader {
   /** The kind's content: `{plan, permissionMode}` or `{diffType, diffs, gitContext}`. */
   payload: unknown;
   /** When the review ends with a timeout decision (epoch ms), or null. */

@@ -1,9 +1,10 @@
 import { ORIGINS } from '../config/review.ts';
-import { DIFF_TYPES, type DiffType } from '../git/diff-type.ts';
-import type { DiffEngine, GitContext } from '../git/repository.ts';
+import { DIFF_TYPES } from '../git/diff-type.ts';
+import type { DiffEngine } from '../git/repository.ts';
 import { reviewErrors } from '../review/errors.ts';
 import { MAX_TIMER_MS } from '../review/instance.ts';
 import { readBody, type FieldReader } from '../review/validate.ts';
+import { REVIEW_KINDS, type CodeSubmission, type SubmissionRequest, type SubmittedDiff } from './contract.ts';
 import type { NewReview } from './store.ts';
 
 /** A plan review's content. */
@@ -12,15 +13,8 @@ export interface PlanPayload {
   permissionMode: string;
 }
 
-/** One diff computed by the submitter's engine, or why it could not be. */
-export type SubmittedDiff = { rawPatch: string; gitRef: string } | { error: string };
-
 /** A code review's content: every diff type the submitter could compute, so `/api/diff/switch` works on the hub. */
-export interface CodePayload {
-  diffType: DiffType;
-  diffs: Partial<Record<DiffType, SubmittedDiff>>;
-  gitContext: GitContext;
-}
+export type CodePayload = Pick<CodeSubmission, 'diffType' | 'diffs' | 'gitContext'>;
 
 const TEXT_MAX = 200;
 /**
@@ -30,10 +24,11 @@ const TEXT_MAX = 200;
  */
 export const TIMEOUT_MAX_MS = MAX_TIMER_MS;
 
-function shortText(body: FieldReader, key: string, fallback: string): string {
+/** A short text trimmed, at most TEXT_MAX characters; blank is absent. */
+function shortText(body: FieldReader, key: string): string | undefined {
   const value = body.optionalString(key)?.trim() ?? '';
   if (value.length > TEXT_MAX) throw reviewErrors.invalidField(key, `at most ${TEXT_MAX} characters`);
-  return value || fallback;
+  return value || undefined;
 }
 
 function readDiff(entry: FieldReader): SubmittedDiff {
@@ -73,39 +68,59 @@ function readCode(body: FieldReader): CodePayload {
  * The body of `POST /api/reviews`, checked field by field (each error names
  * the field): `kind` `plan` with `plan` (and `permissionMode`), or `code`
  * with `diffType`, `diffs` and `gitContext`; optional `title`, `origin`,
- * `project`, `branch`, `session` and `timeoutMs`.
+ * `project`, `branch`, `session` and `timeoutMs`. Texts come back trimmed,
+ * a blank one absent.
  */
-export function readSubmission(
-  raw: unknown,
-  now: number,
-  request: { requestKey: string | null; baseUrl: string; submitter: string },
-): NewReview {
+export function readSubmission(raw: unknown): SubmissionRequest {
   const body = readBody(raw);
-  const kind = body.requiredEnum('kind', ['plan', 'code'] as const);
-  const origin = body.optionalEnum('origin', ORIGINS) ?? 'claude-code';
+  const kind = body.requiredEnum('kind', REVIEW_KINDS);
+  const origin = body.optionalEnum('origin', ORIGINS);
   const timeoutMs =
     body.fields['timeoutMs'] == null
-      ? null
+      ? undefined
       : body.requiredNumber('timeoutMs', { integer: true, min: 1, max: TIMEOUT_MAX_MS });
-  let payload: PlanPayload | CodePayload;
-  let branch = shortText(body, 'branch', '');
+  const branch = shortText(body, 'branch');
+  // Read after the kind's own fields, so errors come in the order they always have.
+  const common = () => ({
+    title: shortText(body, 'title'),
+    origin,
+    project: shortText(body, 'project'),
+    branch,
+    session: shortText(body, 'session'),
+    timeoutMs,
+  });
   if (kind === 'plan') {
     const plan = body.requiredString('plan');
     if (plan.trim() === '') throw reviewErrors.invalidField('plan', 'a non-empty string');
-    payload = { plan, permissionMode: shortText(body, 'permissionMode', 'default') };
-  } else {
-    payload = readCode(body);
-    branch ||= payload.gitContext.currentBranch;
+    return { kind, plan, permissionMode: shortText(body, 'permissionMode'), ...common() };
   }
+  return { kind, ...readCode(body), ...common() };
+}
+
+/**
+ * A checked submission as the hub stores it: its defaults filled in (the
+ * kind's title, `claude-code`, a code review's current branch), its
+ * deadline `timeoutMs` from `now`, with who sent it and how.
+ */
+export function newReview(
+  submission: SubmissionRequest,
+  now: number,
+  request: { requestKey: string | null; baseUrl: string; submitter: string },
+): NewReview {
+  const { kind, title, origin, project, branch, session, timeoutMs } = submission;
+  const payload: PlanPayload | CodePayload =
+    submission.kind === 'plan'
+      ? { plan: submission.plan, permissionMode: submission.permissionMode ?? 'default' }
+      : { diffType: submission.diffType, diffs: submission.diffs, gitContext: submission.gitContext };
   return {
     kind,
-    title: shortText(body, 'title', kind === 'plan' ? 'Plan' : 'Code review'),
-    origin,
-    project: shortText(body, 'project', ''),
-    branch,
-    session: shortText(body, 'session', ''),
+    title: title ?? (kind === 'plan' ? 'Plan' : 'Code review'),
+    origin: origin ?? 'claude-code',
+    project: project ?? '',
+    branch: branch ?? (submission.kind === 'code' ? submission.gitContext.currentBranch : ''),
+    session: session ?? '',
     payload,
-    deadline: timeoutMs === null ? null : now + timeoutMs,
+    deadline: timeoutMs === undefined ? null : now + timeoutMs,
     ...request,
   };
 }

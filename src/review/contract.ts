@@ -78,6 +78,16 @@ export interface DecisionResponse {
   notememoUrl?: string;
 }
 
+/** What a plan review decides: the line `gatehouse plan` prints (the hook maps it to Claude Code's answer). */
+export interface PlanDecision {
+  decision: 'approved' | 'denied' | 'timeout';
+  feedback: string | null;
+  /** The saved plan file, when one was written. */
+  savedPath: string | null;
+  permissionMode: PermissionMode | null;
+  agentSwitch: string | null;
+}
+
 /** `GET /api/notevault/vaults` */
 export interface VaultsResponse {
   vaults: string[];
@@ -85,7 +95,7 @@ export interface VaultsResponse {
 
 // ---- Code review server ----
 
-export type { DiffOption, GitContext } from '../git/diff-type.ts';
+export type { DiffOption, DiffType, GitContext } from '../git/diff-type.ts';
 
 /** `GET /api/diff` */
 export interface DiffResponse {
@@ -161,6 +171,14 @@ export interface FeedbackRequest {
 
 export interface FeedbackResponse {
   ok: true;
+}
+
+/** What a code review decides (the line `gatehouse code-review` prints); `timeout` only if nobody answered. */
+export interface CodeDecision {
+  decision?: 'timeout';
+  feedback: string | null;
+  annotations: Annotation[];
+  agentSwitch: string | null;
 }
 
 // ---- Both servers ----

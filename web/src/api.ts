@@ -18,7 +18,7 @@ import type {
   VaultsResponse,
   VersionsResponse,
 } from '../../src/review/contract.ts';
-import type { HubPage, InboxResponse } from '../../src/hub/contract.ts';
+import type { HubPage, InboxResponse, SessionRequest } from '../../src/hub/contract.ts';
 
 export type {
   Agent,
@@ -127,7 +127,7 @@ export const hub = {
     const response = await request('/api/session', {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify({ token }),
+      body: JSON.stringify({ token } satisfies SessionRequest),
     });
     if (!response.ok) await readJson(response);
   },

@@ -6,6 +6,7 @@ import { parseReviewArgs } from '../args.ts';
 import type { DecisionCodec, ReviewAbout } from '../instance.ts';
 import { DIFF_TYPES, type DiffType } from '../../git/diff-type.ts';
 import { ThreadedRepository } from '../../git/thread.ts';
+import type { CodeSubmission, SubmittedDiff } from '../../hub/contract.ts';
 import type { CodeDecision } from './routes.ts';
 
 const USAGE = `Usage: gatehouse code-review [--repo DIR] [--diff-type uncommitted|staged|last-commit|branch]
@@ -28,11 +29,11 @@ export const codeDecisionCodec: DecisionCodec<CodeDecision> = {
  * A hub submission of a work tree: every diff type, computed here by our
  * engine (the hub has no repository), so the reviewer can still switch.
  */
-async function codeSubmission(repo: ThreadedRepository, diffType: DiffType): Promise<Record<string, unknown>> {
+async function codeSubmission(repo: ThreadedRepository, diffType: DiffType): Promise<CodeSubmission> {
   const context = await repo.context();
   const diffs = Object.fromEntries(
     await Promise.all(
-      DIFF_TYPES.map(async (type): Promise<[DiffType, unknown]> => {
+      DIFF_TYPES.map(async (type): Promise<[DiffType, SubmittedDiff]> => {
         try {
           const { rawPatch, gitRef } = await repo.diff(type);
           return [type, { rawPatch, gitRef }];
@@ -46,7 +47,7 @@ async function codeSubmission(repo: ThreadedRepository, diffType: DiffType): Pro
 }
 
 /** A code review as the inbox and notifications name it: `<project> (<branch>)`. */
-async function codeAbout(repo: ThreadedRepository): Promise<ReviewAbout> {
+async function codeAbout(repo: ThreadedRepository): Promise<ReviewAbout & { kind: 'code' }> {
   const project = path.basename(repo.workdir);
   const branch = (await repo.context()).currentBranch;
   return { kind: 'code', title: `${project} (${branch})`, project, branch };

@@ -8,8 +8,10 @@ import {
   ANNOTATION_TYPES,
   LINE_SIDES,
   type Annotation,
+  type CodeDecision,
   type DiffResponse,
   type DiffSwitchResponse,
+  type FeedbackRequest,
   type FeedbackResponse,
 } from '../contract.ts';
 import { reviewErrors } from '../errors.ts';
@@ -20,13 +22,7 @@ import { diffLines } from './lines.ts';
 import type { DiffEngine, DiffResult, GitContext } from '../../git/repository.ts';
 import { DiffAnswers } from './diff-answers.ts';
 
-/** What a code review returns; `timeout` is set only when nobody answered in time. */
-export interface CodeDecision {
-  decision?: 'timeout';
-  feedback: string | null;
-  annotations: Annotation[];
-  agentSwitch: string | null;
-}
+export type { CodeDecision };
 
 /** The diff option id `branch` (what `GET /api/diff` offers) stands for `vs main`. */
 const DIFF_TYPE_ALIASES: Readonly<Record<string, DiffType>> = { branch: 'vs main' };
@@ -61,12 +57,23 @@ function readAnnotation(a: FieldReader): Annotation {
   };
 }
 
-function readFeedback(body: FieldReader): CodeDecision {
+function readFeedback(body: FieldReader): FeedbackRequest {
   return {
-    feedback: body.optionalString('feedback') ?? null,
-    annotations: (body.optionalObjectArray('annotations') ?? []).map(readAnnotation),
-    agentSwitch: body.optionalString('agentSwitch') ?? null,
+    feedback: body.optionalString('feedback'),
+    annotations: body.optionalObjectArray('annotations')?.map(readAnnotation),
+    agentSwitch: body.optionalString('agentSwitch'),
   };
+}
+
+/** The decision a reviewer's feedback makes. */
+function feedbackDecision({ feedback, annotations, agentSwitch }: FeedbackRequest): CodeDecision {
+  return { feedback: feedback ?? null, annotations: annotations ?? [], agentSwitch: agentSwitch ?? null };
+}
+
+/** A code decision read back from JSON (a hub's answer), each field checked. */
+export function readCodeDecision(body: FieldReader): CodeDecision {
+  const timeout = body.optionalEnum('decision', ['timeout'] as const);
+  return { ...(timeout && { decision: timeout }), ...feedbackDecision(readFeedback(body)) };
 }
 
 export interface CodeReviewOptions {
@@ -116,7 +123,7 @@ export function codeReviewRoutes({ repo, diffType: initial, config, log }: CodeR
     );
 
     router.post('/api/feedback', async (ctx: Context) => {
-      const decision = readFeedback(readBody(ctx.request.body));
+      const decision = feedbackDecision(readFeedback(readBody(ctx.request.body)));
       await gate.decide(ctx, () => {
         log.info({ annotations: decision.annotations.length }, 'code review feedback received');
         return Promise.resolve({ body: { ok: true } satisfies FeedbackResponse, decision });

@@ -1,9 +1,18 @@
 import { Router } from '../../http/router.ts';
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
-import { PERMISSION_MODES, type PermissionMode, type ReviewConfig } from '../../config/review.ts';
+import { PERMISSION_MODES, type ReviewConfig } from '../../config/review.ts';
 import { JsonAnswer, sendJson } from '../../http/json-bytes.ts';
-import type { DecisionResponse, NotevaultRequest, PlanResponse, VaultsResponse } from '../contract.ts';
+import type {
+  ApproveRequest,
+  DecisionResponse,
+  DenyRequest,
+  NotevaultRequest,
+  PlanDecision,
+  PlanResponse,
+  PlanSave,
+  VaultsResponse,
+} from '../contract.ts';
 import { reviewErrors } from '../errors.ts';
 import type { DecisionGate } from '../instance.ts';
 import { folderProblem, resolveInsideRoots, userPath } from '../paths.ts';
@@ -11,15 +20,7 @@ import { readBody, type FieldReader } from '../validate.ts';
 import { localDate, planSlug, writeNewFile } from './files.ts';
 import { listVaults, noteFolder, notememoUrl, writeNote } from './notes.ts';
 
-/** What a plan review returns (stdout JSON of `gatehouse plan`; the hook maps it to Claude Code's answer). */
-export interface PlanDecision {
-  decision: 'approved' | 'denied' | 'timeout';
-  feedback: string | null;
-  /** The saved plan file, when one was written. */
-  savedPath: string | null;
-  permissionMode: PermissionMode | null;
-  agentSwitch: string | null;
-}
+export type { PlanDecision };
 
 export const DEFAULT_DENY_FEEDBACK = 'Plan rejected by user';
 
@@ -32,10 +33,8 @@ export interface PlanReviewOptions {
   now?: () => Date;
 }
 
-interface PlanSaveRequest {
-  enabled: boolean;
-  customPath: string | undefined;
-}
+/** Saving as asked: on unless `enabled` is false, `customPath` trimmed (blank is the default folder). */
+type PlanSaveRequest = Required<Pick<PlanSave, 'enabled'>> & PlanSave;
 
 function readPlanSave(body: FieldReader): PlanSaveRequest {
   const planSave = body.optionalObject('planSave');
@@ -43,17 +42,20 @@ function readPlanSave(body: FieldReader): PlanSaveRequest {
   return { enabled: planSave?.optionalBoolean('enabled') ?? true, customPath: customPath || undefined };
 }
 
-function readApprove(body: FieldReader) {
-  const vault = body.optionalObject('notevault');
-  const memo = body.optionalObject('notememo');
-  const notevault: NotevaultRequest | undefined = vault && {
+function readNotevault(vault: FieldReader): NotevaultRequest {
+  return {
     vaultPath: vault.requiredString('vaultPath'),
     folder: vault.optionalString('folder'),
     tags: vault.optionalStringArray('tags'),
     plan: vault.requiredString('plan'),
   };
+}
+
+function readApprove(body: FieldReader): ApproveRequest & { planSave: PlanSaveRequest } {
+  const vault = body.optionalObject('notevault');
+  const memo = body.optionalObject('notememo');
   return {
-    notevault,
+    notevault: vault && readNotevault(vault),
     notememo: memo && { plan: memo.requiredString('plan') },
     feedback: body.optionalString('feedback'),
     agentSwitch: body.optionalString('agentSwitch'),
@@ -62,8 +64,19 @@ function readApprove(body: FieldReader) {
   };
 }
 
-function readDeny(body: FieldReader) {
+function readDeny(body: FieldReader): DenyRequest & { planSave: PlanSaveRequest } {
   return { feedback: body.optionalString('feedback'), planSave: readPlanSave(body) };
+}
+
+/** A plan decision read back from JSON (a hub's answer), each field checked. */
+export function readPlanDecision(body: FieldReader): PlanDecision {
+  return {
+    decision: body.requiredEnum('decision', ['approved', 'denied', 'timeout'] as const),
+    feedback: body.optionalString('feedback') ?? null,
+    savedPath: body.optionalString('savedPath') ?? null,
+    permissionMode: body.optionalEnum('permissionMode', PERMISSION_MODES) ?? null,
+    agentSwitch: body.optionalString('agentSwitch') ?? null,
+  };
 }
 
 /**
@@ -142,17 +155,15 @@ export function planRoutes({ plan, permissionMode, config, log, now = () => new 
     router.post('/api/approve', async (ctx: Context) => {
       const request = readApprove(readBody(ctx.request.body));
       const folder = await planSaveFolder(request.planSave, config);
-      const vaultFolder = request.notevault && (await noteFolder(request.notevault, noteOptions));
+      const { notevault } = request;
+      const note = notevault && { request: notevault, folder: await noteFolder(notevault, noteOptions) };
       // Built before anything is written: a decision that fails must leave nothing behind.
       const memoUrl = request.notememo && notememoUrl(config.notememoUrlTemplate, request.notememo.plan);
       await gate.decide(ctx, async () => {
         const at = now();
         const savedPath =
           folder === null ? null : await saving('plan', () => savePlan(folder, plan, 'approved', null, at));
-        const notePath =
-          vaultFolder && request.notevault
-            ? await saving('note', () => writeNote(vaultFolder, request.notevault as NotevaultRequest, at))
-            : undefined;
+        const notePath = note && (await saving('note', () => writeNote(note.folder, note.request, at)));
         log.info({ savedPath, notePath }, 'plan approved');
         return {
           body: {

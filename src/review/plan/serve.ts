@@ -30,7 +30,7 @@ export async function servePlan({ ctx, config, plan, permissionMode, codec }: Se
   const log = createLogger(config.logLevel);
   const title = 'Plan review';
   // The plan as the hub's inbox and notifications name it.
-  const about = async (): Promise<ReviewAbout> => {
+  const about = async (): Promise<ReviewAbout & { kind: 'plan' }> => {
     const { branchOf } = await import('../../hub/client.ts');
     const branch = await branchOf(config.projectDir, config.home);
     return { kind: 'plan', title: planTitle(plan) ?? 'Plan', project: path.basename(config.projectDir), branch };

@@ -2,7 +2,7 @@
 // inbox (pending reviews and recent decisions, filtered, kept live).
 import type { JSX } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import type { InboxResponse, ReviewSummary } from '../../../src/hub/contract.ts';
+import { CHANGE_EVENT, type InboxResponse, type ReviewSummary } from '../../../src/hub/contract.ts';
 import { ApiError, hub, originLabel } from '../api.ts';
 import type { Settings } from '../settings.ts';
 import { errorText } from './common.tsx';
@@ -141,7 +141,7 @@ function useInbox(): { inbox: InboxResponse | undefined; error: string; signedOu
         }, 100);
     };
     const events = new EventSource('/api/events');
-    events.addEventListener('change', schedule);
+    events.addEventListener(CHANGE_EVENT, schedule);
     // Opened again after a drop: changes may have been missed meanwhile.
     events.addEventListener('open', schedule);
     refresh();
