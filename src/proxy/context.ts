@@ -60,6 +60,11 @@ export interface ProxyState {
    */
   firstByteAt?: number;
   usage?: TokenUsage;
+  /**
+   * While tracing: why the answer ended, one reason per choice, in the words of the client's protocol (`answer`) and,
+   * when translated, of the upstream's (as it came).
+   */
+  finishReasons?: { answer: string[]; upstream?: string[] };
   /** The model request's operation, once known. */
   operation?: Operation;
   /** The request's spans, while tracing is on. */

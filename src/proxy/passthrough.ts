@@ -89,9 +89,16 @@ function passedThroughStream(ctx: ProxyContext, request: ForwardRequest, stream:
  */
 export async function forward(ctx: ProxyContext, request: ForwardRequest): Promise<Forwarded | undefined> {
   const { upstream, signal, credentials, stream } = request;
-  const tap = new UsageTap(request.usage, bodyBytes(request.body, ctx), (usage) => {
-    ctx.state.usage = usage;
-  });
+  const traced = ctx.state.trace !== undefined;
+  const tap = new UsageTap(
+    request.usage,
+    bodyBytes(request.body, ctx),
+    (usage) => {
+      ctx.state.usage = usage;
+      if (traced) ctx.state.finishReasons = { answer: tap.finishReasons() };
+    },
+    traced,
+  );
   const upstreamRequest: StreamedRequest = {
     method: 'POST',
     path: request.path,

@@ -104,6 +104,11 @@ export class RequestTracing {
       span.setAttributes({ 'gen_ai.provider.name': attempt.provider, 'gen_ai.response.model': attempt.model });
       attempt.span.setAttribute('gen_ai.response.model', attempt.model);
     }
+    const finish = state.finishReasons;
+    if (finish && finish.answer.length > 0) {
+      span.setAttribute('gen_ai.response.finish_reasons', finish.answer);
+      attempt?.span.setAttribute('gen_ai.response.finish_reasons', finish.upstream ?? finish.answer);
+    }
     const usage = state.usage;
     if (usage) {
       const tokens = {

@@ -17,6 +17,7 @@ import {
 import { MODELS } from '../support/sdk-matrix.ts';
 import { startScriptedUpstream, type ScriptedUpstream } from '../support/scripted-upstream.ts';
 import { API_KEY, translationConfig } from '../support/translating-proxy.ts';
+import type { ModelResponse } from '../../src/proxy/translate/model.ts';
 
 const SERVER = 2;
 const CLIENT = 3;
@@ -52,8 +53,21 @@ async function tracedConfig(port: number, extra: Record<string, unknown> = {}): 
   };
 }
 
+/** A request asking for this is answered as cut at its output limit, in the protocol of the path it came on. */
+const LIMIT = 'STOP AT THE LIMIT';
+const limited = (body: Record<string, unknown>): ModelResponse | undefined =>
+  JSON.stringify(body).includes(LIMIT)
+    ? {
+        id: 'limited',
+        model: 'scripted',
+        parts: [{ type: 'text', text: 'It is sun' }],
+        stopReason: 'max_tokens',
+        usage: { input: 9, output: 3 },
+      }
+    : undefined;
+
 beforeAll(async () => {
-  upstream = await startScriptedUpstream('0.0.0.0');
+  upstream = await startScriptedUpstream('0.0.0.0', limited);
   receiver = await startOtlpReceiver();
   proxy = await startProxyContainer(await tracedConfig(receiver.port), { OTEL_SERVICE_NAME: 'gatehouse-test' });
 });
@@ -80,7 +94,7 @@ async function traced(
   await expect
     .poll(() => {
       server = receiver.spans.find(
-        (s) => s.kind === SERVER && s.attributes['url.path'] === path && !seen.has(s.spanId),
+        (s) => s.kind === SERVER && s.attributes['url.path'] === path.split('?')[0] && !seen.has(s.spanId),
       );
       return server !== undefined;
     })
@@ -192,6 +206,55 @@ describe('gatehouse proxy (container): OpenTelemetry traces', () => {
     expect(server.attributes['gen_ai.usage.output_tokens']).toBeGreaterThan(0);
     expect(attempts.map((a) => a.attributes['gen_ai.provider.name'])).toEqual([provider]);
   });
+
+  /** Each family's request for `model`, plain or streamed, asking `text`. */
+  const request = {
+    chat: (model: string, stream: boolean, text: string) => ({
+      path: '/v1/chat/completions',
+      body: { model, stream, messages: [{ role: 'user', content: text }] },
+    }),
+    messages: (model: string, stream: boolean, text: string) => ({
+      path: '/v1/messages',
+      body: { model, stream, max_tokens: 100, messages: [{ role: 'user', content: text }] },
+    }),
+    responses: (model: string, stream: boolean, text: string) => ({
+      path: '/v1/responses',
+      body: { model, stream, input: text },
+    }),
+    gemini: (model: string, stream: boolean, text: string) => ({
+      path: `/v1beta/models/${model}:${stream ? 'streamGenerateContent?alt=sse' : 'generateContent'}`,
+      body: { contents: [{ role: 'user', parts: [{ text }] }] },
+    }),
+  };
+  const ASK = 'What is the weather in Paris?';
+
+  it.each([
+    // Passed through: the upstream's words on both spans.
+    ['chat', MODELS.openai, ASK, ['stop'], ['stop']],
+    ['messages', MODELS.anthropic, ASK, ['end_turn'], ['end_turn']],
+    ['gemini', MODELS.gemini, ASK, ['STOP'], ['STOP']],
+    ['responses', MODELS.openai, LIMIT, ['max_output_tokens'], ['max_output_tokens']],
+    ['chat', MODELS.openai, LIMIT, ['length'], ['length']],
+    // Translated: the client's words on the request's span, the upstream's on its attempt's.
+    ['chat', MODELS.anthropic, ASK, ['stop'], ['end_turn']],
+    ['messages', MODELS.gemini, ASK, ['end_turn'], ['STOP']],
+    ['gemini', MODELS.openai, ASK, ['STOP'], ['stop']],
+    ['responses', MODELS.anthropic, ASK, ['completed'], ['end_turn']],
+    ['responses', MODELS.gemini, LIMIT, ['max_output_tokens'], ['MAX_TOKENS']],
+    ['messages', MODELS.openai, LIMIT, ['max_tokens'], ['length']],
+  ] as const)(
+    'gen_ai.response.finish_reasons: %s to %s (%s), plain and streamed',
+    async (family, model, text, answer, attempt) => {
+      for (const stream of [false, true]) {
+        const { path, body } = request[family](model, stream, text);
+        const traces = await traced(path, body);
+        expect(traces.status).toBe(200);
+        expect(traces.server.attributes['gatehouse.stream']).toBe(stream);
+        expect(traces.server.attributes['gen_ai.response.finish_reasons']).toEqual(answer);
+        expect(traces.attempts.map((a) => a.attributes['gen_ai.response.finish_reasons'])).toEqual([attempt]);
+      }
+    },
+  );
 
   it('a fallback shows both attempts: the upstream that is down, then the one that answered', async () => {
     const { status, server, attempts } = await traced('/v1/chat/completions', chat('gpt-fallback'));

@@ -16,7 +16,7 @@ export interface ReceivedSpan {
   traceId: string;
   spanId: string;
   parentSpanId: string;
-  attributes: Record<string, string | number | boolean>;
+  attributes: Record<string, Scalar | Scalar[]>;
   /** OTLP status code: 0 unset, 1 ok, 2 error. */
   status: number;
 }
@@ -30,14 +30,17 @@ export interface OtlpReceiver {
   close(): Promise<void>;
 }
 
+type Scalar = string | number | boolean;
+
 interface AnyValue {
   stringValue?: string;
   intValue?: string | number;
   doubleValue?: number;
   boolValue?: boolean;
+  arrayValue?: { values?: AnyValue[] };
 }
 
-function scalar(value: AnyValue): string | number | boolean {
+function scalar(value: AnyValue): Scalar {
   if (value.stringValue !== undefined) return value.stringValue;
   if (value.intValue !== undefined) return Number(value.intValue);
   if (value.doubleValue !== undefined) return value.doubleValue;
@@ -46,8 +49,13 @@ function scalar(value: AnyValue): string | number | boolean {
 
 type Attributes = { key: string; value: AnyValue }[] | undefined;
 
-function attributes(list: Attributes): Record<string, string | number | boolean> {
-  return Object.fromEntries((list ?? []).map((a) => [a.key, scalar(a.value)]));
+function attributes(list: Attributes): Record<string, Scalar | Scalar[]> {
+  return Object.fromEntries(
+    (list ?? []).map((a) => [
+      a.key,
+      a.value.arrayValue ? (a.value.arrayValue.values ?? []).map(scalar) : scalar(a.value),
+    ]),
+  );
 }
 
 interface TraceRequest {

@@ -176,6 +176,14 @@ export interface ProtocolSpec {
   usage(text: string): UpstreamUsage | undefined;
   /** A stream's first usage object counts as well as its last; otherwise only the last is looked for. */
   readonly usageAtStart?: boolean;
+  /**
+   * A passed-through answer's finish reasons (OpenTelemetry's `gen_ai.response.finish_reasons`), in this
+   * protocol's words, one per choice: read from what usage/tap.ts kept of it (its end, or the text after its last
+   * `finishMark`). Read only while tracing is on.
+   */
+  finishReasons(text: string): string[];
+  /** Where the finish reasons follow when they may be far from the answer's end (the Responses API's status). */
+  readonly finishMark?: string;
   readonly models: {
     /** Client-facing GET paths: the list, and one model by `:model`. */
     readonly listPaths: readonly string[];

@@ -57,3 +57,11 @@ export function lastNumber(text: string, field: string): number | undefined {
   }
   return undefined;
 }
+
+/** Every string written for `field` in a JSON text (or a piece of one), in order; nulls and escaped text are not. */
+export function stringValues(text: string, field: string): string[] {
+  const values: string[] = [];
+  for (const match of text.matchAll(new RegExp(`"${field}"\\s*:\\s*"([^"\\\\]*)"`, 'g')))
+    values.push(match[1] as string);
+  return values;
+}

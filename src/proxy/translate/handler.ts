@@ -13,6 +13,7 @@ import {
   type Conversation,
   type JsonObject,
   type ModelResponse,
+  type StopReason,
   type StreamEvent,
   type UpstreamAdapter,
   type Usage,
@@ -30,6 +31,11 @@ function tokenUsage(usage: Usage, requestBytes: number, answerChars: number): To
   }
   const estimate = { input: Math.ceil(requestBytes / 4), output: Math.ceil(answerChars / 4) };
   return { ...estimate, cached: 0, cacheWrite: 0, estimated: true };
+}
+
+/** A translated answer's stop reason in each side's words, for its spans. */
+function finishReasons(client: ClientAdapter, upstream: UpstreamAdapter, reason: StopReason) {
+  return { answer: [client.finishReason(reason)], upstream: [upstream.finishReason(reason)] };
 }
 
 function decode(client: ClientAdapter, ctx: ProxyContext, route: Route): Conversation {
@@ -119,6 +125,7 @@ export class Translator {
       const continuable = route.operation.continuable;
       const res = continuable ? { ...decoded, id: continuable.newId() } : decoded;
       ctx.state.usage = tokenUsage(res.usage, route.rawBytes, text.length);
+      if (ctx.state.trace) ctx.state.finishReasons = finishReasons(client, upstream, res.stopReason);
       await this.#keep(owner, route, conv, res, true);
       ctx.status = 200;
       ctx.body = client.encodeResponse(res, conv);
@@ -195,6 +202,9 @@ export class Translator {
       stop: () => body.destroy(),
       closing: () => {
         ctx.state.usage = tokenUsage(collector.usage, route.rawBytes, streamed);
+        if (ctx.state.trace && collector.stop !== undefined) {
+          ctx.state.finishReasons = finishReasons(client, upstream, collector.stop);
+        }
         if (!collector.error && collector.stop !== undefined) {
           // Issued before the stream ends; a failing store costs the memory, not the answer.
           this.#keep(owner, route, conv, { ...collector.response(), id: collector.id }, keepText).catch(

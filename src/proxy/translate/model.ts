@@ -175,6 +175,8 @@ export interface ClientAdapter {
   streamEncoder(conv: Conversation): StreamEncoder;
   /** The stream's content type when it is not SSE. */
   streamContentType?(conv: Conversation): string | undefined;
+  /** A stop reason in this family's words (as the encoded answer says it), for traces. */
+  finishReason(reason: StopReason): string;
 }
 
 /** An upstream protocol's edge. */
@@ -182,6 +184,8 @@ export interface UpstreamAdapter {
   encodeRequest(conv: Conversation): JsonObject;
   decodeResponse(body: JsonObject): ModelResponse;
   streamDecoder(): StreamDecoder;
+  /** A stop reason in this protocol's words (as its answer says it), for traces. */
+  finishReason(reason: StopReason): string;
 }
 
 export type Adapter = ClientAdapter & UpstreamAdapter;

@@ -17,6 +17,8 @@ const TAIL_BYTES = 8192;
 const END_BYTES = 1024;
 /** How much of the JSON after a usage object's name is read: the object, whatever follows it in a protocol. */
 const USAGE_BYTES = 1024;
+/** What is kept after a protocol's finish mark: the finish reasons follow it closely. */
+const MARK_BYTES = 512;
 /** Every protocol's usage object is named `usage` or `usageMetadata` (Gemini): the name with its opening quote. */
 const NAME = Buffer.from('"usage', 'latin1');
 const QUOTE = 0x22;
@@ -66,17 +68,23 @@ export class UsageTap {
   #from = 0;
   #tailBytes = 0;
   #total = 0;
+  /** While tracing: the protocol's finish mark, and what followed its last occurrence. */
+  readonly #mark: Buffer | undefined;
+  #marked: Buffer | undefined;
   ok = false;
 
-  constructor(spec: ProtocolSpec, requestBytes: number, done: (usage: TokenUsage) => void) {
+  /** `traced`: the answer's finish reasons will be asked for (tracing is on), so its finish mark is watched for. */
+  constructor(spec: ProtocolSpec, requestBytes: number, done: (usage: TokenUsage) => void, traced = false) {
     this.#spec = spec;
     this.#requestBytes = requestBytes;
     this.#done = done;
     this.#head = spec.usageAtStart ? [] : undefined;
+    this.#mark = traced && spec.finishMark !== undefined ? Buffer.from(spec.finishMark, 'latin1') : undefined;
   }
 
   push(chunk: Buffer): void {
     this.#total += chunk.length;
+    if (this.#mark) this.#watch(chunk, this.#mark);
     if (this.#head && this.#headBytes < HEAD_BYTES) {
       this.#head.push(chunk);
       this.#headBytes += chunk.length;
@@ -131,6 +139,21 @@ export class UsageTap {
             estimated: true,
           },
     );
+  }
+
+  /** The answer's finish reasons, in its protocol's words (a mark split between two chunks is not seen). */
+  finishReasons(): string[] {
+    return this.#spec.finishReasons((this.#marked?.toString('latin1') ?? '') + this.lastBytes(TAIL_BYTES));
+  }
+
+  #watch(chunk: Buffer, mark: Buffer): void {
+    const at = chunk.lastIndexOf(mark);
+    const marked = this.#marked;
+    // A copy: the chunk itself is let go with the tail.
+    if (at !== -1) this.#marked = Buffer.from(chunk.subarray(at, at + MARK_BYTES));
+    else if (marked && marked.length < MARK_BYTES) {
+      this.#marked = Buffer.concat([marked, chunk.subarray(0, MARK_BYTES - marked.length)]);
+    }
   }
 
   /** The first usage object (where it counts) and the last, each from its name on; '' for none. */

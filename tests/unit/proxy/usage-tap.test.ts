@@ -2,6 +2,12 @@ import { describe, expect, it } from 'vitest';
 import type { TokenUsage } from '../../../src/proxy/context.ts';
 import { PROTOCOLS, type Protocol } from '../../../src/proxy/protocols/registry.ts';
 import { UsageTap } from '../../../src/proxy/usage/tap.ts';
+import { anthropic } from '../../../src/proxy/protocols/anthropic/messages.ts';
+import { gemini as geminiAdapter } from '../../../src/proxy/protocols/gemini/generate.ts';
+import { openaiChat } from '../../../src/proxy/protocols/openai/chat.ts';
+import { openaiResponses } from '../../../src/proxy/protocols/openai/responses.ts';
+import type { Conversation, ModelResponse, StopReason, StreamEvent } from '../../../src/proxy/translate/model.ts';
+import { fixture } from './translate/fixtures.ts';
 
 /** What a tap reports for an answer sent in these chunks. */
 function tapped(protocol: Protocol, chunks: string[], status = 200): TokenUsage | undefined {
@@ -179,5 +185,111 @@ describe('usage read from a passed-through answer', () => {
 
   it('reports nothing for an answer that failed', () => {
     expect(tapped('openai', ['{"error":{"message":"no"}}'], 500)).toBeUndefined();
+  });
+});
+
+/** The finish reasons a traced tap reads from an answer sent in these chunks. */
+function finishReasons(protocol: Protocol, chunks: string[]): string[] {
+  const tap = new UsageTap(PROTOCOLS[protocol], 400, () => undefined, true);
+  tap.ok = true;
+  for (const chunk of chunks) tap.push(Buffer.from(chunk, 'latin1'));
+  tap.end();
+  return tap.finishReasons();
+}
+
+const conv: Conversation = { model: 'gpt-up', system: undefined, messages: [], stream: true };
+
+/** A Responses answer (its stream when `stream`) whose text is `size` characters, ending for `reason`. */
+function responsesAnswer(reason: StopReason, size: number, stream: boolean): string {
+  const res: ModelResponse = {
+    id: 'resp_1',
+    model: 'gpt-up',
+    parts: [{ type: 'text', text: 'x'.repeat(size) }],
+    stopReason: reason,
+    usage: { input: 3, output: 4 },
+  };
+  if (!stream) return JSON.stringify(openaiResponses.encodeResponse(res, conv), null, 2);
+  const encoder = openaiResponses.streamEncoder(conv);
+  const events: StreamEvent[] = [
+    { type: 'start', id: 'resp_1', model: 'gpt-up', provider: 'openai' },
+    { type: 'text', text: 'x'.repeat(size) },
+    { type: 'usage', usage: res.usage },
+    { type: 'stop', reason },
+  ];
+  return events.map((e) => encoder.encode(e)).join('') + encoder.end();
+}
+
+/** Text cut into chunks of `size` bytes, as an upstream may send it. */
+const chunked = (text: string, size: number): string[] =>
+  Array.from({ length: Math.ceil(text.length / size) }, (_, i) => text.slice(i * size, (i + 1) * size));
+
+describe('finish reasons read from a passed-through answer (gen_ai.response.finish_reasons)', () => {
+  it.each([
+    ['openai', 'text.json', ['stop']],
+    ['openai', 'text.sse', ['stop']],
+    ['openai', 'tool.json', ['tool_calls']],
+    ['openai', 'tool.sse', ['tool_calls']],
+    ['anthropic', 'text.json', ['end_turn']],
+    ['anthropic', 'text.sse', ['end_turn']],
+    ['anthropic', 'tool.json', ['tool_use']],
+    ['anthropic', 'tool.sse', ['tool_use']],
+    ['gemini', 'text.json', ['STOP']],
+    ['gemini', 'text.sse', ['STOP']],
+    ['gemini', 'tool.json', ['STOP']],
+    ['gemini', 'tool.sse', ['STOP']],
+  ] as const)('%s %s: %j', (protocol, name, expected) => {
+    expect(finishReasons(protocol, chunked(fixture(`${protocol}/${name}`), 7))).toEqual(expected);
+  });
+
+  it('one per choice; a stream chunk without one (null) names none', () => {
+    const body = {
+      choices: [
+        { index: 0, message: { role: 'assistant', content: 'a' }, finish_reason: 'stop' },
+        { index: 1, message: { role: 'assistant', content: 'b' }, finish_reason: 'length' },
+      ],
+    };
+    expect(finishReasons('openai', [JSON.stringify(body)])).toEqual(['stop', 'length']);
+    expect(
+      finishReasons('openai', ['data: {"choices":[{"delta":{"content":"hi"},"finish_reason":null}]}\n\n']),
+    ).toEqual([]);
+  });
+
+  it.each([
+    ['end', 'completed'],
+    ['tool_use', 'completed'],
+    ['max_tokens', 'max_output_tokens'],
+    ['content_filter', 'content_filter'],
+  ] as const)(
+    'Responses: an answer ending %s says %s, streamed or not, however long its output',
+    (reason, expected) => {
+      for (const stream of [false, true]) {
+        for (const size of [10, 50_000]) {
+          expect(finishReasons('openai', chunked(responsesAnswer(reason, size, stream), 1000))).toEqual([expected]);
+        }
+      }
+    },
+  );
+
+  it('reads nothing from an answer that names none, nor from text that quotes one', () => {
+    expect(finishReasons('openai', ['{"data":[{"embedding":[0.1]}],"usage":{"prompt_tokens":2}}'])).toEqual([]);
+    const quoting = { content: [{ type: 'text', text: '"stop_reason":"end_turn"' }], stop_reason: 'max_tokens' };
+    expect(finishReasons('anthropic', [JSON.stringify(quoting)])).toEqual(['max_tokens']);
+  });
+});
+
+describe("a translated answer's stop reason in each family's words", () => {
+  it.each([
+    ['end', 'stop', 'end_turn', 'STOP', 'completed'],
+    ['max_tokens', 'length', 'max_tokens', 'MAX_TOKENS', 'max_output_tokens'],
+    ['tool_use', 'tool_calls', 'tool_use', 'STOP', 'completed'],
+    ['stop_sequence', 'stop', 'stop_sequence', 'STOP', 'completed'],
+    ['content_filter', 'content_filter', 'refusal', 'SAFETY', 'content_filter'],
+  ] as const)('%s: chat %s, messages %s, Gemini %s, Responses %s', (reason, chat, messages, gemini, responses) => {
+    expect([
+      openaiChat.finishReason(reason),
+      anthropic.finishReason(reason),
+      geminiAdapter.finishReason(reason),
+      openaiResponses.finishReason(reason),
+    ]).toEqual([chat, messages, gemini, responses]);
   });
 });

@@ -1,7 +1,7 @@
 /** Anthropic messages (and their count_tokens). */
 import { estimateConversation } from '../../translate/tokens.ts';
 import type { CatalogEntry, Operation, ProtocolSpec } from '../protocol.ts';
-import { CREATED, listedModels, STAINLESS_HEADERS, lastNumber } from '../shared.ts';
+import { CREATED, listedModels, STAINLESS_HEADERS, lastNumber, stringValues } from '../shared.ts';
 import { errors } from './errors.ts';
 import { anthropic as adapter } from './messages.ts';
 
@@ -74,6 +74,8 @@ export const anthropic: ProtocolSpec = {
     const cacheWrite = lastNumber(text, 'cache_creation_input_tokens') ?? 0;
     return { input: (input ?? 0) + cached + cacheWrite, output: output ?? 0, cached, cacheWrite };
   },
+  // message_start's is null; the answer's (or message_delta's) is the one.
+  finishReasons: (text) => stringValues(text, 'stop_reason'),
   models: {
     listPaths: ['/v1/models/claude'],
     infoPaths: [],

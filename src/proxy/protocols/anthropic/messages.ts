@@ -580,4 +580,5 @@ export const anthropic: Adapter = {
   encodeResponse,
   streamDecoder: () => new MessagesStreamDecoder(),
   streamEncoder: (conv) => new MessagesStreamEncoder(conv),
+  finishReason: (reason) => STOP_OUT[reason],
 };

@@ -652,4 +652,5 @@ export const gemini: Adapter = {
   streamEncoder: (conv) => new GeminiStreamEncoder(conv),
   // A JSON array unless the client asked for SSE (`alt=sse`).
   streamContentType: (conv) => (conv.sse === false ? 'application/json' : undefined),
+  finishReason: (reason) => FINISH_OUT[reason],
 };

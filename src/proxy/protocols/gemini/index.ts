@@ -6,7 +6,7 @@ import { isObject } from '../../../json.ts';
 import type { JsonObject } from '../../translate/model.ts';
 import { estimateConversation } from '../../translate/tokens.ts';
 import type { CatalogEntry, Operation, ProtocolSpec } from '../protocol.ts';
-import { listedModels, lastNumber } from '../shared.ts';
+import { listedModels, lastNumber, stringValues } from '../shared.ts';
 import { errors } from './errors.ts';
 import { gemini as adapter } from './generate.ts';
 
@@ -122,6 +122,8 @@ export const gemini: ProtocolSpec = {
       cached: lastNumber(text, 'cachedContentTokenCount') ?? 0,
     };
   },
+  // A stream's last chunk names each candidate's.
+  finishReasons: (text) => stringValues(text, 'finishReason'),
   models: {
     listPaths: ['/v1beta/models'],
     infoPaths: ['/v1beta/models/:model'],

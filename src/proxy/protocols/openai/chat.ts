@@ -501,4 +501,5 @@ export const openaiChat: Adapter = {
   encodeResponse,
   streamDecoder: () => new ChatStreamDecoder(),
   streamEncoder: (conv) => new ChatStreamEncoder(conv),
+  finishReason: (reason) => FINISH_OUT[reason],
 };

@@ -3,7 +3,7 @@
  * Translated calls go to an OpenAI upstream as chat completions.
  */
 import type { CatalogEntry, Operation, ProtocolSpec } from '../protocol.ts';
-import { CREATED, listedModels, STAINLESS_HEADERS, lastNumber } from '../shared.ts';
+import { CREATED, listedModels, STAINLESS_HEADERS, lastNumber, stringValues } from '../shared.ts';
 import { openaiChat } from './chat.ts';
 import { errors } from './errors.ts';
 import { openaiResponses } from './responses.ts';
@@ -79,6 +79,17 @@ export const openai: ProtocolSpec = {
     const output = lastNumber(text, 'completion_tokens') ?? lastNumber(text, 'output_tokens');
     if (input === undefined && output === undefined) return undefined;
     return { input: input ?? 0, output: output ?? 0, cached: lastNumber(text, 'cached_tokens') ?? 0 };
+  },
+  // Chat and completions name a finish_reason per choice. A Responses answer has none: its status stands for it (an
+  // incomplete one's reason), near the start of the response object, which its last stream event repeats whole.
+  finishMark: '"response"',
+  finishReasons(text) {
+    const reasons = stringValues(text, 'finish_reason');
+    if (reasons.length > 0) return reasons;
+    const status = stringValues(text, 'status')[0];
+    if (status === undefined) return [];
+    const incomplete = /"incomplete_details"\s*:\s*\{\s*"reason"\s*:\s*"([^"\\]*)"/.exec(text)?.[1];
+    return [status === 'incomplete' && incomplete !== undefined ? incomplete : status];
   },
   models: {
     listPaths: ['/v1/models'],

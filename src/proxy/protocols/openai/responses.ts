@@ -11,6 +11,7 @@ import {
   type ProtocolName,
   type ReasoningPart,
   type StreamEncoder,
+  type StopReason,
   type StreamEvent,
   type Usage,
 } from '../../translate/model.ts';
@@ -252,10 +253,7 @@ function responseObject(
     created_at: createdAt,
     status,
     error: null,
-    incomplete_details:
-      status === 'incomplete'
-        ? { reason: res?.stopReason === 'content_filter' ? 'content_filter' : 'max_output_tokens' }
-        : null,
+    incomplete_details: status === 'incomplete' ? { reason: incompleteReason(res?.stopReason ?? 'max_tokens') } : null,
     instructions: conv.system ?? null,
     max_output_tokens: conv.maxTokens ?? null,
     model: conv.model,
@@ -291,8 +289,13 @@ function responseObject(
   };
 }
 
-function finalStatus(res: ModelResponse): string {
+function finalStatus(res: Pick<ModelResponse, 'stopReason'>): string {
   return res.stopReason === 'max_tokens' || res.stopReason === 'content_filter' ? 'incomplete' : 'completed';
+}
+
+/** The Responses API has no finish reason: an incomplete answer's reason stands for it, else its status. */
+function incompleteReason(reason: StopReason): string {
+  return reason === 'content_filter' ? 'content_filter' : 'max_output_tokens';
 }
 
 export function encodeResponse(res: ModelResponse, conv: Conversation): JsonObject {
@@ -490,4 +493,6 @@ export const openaiResponses: ClientAdapter = {
   decodeRequest,
   encodeResponse,
   streamEncoder: (conv) => new ResponsesStreamEncoder(conv),
+  finishReason: (reason) =>
+    finalStatus({ stopReason: reason }) === 'incomplete' ? incompleteReason(reason) : 'completed',
 };

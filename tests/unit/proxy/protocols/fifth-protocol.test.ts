@@ -50,6 +50,7 @@ const plainAdapter: Adapter = {
     usage: { input: 1, output: 1 },
   }),
   streamDecoder: () => ({ push: () => [], end: () => [] }),
+  finishReason: () => 'done',
 };
 
 const generate: Operation = { name: 'generate', upstreamPath: () => '/api/generate', client: plainAdapter };
@@ -71,6 +72,7 @@ const plain: ProtocolSpec = {
   },
   adapter: plainAdapter,
   usage: () => undefined,
+  finishReasons: () => [],
   errors: {
     type: (status) => (status >= 500 ? 'broken' : 'refused'),
     body: (error) => ({ failure: { kind: error.status >= 500 ? 'broken' : 'refused', text: error.message } }),
