@@ -15,6 +15,8 @@ export interface TelemetryConfig {
   scheduleDelayMs: number;
   /** How long one export may take. */
   exportTimeoutMs: number;
+  /** Content (an MCP tool call's arguments and result) is recorded on spans: off unless asked for. */
+  captureContent: boolean;
 }
 
 export function telemetrySchema(serviceName: string) {
@@ -47,6 +49,12 @@ export function telemetrySchema(serviceName: string) {
       env: 'OTEL_BSP_SCHEDULE_DELAY',
     },
     export_timeout: { doc: 'How long one export may take.', format: 'duration', default: 10_000 },
+    capture_content: {
+      doc: "Record content on spans (an MCP tool call's arguments and result); off: never.",
+      format: Boolean,
+      default: false,
+      env: 'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT',
+    },
   };
 }
 
@@ -58,6 +66,7 @@ interface TelemetryValues {
   max_queue_size: number;
   schedule_delay: number;
   export_timeout: number;
+  capture_content: boolean;
 }
 
 /** `a=b,c=d` (values percent-decoded, as the OTLP exporter specification has them). */
@@ -81,5 +90,6 @@ export function telemetryConfig(values: TelemetryValues): TelemetryConfig {
     maxQueueSize: values.max_queue_size,
     scheduleDelayMs: values.schedule_delay,
     exportTimeoutMs: values.export_timeout,
+    captureContent: values.capture_content,
   };
 }

@@ -189,7 +189,9 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     reserveOutputTokens: config.reserveOutputTokens,
     owners: new ResponseOwners(stores.owners),
   };
-  const mcp = options.mcp ?? mcpRoutes(config.mcpServers, { env, log, maxBodyBytes: config.maxBodyBytes });
+  const mcp =
+    options.mcp ??
+    mcpRoutes(config.mcpServers, { env, log, maxBodyBytes: config.maxBodyBytes, tracing: options.tracing });
 
   // Routes without parameters, also looked up by exact path (see exactRoutes).
   const fixed: [Method, string, ProxyMiddleware][] = [

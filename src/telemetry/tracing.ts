@@ -27,6 +27,8 @@ import type { TelemetryConfig } from '../config/telemetry.ts';
 
 export interface Tracing {
   readonly tracer: Tracer;
+  /** Content may be recorded (TelemetryConfig.captureContent). */
+  readonly captureContent: boolean;
   /** Exports what is queued (for up to 2 s), then stops. */
   shutdown(): Promise<void>;
 }
@@ -83,6 +85,7 @@ export function startTracing(config: TelemetryConfig, dropped: DroppedSpans): Tr
   trace.setGlobalTracerProvider(provider);
   return {
     tracer: provider.getTracer('gatehouse'),
+    captureContent: config.captureContent,
     shutdown: async () => {
       await Promise.race([provider.shutdown(), sleep(SHUTDOWN_FLUSH_MS, undefined, { ref: false })]);
       trace.disable();

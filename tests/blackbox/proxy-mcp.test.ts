@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IMAGE } from '../support/image.ts';
 import { connectMcp, firstText } from '../support/mcp-client.ts';
 import { startRemoteMcpServer, type RemoteMcpFixture } from '../support/mcp-remote-server.ts';
+import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.ts';
 
 const PROXY_KEY = 'proxy-key-for-mcp-tests';
 const UPSTREAM_KEY = 'remote-mcp-secret';
@@ -49,13 +50,18 @@ async function closedPort(): Promise<number> {
 
 describe('proxy MCP endpoints (container)', () => {
   let remote: RemoteMcpFixture;
+  let receiver: OtlpReceiver;
   let container: StartedTestContainer;
   let base: string;
 
   beforeAll(async () => {
     remote = await startRemoteMcpServer({ host: '0.0.0.0', requiredAuthorization: `Bearer ${UPSTREAM_KEY}` });
+    receiver = await startOtlpReceiver();
     const config = [
       'proxy:',
+      '  telemetry:',
+      `    endpoint: http://host.docker.internal:${receiver.port}`,
+      '    schedule_delay: 100',
       '  mcp:',
       '    servers:',
       '      web_reader:',
@@ -79,6 +85,7 @@ describe('proxy MCP endpoints (container)', () => {
   afterAll(async () => {
     await (container as StartedTestContainer | undefined)?.stop({ timeout: 10_000 });
     await (remote as RemoteMcpFixture | undefined)?.close();
+    await (receiver as OtlpReceiver | undefined)?.close();
   });
 
   const url = (name: string) => `${base}/mcp/${name}/mcp`;
@@ -140,6 +147,36 @@ describe('proxy MCP endpoints (container)', () => {
     }
     await transport.terminateSession();
     await client.close();
+  });
+
+  it('exports each MCP call as its own span, stdio and remote, without its content', async () => {
+    for (const [name, tool, args] of [
+      ['local-mcp-server', 'add', { a: 1, b: 2 }],
+      ['web_reader', 'echo', { text: 'traced in the container' }],
+    ] as const) {
+      const { client, transport } = await connectMcp(url(name), AUTH);
+      await client.callTool({ name: tool, arguments: args });
+      const session = transport.sessionId;
+      await transport.terminateSession();
+      await client.close();
+      await expect
+        .poll(() =>
+          receiver.spans.find((s) => s.attributes['mcp.session.id'] === session && s.name === `tools/call ${tool}`),
+        )
+        .toMatchObject({
+          kind: 3,
+          attributes: {
+            'mcp.method.name': 'tools/call',
+            'gen_ai.operation.name': 'execute_tool',
+            'gen_ai.tool.name': tool,
+            'gatehouse.mcp.server': name,
+            'network.transport': name === 'web_reader' ? 'tcp' : 'pipe',
+          },
+        });
+      const spans = receiver.spans.filter((s) => s.attributes['mcp.session.id'] === session);
+      expect(spans.map((s) => s.name)).toContain('initialize');
+      expect(JSON.stringify(spans)).not.toContain('gen_ai.tool.call.arguments');
+    }
   });
 
   it('answers 404 {"error"} for an MCP server that is not configured', async () => {

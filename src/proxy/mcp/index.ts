@@ -2,11 +2,14 @@ import { Agent } from 'undici';
 import type { McpServers } from '../config/mcp.ts';
 import { errorHandler, renderPlainError } from '../../http/middleware.ts';
 import type { Logger } from '../../log.ts';
+import type { Tracing } from '../../telemetry/tracing.ts';
+import { readBody } from '../body.ts';
 import type { ProxyContext, ProxyMiddleware, ProxyState } from '../context.ts';
 import { mcpErrors } from './errors.ts';
 import { checkOrigin } from './origin.ts';
 import { relayRemote } from './remote.ts';
 import { StdioBridge } from './stdio.ts';
+import { McpTracing } from './tracing.ts';
 
 export interface McpRoutesOptions {
   /** The command's env: stdio children get its PATH and HOME. */
@@ -14,6 +17,8 @@ export interface McpRoutesOptions {
   log: Logger;
   /** Largest accepted request body (the proxy's `max_body_bytes`). */
   maxBodyBytes?: number;
+  /** While tracing is on: a span per MCP call. */
+  tracing?: Tracing | undefined;
 }
 
 /** Koa middleware serving `/mcp/<name>/mcp`, with the hook that ends child processes at shutdown. */
@@ -33,33 +38,37 @@ const METHODS = new Set(['GET', 'POST', 'DELETE']);
  */
 export function mcpRoutes(
   servers: McpServers,
-  { env, log, maxBodyBytes = 50 * 1024 * 1024 }: McpRoutesOptions,
+  { env, log, maxBodyBytes = 50 * 1024 * 1024, tracing }: McpRoutesOptions,
 ): McpGateway {
   // Remote MCP servers get their own pool: long-lived SSE streams must not queue LLM requests.
   const dispatcher = new Agent({ keepAliveTimeout: 30_000 });
-  const handlers = new Map<string, (ctx: ProxyContext) => Promise<void>>();
+  const handlers = new Map<string, (ctx: ProxyContext, body: Buffer | undefined) => Promise<void>>();
   const bridges: StdioBridge[] = [];
   for (const [name, server] of Object.entries(servers)) {
     if (server.kind === 'remote') {
-      handlers.set(name, (ctx) => relayRemote(ctx, name, server, { dispatcher, log, maxBodyBytes }));
+      handlers.set(name, (ctx, body) => relayRemote(ctx, name, server, body, { dispatcher, log }));
     } else {
-      const bridge = new StdioBridge(name, server, { env, log, maxBodyBytes });
+      const bridge = new StdioBridge(name, server, { env, log });
       bridges.push(bridge);
-      handlers.set(name, (ctx) => bridge.handle(ctx));
+      handlers.set(name, (ctx, body) => bridge.handle(ctx, body));
     }
   }
+  const spans = tracing && new McpTracing(tracing);
 
   const errors = errorHandler<ProxyState>(renderPlainError, log);
   const route = async (ctx: ProxyContext) => {
     const name = mcpServerOf(ctx.path) ?? '';
     const handler = handlers.get(name);
-    if (!handler) throw mcpErrors.notConfigured(name);
+    const server = servers[name];
+    if (!handler || !server) throw mcpErrors.notConfigured(name);
     if (!METHODS.has(ctx.method)) throw mcpErrors.methodNotAllowed();
     checkOrigin(ctx);
     // For the proxy's request log line and metrics.
     ctx.state.upstream = `mcp:${name}`;
     ctx.state.endpoint = '/mcp/:server/mcp';
-    await handler(ctx);
+    const body = ctx.method === 'POST' ? await readBody(ctx.req, maxBodyBytes) : undefined;
+    spans?.watch(ctx, name, server, body);
+    await handler(ctx, body);
   };
 
   // Not async: every other request passes straight on, without a promise of its own.

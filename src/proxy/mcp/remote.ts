@@ -2,7 +2,6 @@ import { pipeline } from 'node:stream/promises';
 import { errors as undiciErrors, request, type Dispatcher } from 'undici';
 import type { Logger } from '../../log.ts';
 import type { RemoteMcpServer } from '../config/mcp.ts';
-import { readBody } from '../body.ts';
 import type { ProxyContext } from '../context.ts';
 import { mcpErrors } from './errors.ts';
 
@@ -36,7 +35,6 @@ const RESPONSE_HEADERS = [
 export interface RemoteOptions {
   dispatcher: Dispatcher;
   log: Logger;
-  maxBodyBytes: number;
 }
 
 function upstreamHeaders(ctx: ProxyContext, server: RemoteMcpServer): Record<string, string> {
@@ -63,9 +61,9 @@ export async function relayRemote(
   ctx: ProxyContext,
   name: string,
   server: RemoteMcpServer,
-  { dispatcher, log, maxBodyBytes }: RemoteOptions,
+  body: Buffer | undefined,
+  { dispatcher, log }: RemoteOptions,
 ): Promise<void> {
-  const body = ctx.method === 'POST' ? await readBody(ctx.req, maxBodyBytes) : undefined;
   // Until the upstream answers, a client that leaves cancels the request.
   const abort = new AbortController();
   const onClose = () => abort.abort();

@@ -3,7 +3,6 @@ import type { ProxyContext } from '../context.ts';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { StdioMcpServer } from '../config/mcp.ts';
 import type { Logger } from '../../log.ts';
-import { readBody } from '../body.ts';
 import { proxyErrors } from '../errors.ts';
 import { StdioChild } from './child.ts';
 import { mcpErrors } from './errors.ts';
@@ -12,7 +11,6 @@ import { StdioSession } from './stdio-session.ts';
 export interface StdioOptions {
   env: NodeJS.ProcessEnv;
   log: Logger;
-  maxBodyBytes: number;
 }
 
 /** Any JSON: a JSON-RPC message, or a batch of them from clients of older protocol versions. */
@@ -53,9 +51,10 @@ export class StdioBridge {
     return this.#sessions.size;
   }
 
-  async handle(ctx: ProxyContext): Promise<void> {
+  /** `raw`: the request's body (a POST's). */
+  async handle(ctx: ProxyContext, raw: Buffer | undefined): Promise<void> {
     if (this.#closing) throw mcpErrors.shuttingDown();
-    const body = ctx.method === 'POST' ? parseJson(await readBody(ctx.req, this.#options.maxBodyBytes)) : undefined;
+    const body = raw === undefined ? undefined : parseJson(raw);
     const sessionId = ctx.get('mcp-session-id');
     if (sessionId) {
       const session = this.#sessions.get(sessionId);

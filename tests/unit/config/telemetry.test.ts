@@ -9,6 +9,7 @@ const values = {
   max_queue_size: 2048,
   schedule_delay: 5000,
   export_timeout: 10_000,
+  capture_content: false,
 };
 
 describe('proxy.telemetry', () => {
