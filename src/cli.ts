@@ -5,9 +5,10 @@ import { ConfigError } from './config/errors.ts';
 import { packageVersion } from './package-root.ts';
 
 const USAGE = `Usage:
-  gatehouse plan [FILE|-] [--origin claude-code|opencode] [--timeout 30m] [--decision-file PATH] [--port N]
+  gatehouse plan [FILE|-] [--origin AGENT] [--timeout 30m] [--decision-file PATH] [--port N]
                  [--hub URL] [--session KEY]
-  gatehouse hook claude-code [--hub URL] (Claude Code PermissionRequest hook; event JSON on stdin)
+  gatehouse hook claude-code|gemini-cli|codex|copilot-cli [--hub URL]
+                 (the plan gate on the agent's own hook; event JSON on stdin; see docs/agents.md)
   gatehouse code-review [--repo DIR] [--diff-type uncommitted|staged|last-commit|branch] [--timeout 30m] [--decision-file PATH]
                         [--hub URL] [--session KEY]
   gatehouse hub [--port N]              (the review hub; see docs/hub.md)

@@ -8,6 +8,7 @@
  * which the browser page shares). An agent's module stays light (no server,
  * no config loader): a hook that passes at once loads nothing else.
  */
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Agent as SwitchTarget } from '../review/contract.ts';
 import { isObject, type JsonObject } from '../json.ts';
@@ -53,6 +54,13 @@ export class HookEventError extends Error {
 export interface PlanHook {
   /** The event (and tool) it is installed on, as the agent's docs name it. */
   readonly event: string;
+  /**
+   * The exit code when the gate fails (an event it cannot serve, a review
+   * that cannot start; the reason goes to stderr): 1 where the agent then
+   * falls back to its own dialog or denies the tool, 2 where only a blocking
+   * exit keeps an unreviewed plan from going ahead.
+   */
+  readonly failureExit: 1 | 2;
   /** Reads one event; throws a HookEventError for one it cannot serve. */
   read(input: HookInput): HookRead | Promise<HookRead>;
 }
@@ -112,4 +120,21 @@ export function eventCwd(event: JsonObject, key = 'cwd'): string | undefined {
 export function eventString(event: JsonObject, key: string): string {
   const value = event[key];
   return typeof value === 'string' ? value : '';
+}
+
+/** What went wrong with a file: its error code (ENOENT, EACCES, …), else the message. */
+export function fileProblem(error: unknown): string {
+  return (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+}
+
+/** The plan in `file` (an agent wrote it there); a missing or empty file is a HookEventError. */
+export async function readPlanFile(file: string): Promise<string> {
+  let plan: string;
+  try {
+    plan = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new HookEventError(`cannot read the plan ${file}: ${fileProblem(error)}`);
+  }
+  if (plan.trim() === '') throw new HookEventError(`the plan ${file} is empty`);
+  return plan;
 }

@@ -1,5 +1,5 @@
 import type { CommandContext } from '../command.ts';
-import { parseReviewArgs } from '../review/args.ts';
+import { parseReviewArgs, type ParsedReviewArgs } from '../review/args.ts';
 import { readAll, writeLine } from '../stdio.ts';
 import type { HookRead } from './agent.ts';
 import { AGENTS, isAgentName } from './registry.ts';
@@ -19,9 +19,9 @@ ${HOOKED.map((h) => `  ${h.name.padEnd(12)} ${h.event}`).join('\n')}
 /**
  * `gatehouse hook <agent>`. An event that is not for the gate (another tool,
  * a turn that was no plan) is answered at once, before any configuration or
- * server code is loaded. A malformed event is exit 1 with the reason on
- * stderr: each agent takes that as a non-blocking hook error and carries on
- * with its own dialog, so the user is never stuck.
+ * server code is loaded. An event it cannot serve (malformed, no plan) ends
+ * with the reason on stderr and the agent's exit code for it: never an
+ * unreviewed plan going ahead, never a user stuck.
  */
 export async function runHook(ctx: CommandContext): Promise<number> {
   const [name = '', ...rest] = ctx.argv;
@@ -37,7 +37,16 @@ export async function runHook(ctx: CommandContext): Promise<number> {
     );
     return 1;
   }
-  const args = parseReviewArgs(rest, ['port', 'timeout', 'decision-file', 'hub'], 0);
+  const fail = (error: unknown) => {
+    ctx.stderr.write(`gatehouse hook ${name}: ${(error as Error).message}\n`);
+    return hook.failureExit;
+  };
+  let args: ParsedReviewArgs;
+  try {
+    args = parseReviewArgs(rest, ['port', 'timeout', 'decision-file', 'hub'], 0);
+  } catch (error) {
+    return fail(error);
+  }
   if (args.help) {
     ctx.stderr.write(USAGE);
     return 0;
@@ -46,19 +55,29 @@ export async function runHook(ctx: CommandContext): Promise<number> {
   try {
     read = await hook.read({ text: await readAll(ctx.stdin), env: ctx.env, cwd: ctx.cwd });
   } catch (error) {
-    ctx.stderr.write(`gatehouse hook ${name}: ${(error as Error).message}\n`);
-    return 1;
+    return fail(error);
   }
   if ('pass' in read) {
     if (read.pass !== undefined) await writeLine(ctx.stdout, JSON.stringify(read.pass));
     return 0;
   }
-  const [{ loadReviewConfig }, { servePlan }] = await Promise.all([
-    import('../config/review.ts'),
-    import('../review/plan/serve.ts'),
-  ]);
   const { review } = read;
-  const loaded = loadReviewConfig({ args: args.configArgs, env: ctx.env, projectDir: review.cwd ?? ctx.cwd });
-  const config = { ...loaded, origin: name, session: review.session || loaded.session };
-  return servePlan({ ctx, config, plan: review.plan, permissionMode: review.permissionMode, codec: review.codec });
+  try {
+    const [{ loadReviewConfig }, { servePlan }] = await Promise.all([
+      import('../config/review.ts'),
+      import('../review/plan/serve.ts'),
+    ]);
+    const loaded = loadReviewConfig({ args: args.configArgs, env: ctx.env, projectDir: review.cwd ?? ctx.cwd });
+    const config = { ...loaded, origin: name, session: review.session || loaded.session };
+    return await servePlan({
+      ctx,
+      config,
+      plan: review.plan,
+      permissionMode: review.permissionMode,
+      codec: review.codec,
+    });
+  } catch (error) {
+    if (ctx.shutdown.aborted) throw error;
+    return fail(error);
+  }
 }

@@ -6,10 +6,16 @@
 import type { Origin } from '../review/contract.ts';
 import type { AgentSpec } from './agent.ts';
 import { claudeCode } from './claude-code/index.ts';
+import { codex } from './codex/index.ts';
+import { copilotCli } from './copilot-cli/index.ts';
+import { geminiCli } from './gemini-cli/index.ts';
 import { opencode } from './opencode/index.ts';
 
 export const AGENTS = {
   'claude-code': claudeCode,
+  'gemini-cli': geminiCli,
+  codex,
+  'copilot-cli': copilotCli,
   opencode,
 } as const satisfies Readonly<Record<Origin, AgentSpec>>;
 

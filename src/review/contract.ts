@@ -10,6 +10,9 @@ import type { DiffType, GitContext } from '../git/diff-type.ts';
 /** The coding agents a review can serve, by the name the API and `gatehouse hook` use, with their labels. */
 export const ORIGIN_LABELS = {
   'claude-code': 'Claude Code',
+  'gemini-cli': 'Gemini CLI',
+  codex: 'Codex',
+  'copilot-cli': 'Copilot CLI',
   opencode: 'OpenCode',
 } as const;
 /** The host agent a review serves. */

@@ -92,7 +92,8 @@ export function hookCodec(toolInput: JsonObject): DecisionCodec<PlanDecision> {
 export const claudeCode: AgentSpec = {
   planHook: {
     event: 'PermissionRequest on ExitPlanMode',
-    // A malformed event is exit 1: Claude Code reports a non-blocking hook error and falls back to its own dialog.
+    // Claude Code reports a non-blocking hook error and falls back to its own dialog.
+    failureExit: 1,
     read({ text }) {
       const event = parseHookEvent(text);
       return {

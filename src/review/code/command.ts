@@ -10,7 +10,7 @@ import type { CodeSubmission, SubmittedDiff } from '../../hub/contract.ts';
 import type { CodeDecision } from './routes.ts';
 
 const USAGE = `Usage: gatehouse code-review [--repo DIR] [--diff-type uncommitted|staged|last-commit|branch]
-                            [--origin claude-code|opencode] [--timeout 30m] [--decision-file PATH] [--port N]
+                            [--origin AGENT] [--timeout 30m] [--decision-file PATH] [--port N]
                             [--hub URL] [--session KEY]
 Serves a review of the git diff of DIR (default: the current directory); with --hub
 (or GATEHOUSE_HUB_URL) computes the diffs here and submits them to that review hub.

@@ -6,7 +6,7 @@ import { parseReviewArgs } from '../args.ts';
 import { readAll } from '../../stdio.ts';
 import { planDecisionCodec, servePlan } from './serve.ts';
 
-const USAGE = `Usage: gatehouse plan [FILE|-] [--origin claude-code|opencode] [--timeout 30m] [--decision-file PATH] [--port N]
+const USAGE = `Usage: gatehouse plan [FILE|-] [--origin AGENT] [--timeout 30m] [--decision-file PATH] [--port N]
                       [--hub URL] [--session KEY]
 Serves a review of the Markdown plan in FILE (or on stdin with - or no FILE);
 with --hub (or GATEHOUSE_HUB_URL) submits it to that review hub and waits there.

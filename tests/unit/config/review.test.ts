@@ -53,7 +53,7 @@ describe('loadReviewConfig', () => {
   it('SERVICE_ORIGIN is claude-code or opencode; --origin too; anything else is a startup error', () => {
     expect(load({ SERVICE_ORIGIN: 'opencode' }).origin).toBe('opencode');
     expect(load({}, ['--origin=opencode']).origin).toBe('opencode');
-    expect(() => load({ SERVICE_ORIGIN: 'codex' })).toThrow(/review\.origin/);
+    expect(() => load({ SERVICE_ORIGIN: 'aider' })).toThrow(/review\.origin/);
     expect(() => load({}, ['--origin=Claude'])).toThrow(/review\.origin/);
   });
 

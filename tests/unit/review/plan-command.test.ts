@@ -38,7 +38,7 @@ describe('gatehouse plan: errors before serving', () => {
     [[], 'the plan is empty (stdin)'],
     [['.'], 'it is a directory'],
     [['x.md', '--repo', '.'], 'unknown option --repo'],
-    [['x.md', '--origin=codex'], 'review.origin'],
+    [['x.md', '--origin=aider'], 'review.origin'],
     [['a.md', 'b.md'], 'unexpected argument "b.md"'],
   ])('%j fails clearly', async (argv, message) => {
     const { ctx, stdout } = context(argv);
