@@ -72,7 +72,7 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
   const server = createServer({ keepAliveTimeout: 65_000, shouldUpgradeCallback: sockets.accepts }, (req, res) =>
     proxy.handle(req, res),
   );
-  sockets.serve(server);
+  sockets.serve(server, (req, res) => proxy.handle(req, res));
   try {
     const address = await listen(server, { port: config.port, host: config.host });
     log.info(

@@ -158,6 +158,17 @@ describe('gatehouse proxy (container): Responses over WebSocket', () => {
     },
   );
 
+  it("the upgrade's accept-encoding does not reach the upstream: a turn's events are read by the proxy", async () => {
+    const client = await open(proxy.base, { ...AUTH, 'accept-encoding': 'gzip, br' });
+    const sent = await sentDuring(async () => {
+      client.ws.send(create({ model: MODELS.openai, input: [USER] }));
+      expect((await client.until('response.completed')).at(-1)?.type).toBe('response.completed');
+    });
+    expect(sent).toHaveLength(1);
+    expect(sent[0]?.headers['accept-encoding']).toBeUndefined();
+    client.ws.close();
+  });
+
   it('a warm-up (generate: false) is answered without an upstream call, and a continuation of it sends its input', async () => {
     const client = await open(proxy.base);
     const sent = await sentDuring(async () => {

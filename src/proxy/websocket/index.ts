@@ -1,8 +1,8 @@
 /**
  * The Responses API's WebSocket mode (`GET /v1/responses` with `Upgrade:
  * websocket`), as Codex CLI speaks it with `supports_websockets = true`. The
- * upgrade and every turn go through the proxy's own HTTP path in memory (see
- * loopback.ts): the upgrade is admitted by the same origin, host and key
+ * upgrade and every turn are requests to the proxy's own handler, in memory
+ * (see turn.ts): the upgrade is admitted by the same origin, host and key
  * rules as a POST, and each `response.create` is a streamed POST to the route.
  */
 import type { IncomingHttpHeaders, IncomingMessage, Server } from 'node:http';
@@ -13,14 +13,17 @@ import type { HttpError } from '../../http/errors.ts';
 import type { Logger } from '../../log.ts';
 import { proxyErrors } from '../errors.ts';
 import type { ProtocolRecord } from '../protocols/registry.ts';
-import { loopback } from './loopback.ts';
 import { CLOSE_GOING_AWAY, CLOSE_NORMAL, ResponsesSocket } from './socket.ts';
+import { sendTurn, TurnRequest, TurnResponse, type RequestHandler, type TurnOutput } from './turn.ts';
 
 /** Marks the in-memory request that asks the route whether an upgrade may go ahead (answered 204 if so). */
 export const UPGRADE_CHECK_HEADER = 'x-gatehouse-websocket-upgrade';
 
-/** Headers of the upgrade request that belong to the handshake, not to the requests made on its behalf. */
-const HANDSHAKE = /^(?:connection|upgrade|content-length|transfer-encoding|sec-websocket-.*)$/;
+/**
+ * Headers of the upgrade request that belong to the handshake, not to the requests made on its behalf; and
+ * accept-encoding: a turn's answer is read here, event by event, so the upstream must not compress it.
+ */
+const HANDSHAKE = /^(?:connection|upgrade|content-length|transfer-encoding|accept-encoding|sec-websocket-.*)$/;
 
 /** How long sockets still open after the shutdown grace get to see their close frame out. */
 const CLOSE_FLUSH_MS = 1_000;
@@ -62,11 +65,26 @@ function refuse(socket: Duplex, status: number, headers: IncomingHttpHeaders, bo
   socket.end(Buffer.concat([Buffer.from(lines.join('\r\n')), body]));
 }
 
-/** Refuses an upgrade with the answer the route gave its check. */
-async function relayRefusal(socket: Duplex, answer: IncomingMessage): Promise<void> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of answer) chunks.push(chunk as Buffer);
-  refuse(socket, answer.statusCode ?? 500, answer.headers, Buffer.concat(chunks));
+/** An answer the route gave whole. */
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** Sends a request without a body to the handler and resolves with its answer (a 500 if it gave none). */
+function ask(handle: RequestHandler, req: TurnRequest): Promise<Answer> {
+  return new Promise((resolve) => {
+    const res = new TurnResponse({
+      event: () => undefined,
+      backlog: 0,
+      hold: () => undefined,
+      release: () => undefined,
+      answer: (status, headers, body) => resolve({ status, headers, body }),
+    });
+    res.once('close', () => resolve({ status: 500, headers: {}, body: '' }));
+    sendTurn(handle, req, res);
+  });
 }
 
 /** The routes a protocol also serves over a WebSocket, each with its protocol's error shape. */
@@ -119,13 +137,13 @@ export class ResponsesWebSockets {
     req.headers.upgrade?.toLowerCase() === 'websocket' && this.#routes.has(this.#path(req));
 
   /**
-   * Takes `server`'s upgrades (those `accepts` lets through, as its shouldUpgradeCallback). Turns are requests to
-   * that same server.
+   * Takes `server`'s upgrades (those `accepts` lets through, as its shouldUpgradeCallback). The upgrade's check and
+   * the turns are requests to `handle`, the handler of the server's own requests.
    */
-  serve(server: Server): void {
+  serve(server: Server, handle: RequestHandler): void {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       socket.on('error', () => socket.destroy());
-      this.#upgrade(server, req, socket, head).catch((error: unknown) => {
+      this.#upgrade(handle, req, socket, head).catch((error: unknown) => {
         this.#log.warn({ err: (error as Error).message }, 'websocket upgrade failed');
         socket.destroy();
       });
@@ -138,8 +156,9 @@ export class ResponsesWebSockets {
     return query < 0 ? url : url.slice(0, query);
   }
 
-  async #upgrade(server: Server, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  async #upgrade(handle: RequestHandler, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const path = this.#path(req);
+    const url = req.url ?? path;
     const route = this.#routes.get(path);
     const headers = turnHeaders(req.headers);
     if (route && this.#draining) {
@@ -148,31 +167,22 @@ export class ResponsesWebSockets {
       refuse(socket, error.status, { 'content-type': 'application/json' }, body);
       return;
     }
-    const check = loopback(server, {
-      method: 'GET',
-      path: req.url ?? path,
-      headers: route ? { ...headers, [UPGRADE_CHECK_HEADER]: '1' } : headers,
-    });
-    const answer = await check.answer;
-    if (answer.statusCode !== 204 || !route) return relayRefusal(socket, answer);
-    answer.resume();
+    const checkHeaders = route ? { ...headers, [UPGRADE_CHECK_HEADER]: '1' } : headers;
+    const answer = await ask(handle, new TurnRequest('GET', url, checkHeaders, req.socket));
+    if (answer.status !== 204 || !route) {
+      refuse(socket, answer.status, answer.headers, Buffer.from(answer.body));
+      return;
+    }
+    const turnHeadersOf = { ...headers, 'content-type': 'application/json', accept: 'text/event-stream' };
     this.#wss.handleUpgrade(req, socket, head, (ws) => {
       const settings = this.#settings();
-      const send = (body: string) => {
+      const send = (body: Buffer, output: TurnOutput) => {
         this.#events.turn();
-        return loopback(server, {
-          method: 'POST',
-          path: req.url ?? path,
-          headers: {
-            ...headers,
-            'content-type': 'application/json',
-            accept: 'text/event-stream',
-            'content-length': String(Buffer.byteLength(body)),
-          },
-          body,
-        });
+        const res = new TurnResponse(output);
+        sendTurn(handle, new TurnRequest('POST', url, turnHeadersOf, req.socket, body), res);
+        return res;
       };
-      const client = new ResponsesSocket(ws, { send, errorBody: (error) => route.errorBody(error) });
+      const client = new ResponsesSocket(ws, { send, errorBody: (error) => route.errorBody(error), socket });
       this.#open.add(client);
       const minutes = Math.round(settings.maxConnectionMs / 60_000);
       const limit = setTimeout(

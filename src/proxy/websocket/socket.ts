@@ -1,19 +1,20 @@
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { RawData, WebSocket } from 'ws';
 import { HttpError } from '../../http/errors.ts';
 import { isObject } from '../../json.ts';
 import { proxyErrors } from '../errors.ts';
 import type { JsonObject } from '../translate/model.ts';
-import { newId, SseParser } from '../translate/wire.ts';
-import type { Exchange } from './loopback.ts';
+import { newId } from '../translate/wire.ts';
+import type { TurnOutput, TurnResponse } from './turn.ts';
 
 /**
- * Bytes queued on the socket above which the answer is paused until they
- * are written: a slow client holds back the upstream, as on the HTTP path.
+ * Events from this size on are compressed when the client offered permessage-deflate. A stream's deltas are
+ * a hundred-odd bytes each: compressing each would cost a trip through zlib per frame and save little; its
+ * first and last events (the whole response) are where compression pays. ws applies its own threshold only
+ * without context takeover, which Codex does not ask for.
  */
-const HIGH_WATER_BYTES = 64 * 1024;
-/** An error answer's body is read up to this size (the rest would be an upstream's page of HTML). */
-const MAX_ERROR_BYTES = 64 * 1024;
+const COMPRESS_FROM_CHARS = 1024;
 
 /** Close codes (RFC 6455): the connection limit is a normal end, a shutdown is the server going away. */
 export const CLOSE_NORMAL = 1000;
@@ -21,10 +22,12 @@ export const CLOSE_GOING_AWAY = 1001;
 
 /** What a socket needs of the proxy: a turn is a streamed request to the HTTP route; errors take its shape. */
 export interface SocketDeps {
-  /** Sends one turn's body (a Responses create body, streamed) to the route. */
-  send(body: string): Exchange;
+  /** Sends one turn's body (a Responses create body, streamed) to the route; its answer goes to `output`. */
+  send(body: Buffer, output: TurnOutput): TurnResponse;
   /** The route's error body for one of the proxy's own errors. */
   errorBody(error: HttpError): unknown;
+  /** The connection's socket: a chunk's events are written to it in one go (corked). */
+  socket: Duplex;
 }
 
 /** An end the socket is heading for: sent once no response is under way. */
@@ -52,22 +55,6 @@ function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-/** Reads up to `limit` bytes of an answer's body as text. */
-function readText(answer: IncomingMessage, limit: number): Promise<string> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    answer.on('data', (chunk: Buffer) => {
-      if (size < limit) chunks.push(chunk);
-      size += chunk.length;
-    });
-    const done = () => resolve(Buffer.concat(chunks).subarray(0, limit).toString('utf8'));
-    answer.once('end', done);
-    answer.once('close', done);
-    answer.once('error', done);
-  });
-}
-
 /** The error frame for an answer that is not a stream: its status, its body's `error`, and its retry-after. */
 function answerErrorFrame(status: number, text: string, headers: IncomingHttpHeaders): JsonObject {
   let error: unknown;
@@ -89,22 +76,24 @@ function answerErrorFrame(status: number, text: string, headers: IncomingHttpHea
 
 /**
  * One client's connection in the Responses API's WebSocket mode. Each
- * `response.create` text frame is one streamed POST to the route (through
- * the whole HTTP path), whose events go back one JSON text frame each; an
- * answer that is not a stream becomes an `error` frame with its status.
+ * `response.create` text frame is one streamed POST to the route, handed to
+ * the proxy's own handler in memory (turn.ts), whose events go back one JSON
+ * text frame each; an answer that is not a stream becomes an `error` frame
+ * with its status.
  *
  * The connection remembers its last response (input and output), so a
  * continuation naming it by `previous_response_id` with only the new input
  * works with `store: false` and with any upstream: it is sent on as the whole
  * conversation. Any other `previous_response_id` goes on as it came (the
- * proxy's stored conversations or the upstream's own answer for it).
+ * proxy's stored conversations, or the upstream's own for an answer passed
+ * through for the same key).
  * `generate: false` (a warm-up) is answered here: an empty completed
  * response whose id a continuation can name.
  */
 export class ResponsesSocket {
   readonly #ws: WebSocket;
   readonly #deps: SocketDeps;
-  #turn: Exchange | undefined;
+  #turn: TurnResponse | undefined;
   #last: LastResponse | undefined;
   #ending: Ending | undefined;
 
@@ -113,8 +102,8 @@ export class ResponsesSocket {
     this.#deps = deps;
     ws.on('message', (data, binary) => this.#frame(data, binary));
     // The client left: its response under way stops, and with it the upstream call.
-    ws.on('close', () => this.#turn?.cancel());
-    ws.on('error', () => this.#turn?.cancel());
+    ws.on('close', () => this.#turn?.destroy());
+    ws.on('error', () => this.#turn?.destroy());
   }
 
   get busy(): boolean {
@@ -129,7 +118,7 @@ export class ResponsesSocket {
 
   /** Drops the connection (a shutdown whose grace ran out). */
   terminate(): void {
-    this.#turn?.cancel();
+    this.#turn?.destroy();
     this.#ws.terminate();
   }
 
@@ -208,52 +197,31 @@ export class ResponsesSocket {
   }
 
   async #run(body: JsonObject): Promise<void> {
-    const turn = this.#deps.send(JSON.stringify(body));
+    const input = inputItems(body['input']);
+    const ws = this.#ws;
+    const socket = this.#deps.socket;
+    const output: TurnOutput = {
+      event: (data, written) => {
+        if (data.includes('"response.completed"')) this.#remember(data, input);
+        ws.send(data, { compress: data.length >= COMPRESS_FROM_CHARS }, written && (() => written()));
+      },
+      get backlog() {
+        return ws.bufferedAmount;
+      },
+      hold: () => socket.cork(),
+      release: () => socket.uncork(),
+      answer: (status, headers, text) => ws.send(JSON.stringify(answerErrorFrame(status, text, headers))),
+    };
+    const turn = this.#deps.send(Buffer.from(JSON.stringify(body)), output);
     this.#turn = turn;
     try {
-      const answer = await turn.answer;
-      const type = headerValue(answer.headers['content-type']) ?? '';
-      if (answer.statusCode === 200 && type.startsWith('text/event-stream')) {
-        await this.#relay(answer, inputItems(body['input']));
-      } else {
-        const text = await readText(answer, MAX_ERROR_BYTES);
-        this.#ws.send(JSON.stringify(answerErrorFrame(answer.statusCode ?? 502, text, answer.headers)));
-      }
-    } catch {
-      // The exchange was cancelled: the client left, or the shutdown grace ran out.
+      // Ended, or destroyed: the client left, or the shutdown grace ran out.
+      if (!turn.closed) await new Promise((resolve) => turn.once('close', resolve));
     } finally {
       this.#turn = undefined;
       const ending = this.#ending;
       if (ending) this.#ws.close(ending.code, ending.reason);
     }
-  }
-
-  /** Sends each event of a streamed answer as a text frame, pausing the answer while the client is behind. */
-  #relay(answer: IncomingMessage, input: unknown[]): Promise<void> {
-    const ws = this.#ws;
-    const parser = new SseParser();
-    const event = (data: string): void => {
-      if (data === '[DONE]') return;
-      if (data.includes('"response.completed"')) this.#remember(data, input);
-      if (ws.bufferedAmount < HIGH_WATER_BYTES) {
-        ws.send(data);
-        return;
-      }
-      answer.pause();
-      ws.send(data, () => answer.resume());
-    };
-    answer.setEncoding('utf8');
-    return new Promise((resolve) => {
-      answer.on('data', (chunk: string) => {
-        for (const frame of parser.push(chunk)) event(frame.data);
-      });
-      answer.once('end', () => {
-        for (const frame of parser.flush()) event(frame.data);
-        resolve();
-      });
-      answer.once('close', resolve);
-      answer.once('error', () => resolve());
-    });
   }
 
   /** A completed response: the conversation so far, for a continuation by its id. */
