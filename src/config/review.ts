@@ -1,8 +1,16 @@
 import os from 'node:os';
 import path from 'node:path';
 import convict from 'convict';
-import { DIFF_TYPES, type DiffType } from '../git/diff-type.ts';
-import { ORIGINS, PERMISSION_MODES, type Origin, type PermissionMode } from '../review/contract.ts';
+import type { DiffType } from '../git/diff-type.ts';
+import {
+  canonicalDiffType,
+  DIFF_TYPE_NAMES,
+  ORIGINS,
+  PERMISSION_MODES,
+  type DiffTypeName,
+  type Origin,
+  type PermissionMode,
+} from '../review/contract.ts';
 import { ConfigError, validated } from './errors.ts';
 import { logLevelSchema, registerFormats } from './formats.ts';
 import { notifyConfig, notifySchema, type NotifyConfig } from './notify.ts';
@@ -75,8 +83,8 @@ function reviewSchema(env: NodeJS.ProcessEnv) {
       },
       diff_type: {
         doc: 'The initial diff type of a code review.',
-        format: [...DIFF_TYPES, 'branch'],
-        default: 'uncommitted' as DiffType | 'branch',
+        format: [...DIFF_TYPE_NAMES],
+        default: 'uncommitted' as DiffTypeName,
         arg: 'diff-type',
       },
       allowed_hosts: {
@@ -251,7 +259,7 @@ export function loadReviewConfig({ args, env, projectDir }: LoadOptions): Review
   const r = config.get('review');
   // convict types a null default as its format's type; unset, the port is null.
   const port = (r.port as number | null) ?? (r.remote ? REVIEW_REMOTE_PORT : 0);
-  const diffType: DiffType = r.diff_type === 'branch' ? 'vs main' : r.diff_type;
+  const diffType = canonicalDiffType(r.diff_type);
   const repo = path.resolve(projectDir, r.repo || '.');
   const home = config.get('home');
   if (!path.isAbsolute(r.upload_dir)) {

@@ -1,21 +1,11 @@
-/**
- * The diff types, by the names the review API and the UI use (`branch` is
- * accepted by the API as an alias of `vs main`).
- */
+/** The diffs the engine computes, by the names the review API uses (see README.md). */
 export const DIFF_TYPES = ['uncommitted', 'staged', 'last-commit', 'vs main'] as const;
 export type DiffType = (typeof DIFF_TYPES)[number];
 
-/** A diff the reviewer can pick: `id` is what `POST /api/diff/switch` takes. */
-export interface DiffOption {
-  id: string;
-  label: string;
-}
-
-/** Where the work tree stands, and the diffs it offers. */
-export interface GitContext {
+/** Where the work tree stands: what a caller needs to name its diffs. */
+export interface Branches {
   /** The checked-out branch; `HEAD` when detached. */
   currentBranch: string;
-  /** `main` if it exists, else `master` (and `main` when neither does). */
+  /** `main` if it exists, else `master` (and `main` when neither does): the base of `vs main`. */
   defaultBranch: string;
-  diffOptions: DiffOption[];
 }

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { DiffOption, DiffType, GitContext } from './diff-type.ts';
+import type { Branches, DiffType } from './diff-type.ts';
 import { Attributes } from './attributes.ts';
 import { gitErrors } from './errors.ts';
 import { IndexCache, type CacheTree, type GitIndex, type IndexEntry } from './index-file.ts';
@@ -29,7 +29,7 @@ export interface DiffResult {
   gitRef: string;
 }
 
-export type { DiffOption, GitContext };
+export type { Branches };
 
 /** What a review server asks of a work tree: its diffs, one side of a file, and its branches. */
 export type DiffEngine = Pick<GitRepository, 'diff' | 'context' | 'sideContent'>;
@@ -233,18 +233,9 @@ export class GitRepository {
     return version ? s.load(version) : null;
   }
 
-  async context(): Promise<GitContext> {
+  async context(): Promise<Branches> {
     const head = await readHead(this.layout);
-    const base = (await defaultBranch(this.layout)) ?? 'main';
-    return {
-      currentBranch: head.branch ?? 'HEAD',
-      defaultBranch: base,
-      diffOptions: [
-        { id: 'uncommitted', label: 'Uncommitted changes' },
-        { id: 'last-commit', label: 'Last commit' },
-        { id: 'branch', label: `vs ${base}` },
-      ],
-    };
+    return { currentBranch: head.branch ?? 'HEAD', defaultBranch: (await defaultBranch(this.layout)) ?? 'main' };
   }
 }
 

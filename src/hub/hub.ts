@@ -259,7 +259,10 @@ export class Hub {
     } else {
       const payload = review.payload as CodePayload;
       const repo = submittedRepository(payload);
-      routes = codeReviewRoutes({ repo, diffType: payload.diffType, config, log })(gate as DecisionGate<CodeDecision>);
+      const { diffType, gitContext } = payload;
+      routes = codeReviewRoutes({ repo, diffType, offered: gitContext.diffOptions, config, log })(
+        gate as DecisionGate<CodeDecision>,
+      );
     }
     routes.get('/api/versions', (ctx) => {
       ctx.body = this.previousVersion(this.#store.get(review.id) ?? review);

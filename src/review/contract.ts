@@ -5,7 +5,7 @@
  * users. Plain types and constants only: this module is bundled into the page,
  * so it imports nothing that needs Node.
  */
-import type { DiffType, GitContext } from '../git/diff-type.ts';
+import { DIFF_TYPES, type DiffType } from '../git/diff-type.ts';
 
 /** The coding agents a review can serve, by the name the API and `gatehouse hook` use, with their labels. */
 export const ORIGIN_LABELS = {
@@ -98,7 +98,53 @@ export interface VaultsResponse {
 
 // ---- Code review server ----
 
-export type { DiffOption, DiffType, GitContext } from '../git/diff-type.ts';
+export type { DiffType } from '../git/diff-type.ts';
+
+/** Other names `POST /api/diff/switch` and `--diff-type` take: `branch` (the option id) for `vs main`. */
+export const DIFF_TYPE_ALIASES = { branch: 'vs main' } as const;
+/** A diff type, or one of its aliases. */
+export type DiffTypeName = DiffType | keyof typeof DIFF_TYPE_ALIASES;
+export const DIFF_TYPE_NAMES: readonly DiffTypeName[] = [
+  ...DIFF_TYPES,
+  ...(Object.keys(DIFF_TYPE_ALIASES) as (keyof typeof DIFF_TYPE_ALIASES)[]),
+];
+
+/** The diff type a name stands for. */
+export function canonicalDiffType(name: DiffTypeName): DiffType {
+  return name === 'branch' ? DIFF_TYPE_ALIASES[name] : name;
+}
+
+/** A diff the reviewer can pick: `id` is what `POST /api/diff/switch` takes. */
+export interface DiffOption {
+  id: string;
+  label: string;
+}
+
+/** Where the work tree stands, and the diffs it offers. */
+export interface GitContext {
+  /** The checked-out branch; `HEAD` when detached. */
+  currentBranch: string;
+  /** `main` if it exists, else `master` (and `main` when neither does). */
+  defaultBranch: string;
+  diffOptions: DiffOption[];
+}
+
+/** The diffs a code review offers and what the page calls them: the one place they are named. */
+function diffOptions(defaultBranch: string): DiffOption[] {
+  return [
+    { id: 'uncommitted', label: 'Uncommitted changes' },
+    { id: 'last-commit', label: 'Last commit' },
+    { id: 'branch', label: `vs ${defaultBranch}` },
+  ];
+}
+
+/** The `gitContext` of a work tree whose branches the engine found: ours are the diffs offered, unless given. */
+export function gitContextOf(
+  { currentBranch, defaultBranch }: Omit<GitContext, 'diffOptions'>,
+  offered: DiffOption[] = diffOptions(defaultBranch),
+): GitContext {
+  return { currentBranch, defaultBranch, diffOptions: offered };
+}
 
 /** `GET /api/diff` */
 export interface DiffResponse {
@@ -110,9 +156,9 @@ export interface DiffResponse {
   sharingEnabled: boolean;
 }
 
-/** `POST /api/diff/switch`: a diff type, or `branch` (the option id) for `vs main`. */
+/** `POST /api/diff/switch`: a diff type, or an alias of one. */
 export interface DiffSwitchRequest {
-  diffType: DiffType | 'branch';
+  diffType: DiffTypeName;
 }
 
 export interface DiffSwitchResponse {

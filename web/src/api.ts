@@ -24,12 +24,14 @@ export type {
   Agent,
   ApproveRequest,
   DecisionResponse,
+  DiffOption,
   DiffResponse,
   DiffSwitchRequest,
+  DiffType,
   Origin,
   PlanResponse,
 } from '../../src/review/contract.ts';
-export { originLabel } from '../../src/review/contract.ts';
+export { DIFF_TYPE_ALIASES, originLabel } from '../../src/review/contract.ts';
 
 /** An API error carrying the server's `{"error"}` message. */
 export class ApiError extends Error {

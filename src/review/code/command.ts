@@ -7,6 +7,7 @@ import type { DecisionCodec, ReviewAbout } from '../instance.ts';
 import { DIFF_TYPES, type DiffType } from '../../git/diff-type.ts';
 import { ThreadedRepository } from '../../git/thread.ts';
 import type { CodeSubmission, SubmittedDiff } from '../../hub/contract.ts';
+import { gitContextOf } from '../contract.ts';
 import type { CodeDecision } from './routes.ts';
 
 const USAGE = `Usage: gatehouse code-review [--repo DIR] [--diff-type uncommitted|staged|last-commit|branch]
@@ -43,7 +44,7 @@ async function codeSubmission(repo: ThreadedRepository, diffType: DiffType): Pro
       }),
     ),
   );
-  return { ...(await codeAbout(repo)), diffType, diffs, gitContext: context };
+  return { ...(await codeAbout(repo)), diffType, diffs, gitContext: gitContextOf(context) };
 }
 
 /** A code review as the inbox and notifications name it: `<project> (<branch>)`. */

@@ -6,10 +6,15 @@ import { DIFF_TYPES, type DiffType } from '../../git/diff-type.ts';
 import { sendJson } from '../../http/json-bytes.ts';
 import {
   ANNOTATION_TYPES,
+  canonicalDiffType,
+  DIFF_TYPE_NAMES,
+  gitContextOf,
   LINE_SIDES,
   type Annotation,
   type CodeDecision,
+  type DiffOption,
   type DiffResponse,
+  type DiffSwitchRequest,
   type DiffSwitchResponse,
   type FeedbackRequest,
   type FeedbackResponse,
@@ -19,22 +24,19 @@ import type { DecisionGate } from '../instance.ts';
 import { readBody, type FieldReader } from '../validate.ts';
 import { fromGit } from './git-errors.ts';
 import { diffLines } from './lines.ts';
-import type { DiffEngine, DiffResult, GitContext } from '../../git/repository.ts';
+import type { Branches, DiffEngine, DiffResult } from '../../git/repository.ts';
 import { DiffAnswers } from './diff-answers.ts';
 
 export type { CodeDecision };
 
-/** The diff option id `branch` (what `GET /api/diff` offers) stands for `vs main`. */
-const DIFF_TYPE_ALIASES: Readonly<Record<string, DiffType>> = { branch: 'vs main' };
-
-function readDiffType(body: FieldReader): DiffType {
+function readDiffSwitch(body: FieldReader): DiffSwitchRequest {
   const value = body.fields['diffType'];
   if (value === undefined || value === null) throw reviewErrors.missingDiffType();
   if (typeof value !== 'string')
     throw reviewErrors.invalidField('diffType', `a string (one of ${DIFF_TYPES.join(', ')})`);
-  const type = DIFF_TYPE_ALIASES[value] ?? DIFF_TYPES.find((t) => t === value);
-  if (!type) throw reviewErrors.unknownDiffType(value);
-  return type;
+  const diffType = DIFF_TYPE_NAMES.find((name) => name === value);
+  if (!diffType) throw reviewErrors.unknownDiffType(value);
+  return { diffType };
 }
 
 /** The largest line number an annotation may name (numbers are range-checked before a decision stores them). */
@@ -81,19 +83,22 @@ export interface CodeReviewOptions {
   repo: DiffEngine;
   /** The diff shown first; a switch changes it for later `GET /api/diff`. */
   diffType: DiffType;
+  /** The diffs offered to switch to: those its submitter sent for a review on the hub; by default, ours. */
+  offered?: DiffOption[];
   config: ReviewConfig;
   log: Logger;
 }
 
 /** The code review server's routes. */
-export function codeReviewRoutes({ repo, diffType: initial, config, log }: CodeReviewOptions) {
+export function codeReviewRoutes({ repo, diffType: initial, offered, config, log }: CodeReviewOptions) {
   return (gate: DecisionGate<CodeDecision>): Router => {
     const router = new Router();
     let diffType = initial;
     const answers = new DiffAnswers(async (type) => {
-      const [diff, gitContext]: [DiffResult, GitContext] = await fromGit(() =>
+      const [diff, branches]: [DiffResult, Branches] = await fromGit(() =>
         Promise.all([repo.diff(type), repo.context()]),
       );
+      const gitContext = gitContextOf(branches, offered);
       return {
         state: [JSON.stringify(gitContext), diff.gitRef, diff.latin1Patch],
         answer: {
@@ -110,7 +115,7 @@ export function codeReviewRoutes({ repo, diffType: initial, config, log }: CodeR
     router.get('/api/diff', async (ctx: Context) => sendJson(ctx, await answers.get(diffType)));
 
     router.post('/api/diff/switch', async (ctx: Context) => {
-      const type = readDiffType(readBody(ctx.request.body));
+      const type = canonicalDiffType(readDiffSwitch(readBody(ctx.request.body)).diffType);
       const diff = await fromGit(() => repo.diff(type));
       diffType = type;
       log.info({ diffType: type }, 'diff type switched');

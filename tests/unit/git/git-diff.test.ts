@@ -4,6 +4,7 @@ import { readdirSync, symlinkSync, utimesSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DiffType } from '../../../src/git/diff-type.ts';
 import { GitRepository } from '../../../src/git/repository.ts';
+import { gitContextOf } from '../../../src/review/contract.ts';
 import { expectedGitContext, GIT_ARGS, GIT_ENV, TempRepo } from '../../support/git-repo.ts';
 
 const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
@@ -334,7 +335,7 @@ describe('diff engine vs git diff', () => {
     const result = await engine.diff('vs main');
     expect(result.gitRef).toBe('main..HEAD');
     expect(result.latin1Patch).toBe(r.diff('main..HEAD'));
-    expect(await engine.context()).toEqual(expectedGitContext('feature'));
+    expect(gitContextOf(await engine.context())).toEqual(expectedGitContext('feature'));
 
     const m = init('master');
     m.write('a.txt', 'a\n').commitAll();

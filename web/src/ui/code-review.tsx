@@ -10,7 +10,14 @@ import {
   type CodeAnnotation,
   type CodeAnnotationType,
 } from '../annotations.ts';
-import { api, type DiffResponse, type DiffSwitchRequest } from '../api.ts';
+import {
+  api,
+  DIFF_TYPE_ALIASES,
+  type DiffOption,
+  type DiffResponse,
+  type DiffSwitchRequest,
+  type DiffType,
+} from '../api.ts';
 import { gapRange, showFile, withLines, type FileContext, type Gap } from '../diff-context.ts';
 import { linesOf, parseDiff, type DiffLayout } from '../diff-model.ts';
 import { viewRows, type LineSelection } from '../diff-rows.ts';
@@ -42,6 +49,12 @@ interface Form {
 function rangeLabel(a: { lineStart: number; lineEnd: number; side: string }): string {
   const lines = a.lineStart === a.lineEnd ? `L${a.lineStart}` : `L${a.lineStart}–${a.lineEnd}`;
   return `${a.side === 'old' ? 'old' : 'new'} ${lines}`;
+}
+
+/** The option a diff type is offered under: its own id, else an alias of it (`branch` for `vs main`). */
+function optionOf(type: DiffType, options: DiffOption[]): string {
+  if (options.some((o) => o.id === type)) return type;
+  return Object.entries(DIFF_TYPE_ALIASES).find(([, aliased]) => aliased === type)?.[0] ?? type;
 }
 
 export function CodeReview(props: {
@@ -234,8 +247,8 @@ export function CodeReview(props: {
   }
 
   const options = data.gitContext.diffOptions;
-  const selectedOption =
-    diff.diffType === 'vs main' && !options.some((o) => o.id === 'vs main') ? 'branch' : diff.diffType;
+  const selectedOption = optionOf(diff.diffType, options);
+  // A diff the server does not offer (`staged`, chosen with --diff-type) is still shown, by its name.
   const allOptions = options.some((o) => o.id === selectedOption)
     ? options
     : [{ id: selectedOption, label: selectedOption }, ...options];
