@@ -4,7 +4,13 @@ import type { DiffEngine } from '../git/repository.ts';
 import { reviewErrors } from '../review/errors.ts';
 import { MAX_TIMER_MS } from '../review/instance.ts';
 import { readBody, type FieldReader } from '../review/validate.ts';
-import { REVIEW_KINDS, type CodeSubmission, type SubmissionRequest, type SubmittedDiff } from './contract.ts';
+import {
+  REVIEW_KINDS,
+  type CodeSubmission,
+  type PlanSubmission,
+  type SubmissionRequest,
+  type SubmittedDiff,
+} from './contract.ts';
 import type { NewReview } from './store.ts';
 
 /** A plan review's content. */
@@ -81,7 +87,7 @@ export function readSubmission(raw: unknown): SubmissionRequest {
       : body.requiredNumber('timeoutMs', { integer: true, min: 1, max: TIMEOUT_MAX_MS });
   const branch = shortText(body, 'branch');
   // Read after the kind's own fields, so errors come in the order they always have.
-  const common = () => ({
+  const common = (): Omit<PlanSubmission, 'kind' | 'plan' | 'permissionMode'> => ({
     title: shortText(body, 'title'),
     origin,
     project: shortText(body, 'project'),
