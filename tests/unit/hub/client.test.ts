@@ -115,6 +115,32 @@ describe('runHubReview', () => {
     await expect(withToken).rejects.toThrow('401 Unknown token (GATEHOUSE_HUB_TOKEN is not a token this hub knows)');
   });
 
+  it('stops at an answer its API does not name, saying which and why', async () => {
+    // A submission answered without its URL; a decision that is not one of the plan's.
+    const answers: Record<string, string> = {
+      POST: '{"id":"abc","version":1}',
+      GET: '{"decision":"maybe","feedback":null}',
+    };
+    const server = createServer((req, res) => {
+      res.statusCode = req.method === 'POST' ? 201 : 200;
+      res.setHeader('content-type', 'application/json');
+      res.end(answers[req.method ?? '']);
+    });
+    servers.push(server);
+    const { port } = await listen(server, { port: 0, host: '127.0.0.1' });
+    const { config, cleanup } = await testReviewConfig();
+    cleanups.push(cleanup);
+    const hubUrl = new URL(`http://127.0.0.1:${port}/`);
+    await expect(planOn({ ...config, hubUrl })).rejects.toThrow(
+      "the hub's answer (201 from /api/reviews) is not what its API says: Missing field url",
+    );
+    answers['POST'] = '{"id":"abc","url":"http://hub/r/abc/","version":1}';
+    await expect(planOn({ ...config, hubUrl })).rejects.toThrow(
+      "the hub's answer (200 from /api/reviews/abc/decision) is not what its API says: " +
+        'Invalid field decision: must be one of approved, denied, timeout',
+    );
+  });
+
   it('gives up on a hub that never acknowledges the submission, naming the URL and the variables', async () => {
     // Nothing listens on a port just freed; another answers 503 forever.
     const gone = createServer();
