@@ -167,7 +167,7 @@ export function isLoopback(host: string): boolean {
  * lists is refused here, before anything listens.
  */
 export function loadHubConfig({ args, env, cwd }: { args: string[]; env: NodeJS.ProcessEnv; cwd: string }): HubConfig {
-  const review = loadReviewConfig({ args, env, projectDir: cwd });
+  const review = loadReviewConfig({ args, env, projectDir: cwd, serviceName: 'gatehouse-hub' });
   const config = convict(hubSchema(env), { args: [], env });
   const file = config.get('hub.config');
   if (file) config.load(readConfigFile(path.resolve(cwd, file)));

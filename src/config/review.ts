@@ -14,6 +14,7 @@ import {
 import { ConfigError, validated } from './errors.ts';
 import { logLevelSchema, registerFormats } from './formats.ts';
 import { notifyConfig, notifySchema, type NotifyConfig } from './notify.ts';
+import { telemetryConfig, telemetrySchema, type TelemetryConfig } from './telemetry.ts';
 import { REVIEW_REMOTE_PORT } from './ports.ts';
 import { httpUrl } from './shape.ts';
 
@@ -31,7 +32,7 @@ function notevaultConfigPath(home: string, env: NodeJS.ProcessEnv): string {
   return path.join(home, '.config/notevault/notevault.json');
 }
 
-function reviewSchema(env: NodeJS.ProcessEnv) {
+function reviewSchema(env: NodeJS.ProcessEnv, serviceName: string) {
   const home = env['HOME'] ?? os.homedir();
   return {
     review: {
@@ -192,6 +193,7 @@ function reviewSchema(env: NodeJS.ProcessEnv) {
       },
     },
     notify: notifySchema,
+    telemetry: telemetrySchema(serviceName),
     log: { level: logLevelSchema },
     home: { doc: 'The home directory.', format: String, default: home },
   };
@@ -214,6 +216,8 @@ export interface ReviewConfig {
   codespace: { name: string; domain: string } | null;
   /** Who is told that a review is waiting (the hub's targets, see src/config/notify.ts). */
   notify: NotifyConfig;
+  /** Spans of a review's life (submitted, served, decided), exported as the proxy's are. */
+  telemetry: TelemetryConfig;
   /** The prefix each process creates its own upload folder from (see createUploadDir). */
   uploadDir: string;
   uploadMaxBytes: number;
@@ -240,6 +244,8 @@ export interface LoadOptions {
   env: NodeJS.ProcessEnv;
   /** The reviewed project's directory (the hook event's cwd, else the process cwd). */
   projectDir: string;
+  /** The spans' service.name unless OTEL_SERVICE_NAME says otherwise. */
+  serviceName?: string;
 }
 
 /** Long flags the review commands accept, derived from the schema. */
@@ -254,8 +260,13 @@ export const REVIEW_FLAGS = [
   'session',
 ] as const;
 
-export function loadReviewConfig({ args, env, projectDir }: LoadOptions): ReviewConfig {
-  const config = validated(convict(reviewSchema(env), { args, env }));
+export function loadReviewConfig({
+  args,
+  env,
+  projectDir,
+  serviceName = 'gatehouse-review',
+}: LoadOptions): ReviewConfig {
+  const config = validated(convict(reviewSchema(env, serviceName), { args, env }));
   const r = config.get('review');
   // convict types a null default as its format's type; unset, the port is null.
   const port = (r.port as number | null) ?? (r.remote ? REVIEW_REMOTE_PORT : 0);
@@ -281,6 +292,7 @@ export function loadReviewConfig({ args, env, projectDir }: LoadOptions): Review
         ? { name: r.codespace.name, domain: r.codespace.forwarding_domain }
         : null,
     notify: notifyConfig(config.get('notify')),
+    telemetry: telemetryConfig(config.get('telemetry')),
     uploadDir: r.upload_dir,
     uploadMaxBytes: r.upload_max_bytes,
     planDir: path.resolve(projectDir, r.save.default_path),

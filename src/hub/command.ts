@@ -5,6 +5,7 @@ import { openUrl } from '../config/review.ts';
 import { close, createServer, listen } from '../http/server.ts';
 import { createLogger } from '../log.ts';
 import { parseReviewArgs } from '../review/args.ts';
+import { ReviewSpans } from '../review/spans.ts';
 import { Access, TokenSet } from './access.ts';
 import { createHubApp } from './app.ts';
 import { Hub } from './hub.ts';
@@ -32,7 +33,8 @@ export async function runHub(ctx: CommandContext): Promise<number> {
     log.error({ review, problem }, 'review set aside: its stored row cannot be read'),
   );
   const notifier = new Notifier({ ...config.review.notify, log });
-  const hub = new Hub({ config, store, log, notify: (event) => notifier.notify(event) });
+  const spans = ReviewSpans.start(config.review.telemetry, log);
+  const hub = new Hub({ config, store, log, notify: (event) => notifier.notify(event), spans });
   const access = new Access({
     submitters: new TokenSet(config.submitters),
     reviewers: new TokenSet(config.reviewerTokens),
@@ -61,6 +63,7 @@ export async function runHub(ctx: CommandContext): Promise<number> {
     hub.close();
     await close(server);
     await notifier.close();
+    await spans.shutdown();
     store.close();
   }
 }

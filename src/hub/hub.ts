@@ -16,6 +16,7 @@ import { reviewErrors } from '../review/errors.ts';
 import { DecisionGate, MAX_TIMER_MS } from '../review/instance.ts';
 import { planRoutes, type PlanDecision } from '../review/plan/routes.ts';
 import { TIMEOUT_DECISION } from '../review/plan/decision.ts';
+import { decisionOutcome, ReviewSpans } from '../review/spans.ts';
 import type { ReviewSummary } from './contract.ts';
 import type { ReviewEvent } from './notify.ts';
 import { hubDocument } from './pages.ts';
@@ -52,9 +53,7 @@ interface LiveReview {
 
 /** The outcome word of a stored decision (see ReviewSummary.outcome). */
 function outcomeOf(review: StoredReview): string | null {
-  if (review.decision === null) return null;
-  const decision = (review.decision as { decision?: string }).decision;
-  return decision ?? 'feedback';
+  return review.decision === null ? null : decisionOutcome(review.decision);
 }
 
 export interface HubOptions {
@@ -63,6 +62,8 @@ export interface HubOptions {
   log: Logger;
   notify: (event: ReviewEvent) => void;
   now?: () => number;
+  /** Spans of each review's life (none by default). */
+  spans?: ReviewSpans;
 }
 
 /**
@@ -79,12 +80,14 @@ export class Hub {
   readonly #log: Logger;
   readonly #notify: (event: ReviewEvent) => void;
   readonly #now: () => number;
+  readonly #spans: ReviewSpans;
   readonly #waiters = new Map<string, Set<() => void>>();
   readonly #deadlines = new Map<string, NodeJS.Timeout>();
   readonly #live = new Map<string, LiveReview>();
 
-  constructor({ config, store, log, notify, now = Date.now }: HubOptions) {
+  constructor({ config, store, log, notify, now = Date.now, spans = new ReviewSpans(undefined) }: HubOptions) {
     this.#config = config;
+    this.#spans = spans;
     this.#store = store;
     this.#log = log;
     this.#notify = notify;
@@ -145,6 +148,7 @@ export class Hub {
     if (result.created) {
       const { id, kind, session, version } = result.review;
       this.#log.info({ review: id, kind, session: session || undefined, version }, 'review submitted');
+      this.#spans.submitted(result.review);
       this.#arm(result.review);
       this.events.emit('change');
       this.#notify({ event: 'review.created', review: this.summary(result.review) });
@@ -189,6 +193,7 @@ export class Hub {
     this.#live.delete(id);
     const review = this.#store.get(id);
     this.#log.info({ review: id, outcome: review && outcomeOf(review) }, 'review decided');
+    if (review) this.#spans.decided(review, decisionOutcome(review.decision));
     this.events.emit('change');
     if (review) this.#notify({ event: 'review.decided', review: this.summary(review) });
     return true;
@@ -252,6 +257,7 @@ export class Hub {
     };
     const gate = new StoredGate<unknown>((decision) => this.#commit(review.id, decision));
     if (review.decision !== null) gate.close(review.decision);
+    else this.#spans.served(review);
     let routes: Router;
     if (review.kind === 'plan') {
       const { plan, permissionMode } = review.payload as PlanPayload;

@@ -13,6 +13,7 @@ import { Notifier } from '../hub/notify.ts';
 import { createReviewApp } from './app.ts';
 import { reviewErrors } from './errors.ts';
 import { createUploadDir } from './images.ts';
+import { decisionOutcome, ReviewSpans, type ReviewRef } from './spans.ts';
 import { writeLine } from '../stdio.ts';
 
 /**
@@ -63,6 +64,9 @@ export class DecisionGate<D> {
   }
 }
 
+/** How long a review's last spans may take to be exported before its process exits. */
+const REVIEW_FLUSH_MS = 1_000;
+
 /** The longest delay setTimeout honours; longer ones fire at once. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -83,6 +87,7 @@ export interface ReviewOptions<D> {
   log: Logger;
   /** Shown in the URL line, e.g. `Plan review`. */
   title: string;
+  kind: ReviewSummary['kind'];
   /** The kind's routes; handlers end the review through `gate.decide(...)`. */
   routes: (gate: DecisionGate<D>) => Router;
   codec: DecisionCodec<D>;
@@ -102,19 +107,22 @@ export type ReviewAbout = Pick<ReviewSummary, 'kind' | 'title' | 'project' | 'br
  * The caller closes the notifier when the review ends: a reviewer who already
  * decided needs no more retries.
  */
-function announce({ config, log, about }: Pick<ReviewOptions<unknown>, 'config' | 'log' | 'about'>, url: string) {
+function announce(
+  { config, log, about }: Pick<ReviewOptions<unknown>, 'config' | 'log' | 'about'>,
+  url: string,
+  review: ReviewRef,
+) {
   if (config.notify.targets.length === 0) return null;
   const notifier = new Notifier({ ...config.notify, log });
   const fixed = {
-    // A local review has no id of its own: a fresh one lets receivers tell reviews apart.
-    id: randomBytes(9).toString('base64url'),
+    id: review.id,
     url,
     origin: config.origin,
     session: config.session,
     // A local review has no submitter token: nobody to name.
     submitter: '',
     version: 1,
-    createdAt: new Date().toISOString(),
+    createdAt: new Date(review.createdAt).toISOString(),
     decidedAt: null,
     outcome: null,
   };
@@ -206,13 +214,26 @@ export async function runReview<D>(options: ReviewOptions<D>): Promise<number> {
     allowedHosts: servedHosts(config, address.port),
   });
   const handle = app.callback();
-  server.on('request', (req, res) => void handle(req, res));
+  // A local review has no id of its own: a fresh one lets spans and notifications tell reviews apart.
+  const review = {
+    id: randomBytes(9).toString('base64url'),
+    kind: options.kind,
+    origin: config.origin,
+    createdAt: Date.now(),
+  };
+  const spans = ReviewSpans.start(config.telemetry, log);
+  server.on('request', (req, res) => {
+    // Its page: the document at the root (the UI's own requests are below /api and /assets).
+    if (req.method === 'GET' && /^\/(?:\?|$)/.test(req.url ?? '')) spans.served(review);
+    void handle(req, res);
+  });
   const url = openUrl(config, address.port);
   io.stderr.write(`${options.title}: ${url}\n`);
   log.info({ url, host: config.host, port: address.port, remote: config.remote, uploadDir }, 'review server listening');
+  spans.submitted(review);
   if (!config.remote) openBrowser(url, config.browser, log);
   options.onListening?.(url);
-  const notifier = announce(options, url);
+  const notifier = announce(options, url, review);
 
   // setTimeout fires at once past 2^31-1 ms; ~24.8 days is "forever" for a review anyway.
   const timer =
@@ -228,9 +249,11 @@ export async function runReview<D>(options: ReviewOptions<D>): Promise<number> {
       log.info({ signal: String(io.shutdown.reason) }, 'review ended by a signal; no decision written');
       return SIGNAL_EXIT_CODES[String(io.shutdown.reason)] ?? 1;
     }
+    spans.decided(review, decisionOutcome(outcome.decision));
     return await deliverDecision(outcome.decision, { config, io, log, codec });
   } finally {
     clearTimeout(timer);
-    await Promise.all([close(server), notifier?.close()]);
+    // The agent waits for this process to exit: a collector that hangs holds it up for REVIEW_FLUSH_MS at most.
+    await Promise.all([close(server), notifier?.close(), spans.shutdown(REVIEW_FLUSH_MS)]);
   }
 }

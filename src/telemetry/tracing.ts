@@ -29,8 +29,8 @@ export interface Tracing {
   readonly tracer: Tracer;
   /** Content may be recorded (TelemetryConfig.captureContent). */
   readonly captureContent: boolean;
-  /** Exports what is queued (for up to 2 s), then stops. */
-  shutdown(): Promise<void>;
+  /** Exports what is queued (for up to `waitMs`, 2 s by default), then stops. */
+  shutdown(waitMs?: number): Promise<void>;
 }
 
 /** How long shutdown waits for the last spans to go out: a collector that hangs must not hold the exit. */
@@ -86,8 +86,8 @@ export function startTracing(config: TelemetryConfig, dropped: DroppedSpans): Tr
   return {
     tracer: provider.getTracer('gatehouse'),
     captureContent: config.captureContent,
-    shutdown: async () => {
-      await Promise.race([provider.shutdown(), sleep(SHUTDOWN_FLUSH_MS, undefined, { ref: false })]);
+    shutdown: async (waitMs = SHUTDOWN_FLUSH_MS) => {
+      await Promise.race([provider.shutdown(), sleep(waitMs, undefined, { ref: false })]);
       trace.disable();
       propagation.disable();
       context.disable();

@@ -88,6 +88,7 @@ export async function runCodeReview(ctx: CommandContext, onListening?: (url: str
       io: ctx,
       log,
       title: 'Code review',
+      kind: 'code',
       routes: codeReviewRoutes({ repo, diffType: config.diffType, config, log }),
       codec: codeDecisionCodec,
       onListening,

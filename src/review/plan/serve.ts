@@ -41,5 +41,5 @@ export async function servePlan({ ctx, config, plan, permissionMode, codec }: Se
     return runHubReview({ config: { ...config, hubUrl: config.hubUrl }, io: ctx, log, title, submission, codec });
   }
   const routes = planRoutes({ plan, permissionMode, config, log });
-  return runReview({ config, io: ctx, log, title, routes, codec, about });
+  return runReview({ config, io: ctx, log, title, kind: 'plan', routes, codec, about });
 }

@@ -55,6 +55,7 @@ async function start(overrides: Partial<ReviewConfig> = {}) {
     io: { stdout, stderr, shutdown: controller.signal },
     log: silentLog,
     title: 'Test review',
+    kind: 'plan',
     routes: testRoutes,
     codec,
     document: () => '<!doctype html><title>ui</title>',

@@ -32,6 +32,7 @@ async function startPlan(overrides: Partial<ReviewConfig> = {}, permissionMode =
     io: { stdout, stderr: capture(), shutdown: controller.signal },
     log: silentLog,
     title: 'Plan review',
+    kind: 'plan',
     routes: planRoutes({ plan: PLAN, permissionMode, config, log: silentLog, now: () => NOW }),
     codec: planDecisionCodec,
     document: () => '<html></html>',
