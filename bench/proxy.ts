@@ -42,6 +42,12 @@
  * production: `apt-get install -y redis-server`); it prints the redis/memory req/s ratio and the p50 and
  * CPU redis adds per request, paired round by round, and the CPU redis-server itself spends per request.
  *
+ * BENCH_TELEMETRY=1 is the tracing case: beside gatehouse (traces off, no endpoint), in the same rounds,
+ * the same gatehouse exporting its spans (proxy.telemetry at its defaults: 5 s batches) to an OTLP/HTTP
+ * collector of this bench's (a child that takes each export and answers 200), and one whose collector is
+ * down (a loopback port nothing listens on); it prints each against traces off: req/s, p50 and CPU per
+ * request, paired round by round.
+ *
  * Env: BENCH_ROUNDS (6), BENCH_SECONDS per run (2), BENCH_MAX_REQUESTS per run (20000),
  * BENCH_CONCURRENCY (1,64), BENCH_ONLY (a scenario name part; `image` for the memory case
  * alone), BENCH_IMAGE_ROUNDS (4), BENCH_GATEHOUSE_NODE_ARGS (e.g. `--cpu-prof` to profile
@@ -80,6 +86,7 @@ const teamKey = (i: number) => `bench-team-key-${String(i).padStart(3, '0')}`;
 /** The key the team case's clients present: one in the middle of the list. */
 const TEAM_CLIENT_KEY = teamKey(57);
 const REDIS = process.env['BENCH_REDIS'] === '1';
+const TELEMETRY = process.env['BENCH_TELEMETRY'] === '1';
 const ROOT = path.resolve(import.meta.dirname, '..');
 
 interface Scenario {
@@ -238,6 +245,15 @@ function runFloor(upstreamPort: number): void {
   server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
 }
 
+/** The collector of the tracing case: takes every OTLP/HTTP export, answers 200. */
+function runCollector(): void {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  });
+  server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
+}
+
 // ---------------------------------------------------------------- orchestration
 
 function child(args: string[]): Promise<{ proc: ChildProcess; port: number }> {
@@ -266,12 +282,14 @@ interface GatehouseOptions {
   name?: string;
   /** proxy.state.backend redis at this URL. */
   redisUrl?: string;
+  /** proxy.telemetry.endpoint: traces exported there. */
+  telemetry?: string;
 }
 
 async function startGatehouse(
   upstreamPort: number,
   dir: string,
-  { root = ROOT, team = false, name = 'gatehouse', redisUrl }: GatehouseOptions = {},
+  { root = ROOT, team = false, name = 'gatehouse', redisUrl, telemetry }: GatehouseOptions = {},
 ): Promise<{ proc: ChildProcess; port: number }> {
   const port = await freePort();
   const config = path.join(dir, `${name}.json`);
@@ -293,6 +311,7 @@ async function startGatehouse(
         api_key: API_KEY,
         ...(team ? { keys } : {}),
         ...(redisUrl ? { state: { backend: 'redis', redis_url: redisUrl } } : {}),
+        ...(telemetry ? { telemetry: { endpoint: telemetry } } : {}),
         upstreams: [
           { name: 'bench', protocol: 'openai', base_url: `http://127.0.0.1:${upstreamPort}/v1`, models: ['gpt-*'] },
           {
@@ -669,6 +688,19 @@ async function main(): Promise<void> {
       ? await startGatehouse(upstream.port, dir, { team: true, name: 'redis', redisUrl: redisServer.url })
       : undefined;
     if (withRedis) children.push(withRedis.proc);
+    const collector = TELEMETRY ? await child(['collector']) : undefined;
+    if (collector) children.push(collector.proc);
+    const traced = collector && {
+      up: await startGatehouse(upstream.port, dir, {
+        name: 'traced',
+        telemetry: `http://127.0.0.1:${collector.port}`,
+      }),
+      down: await startGatehouse(upstream.port, dir, {
+        name: 'traced-down',
+        telemetry: `http://127.0.0.1:${await freePort()}`,
+      }),
+    };
+    if (traced) children.push(traced.up.proc, traced.down.proc);
     const baseline = BASELINE === undefined ? undefined : await startBaseline(BASELINE, upstream.port, dir);
     if (baseline) children.push(baseline.proc);
     const gatehouseKey = TEAM_BASELINE !== undefined || withRedis ? TEAM_CLIENT_KEY : API_KEY;
@@ -682,6 +714,8 @@ async function main(): Promise<void> {
     const team: string[] = [];
     /** The Redis case: the same gatehouse with backend redis vs memory, in the same rounds. */
     const redisRows: string[] = [];
+    /** The tracing case: the same gatehouse exporting traces (collector up, collector down) vs traces off. */
+    const telemetryRows: string[] = [];
     for (const scenario of SCENARIOS.filter((s) => s.name.includes(ONLY))) {
       for (const concurrency of CONCURRENCY) {
         const runs = {
@@ -691,6 +725,8 @@ async function main(): Promise<void> {
           passThrough: [] as Result[],
           baseline: [] as Result[],
           redis: [] as Result[],
+          tracedUp: [] as Result[],
+          tracedDown: [] as Result[],
         };
         const passThrough = SCENARIOS.find((s) => s.name === scenario.passThrough);
         const proxied = [
@@ -719,6 +755,18 @@ async function main(): Promise<void> {
                   request: scenario,
                   key: gatehouseKey,
                   statePid: redisServer?.proc.pid,
+                },
+              ]
+            : []),
+          ...(traced
+            ? [
+                { into: runs.tracedUp, port: traced.up.port, pid: traced.up.proc.pid, request: scenario, key: API_KEY },
+                {
+                  into: runs.tracedDown,
+                  port: traced.down.port,
+                  pid: traced.down.proc.pid,
+                  request: scenario,
+                  key: API_KEY,
                 },
               ]
             : []),
@@ -772,6 +820,14 @@ async function main(): Promise<void> {
           );
           console.log(`  redis     ${redisRows.at(-1) ?? ''}`);
         }
+        if (traced) {
+          const against = (on: Result[]) =>
+            `${pairedRatio(on, runs.gatehouse)} | ${pairedDifference(on, runs.gatehouse, 'p50')} | ${pairedDifference(on, runs.gatehouse, 'cpu', 1000, 'µs')}`;
+          telemetryRows.push(
+            `| ${name ?? ''} | ${fmt(g)} | ${fmt(medianResult(runs.tracedUp))} | ${against(runs.tracedUp)} | ${fmt(medianResult(runs.tracedDown))} | ${against(runs.tracedDown)} |`,
+          );
+          console.log(`  traces    ${telemetryRows.at(-1) ?? ''}`);
+        }
       }
     }
     console.log('\n| scenario | direct | floor | gatehouse | gatehouse vs floor |\n|---|---|---|---|---|');
@@ -795,6 +851,12 @@ async function main(): Promise<void> {
         '\n| Redis case (100 keys with limits, usage) | memory | redis | redis vs memory req/s (paired) | p50 added (paired) | CPU added per request (paired) |\n|---|---|---|---|---|---|',
       );
       for (const row of redisRows) console.log(row);
+    }
+    if (telemetryRows.length > 0) {
+      console.log(
+        '\n| tracing case | traces off | on, collector up | up vs off req/s (paired) | p50 added (paired) | CPU added per request (paired) | on, collector down | down vs off req/s (paired) | p50 added (paired) | CPU added per request (paired) |\n|---|---|---|---|---|---|---|---|---|---|',
+      );
+      for (const row of telemetryRows) console.log(row);
     }
     if (WS_NAME.includes(ONLY) && !baseline && !withRedis) await webSocketCase(gatehouse);
     if ('image'.includes(ONLY) && !baseline) await imageCase(upstream.port, dir);
@@ -821,4 +883,5 @@ async function startBaseline(ref: string, upstreamPort: number, dir: string) {
 const [role, arg] = process.argv.slice(2);
 if (role === 'upstream') runUpstream();
 else if (role === 'floor') runFloor(Number(arg));
+else if (role === 'collector') runCollector();
 else await main();
