@@ -138,11 +138,13 @@ export class EventStream {
 
   /**
    * The upstream's body failed (reset, body timeout): the client gets its protocol's error event instead of a
-   * connection closed mid-answer. A client that left, or a stream already ended, is only let go.
+   * connection closed mid-answer. A client that left is only let go. Once the stream has ended, a failure is
+   * its source's alone (a translated body destroyed by a cut fails with an abort): the last bytes still go out.
    */
   destroy(error?: Error): void {
+    if (this.#ended) return;
     const res = this.#ctx.res;
-    if (error === undefined || this.#signal.left || res.writableEnded || res.destroyed) res.destroy(error);
+    if (error === undefined || this.#signal.left || res.destroyed) res.destroy(error);
     else this.cut(this.#options.failure(error));
   }
 }
