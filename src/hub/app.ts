@@ -176,9 +176,21 @@ function apiRoutes({ hub, store, access, notifyCounts }: HubAppOptions) {
   return router;
 }
 
-/** JSON bodies for the hub's own POSTs; a body over the limit is a 413 naming it. */
-function jsonBodies(limit: number): HubMiddleware[] {
-  const parse = koaBody({
+/** The hub's own POSTs are JSON (415 otherwise); a body declared over the limit is a 413 naming it. */
+function jsonPosts(limit: number): HubMiddleware {
+  return async (ctx: HubContext, next: Next): Promise<unknown> => {
+    // An empty POST (sign-out) has no type to check: fetch sends it with `content-length: 0`.
+    const empty = ctx.get('content-length') === '0' && ctx.get('transfer-encoding') === '';
+    if (ctx.method !== 'POST' || empty) return next();
+    if (ctx.request.is('json') === false) throw reviewErrors.notJson();
+    if (Number(ctx.get('content-length') || 0) > limit) throw hubErrors.submissionTooLarge(limit);
+    await next();
+  };
+}
+
+/** The JSON body parsed (up to `limit` bytes, decoded as its Content-Encoding says). */
+function jsonBodies(limit: number): HubMiddleware {
+  return koaBody({
     json: true,
     jsonStrict: false,
     jsonLimit: limit,
@@ -187,17 +199,6 @@ function jsonBodies(limit: number): HubMiddleware[] {
     text: false,
     onError: encodingErrors,
   });
-  return [
-    async (ctx: HubContext, next: Next): Promise<unknown> => {
-      // An empty POST (sign-out) has no type to check: fetch sends it with `content-length: 0`.
-      const empty = ctx.get('content-length') === '0' && ctx.get('transfer-encoding') === '';
-      if (ctx.method !== 'POST' || empty) return next();
-      if (ctx.request.is('json') === false) throw reviewErrors.notJson();
-      if (Number(ctx.get('content-length') || 0) > limit) throw hubErrors.submissionTooLarge(limit);
-      await next();
-    },
-    parse,
-  ];
 }
 
 /** One of the hub's pages, under the review UI's CSP (its own inline script only, its own origin). */
@@ -219,7 +220,8 @@ function pages(): HubMiddleware {
 /**
  * The hub's Koa app, composed in one place: errors as `{"error"}` → nosniff
  * → Host allowlist → who is asking → same-origin POSTs → the reviews under
- * /r/<id>/ (each its own review app) → JSON bodies → the hub API → the pages.
+ * /r/<id>/ (each its own review app) → JSON POSTs only → their bodies parsed
+ * → the hub API → the pages.
  * Anything else is a 404.
  */
 export function createHubApp(options: HubAppOptions): Koa<HubState> {
@@ -231,7 +233,8 @@ export function createHubApp(options: HubAppOptions): Koa<HubState> {
   app.use(options.access.authenticate());
   app.use(sameOriginPosts());
   app.use(reviewMount(options.hub, options.access));
-  for (const middleware of jsonBodies(options.config.submissionMaxBytes)) app.use(middleware);
+  app.use(jsonPosts(options.config.submissionMaxBytes));
+  app.use(jsonBodies(options.config.submissionMaxBytes));
   app.use(apiRoutes(options).routes());
   app.use(pages());
   app.use(() => {
