@@ -9,6 +9,8 @@ const USAGE = `Usage:
                  [--hub URL] [--session KEY]
   gatehouse hook claude-code|gemini-cli|codex|copilot-cli [--hub URL]
                  (the plan gate on the agent's own hook; event JSON on stdin; see docs/agents.md)
+  gatehouse setup claude-code|gemini-cli|codex|copilot-cli [--user|--project] [--hub URL] [--policy] [--dry-run]
+  gatehouse setup --check              (writes the agent's hook configuration; --check: is each hook installed and would it run)
   gatehouse code-review [--repo DIR] [--diff-type uncommitted|staged|last-commit|branch] [--timeout 30m] [--decision-file PATH]
                         [--hub URL] [--session KEY]
   gatehouse hub [--port N]              (the review hub; see docs/hub.md)
@@ -25,6 +27,7 @@ const USAGE = `Usage:
 const COMMANDS: Record<string, () => Promise<Command>> = {
   plan: async () => (await import('./review/plan/command.ts')).runPlan,
   hook: async () => (await import('./agents/hook.ts')).runHook,
+  setup: async () => (await import('./agents/setup/command.ts')).runSetup,
   'code-review': async () => (await import('./review/code/command.ts')).runCodeReview,
   hub: async () => (await import('./hub/command.ts')).runHub,
   proxy: async () => (await import('./proxy/command.ts')).runProxy,

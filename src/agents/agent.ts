@@ -73,9 +73,62 @@ export interface SwitchOptions {
   timeoutMs: number;
 }
 
+/** Where `gatehouse setup` writes: the agent's files in the home directory, or the repository's. */
+export type Scope = 'user' | 'project';
+
+/** What one `gatehouse setup <agent>` run is about. */
+export interface SetupTarget {
+  scope: Scope;
+  /** The user's home directory. */
+  home: string;
+  /** The repository the project scope writes into. */
+  project: string;
+  env: NodeJS.ProcessEnv;
+  /** The hook's command: `gatehouse hook <agent>`, with ` --hub URL` when asked. */
+  command: string;
+  /** Also make the browser the only gate where the agent needs a setting for it (Gemini's policy rule). */
+  policy: boolean;
+}
+
+/** A file's text as it is now (null: there is none). */
+export type ReadText = (file: string) => Promise<string | null>;
+
+/** One file as setup would leave it: `after` is its whole new text. */
+export interface PlannedFile {
+  path: string;
+  after: string;
+  /** What is in it for gatehouse, for the report. */
+  what: string;
+}
+
+/** What `setup --check` found for one agent and scope. */
+export interface HookCheck {
+  /** The file the hook is looked for in. */
+  file: string;
+  /** The installed hook's command, or null. */
+  command: string | null;
+  /** Why the installed hook would not run (empty: it would). */
+  problems: string[];
+  /** What the user should know besides (e.g. that the agent's own dialog still asks). */
+  notes: string[];
+}
+
+/** `gatehouse setup <agent>`: the agent's configuration files, merged into. */
+export interface AgentSetup {
+  /** The scopes the agent reads hooks from; the first is the default. */
+  readonly scopes: readonly Scope[];
+  /** Every file setup writes, as it would leave it; throws a ConfigFileError for one it must not touch. */
+  plan(target: SetupTarget, read: ReadText): Promise<PlannedFile[]>;
+  check(target: Omit<SetupTarget, 'command' | 'policy'>, read: ReadText): Promise<HookCheck>;
+}
+
 export interface AgentSpec {
   /** The plan gate, for an agent that runs command hooks. */
   readonly planHook?: PlanHook;
+  /** What `gatehouse setup` writes, loaded only by setup (the hook stays light). */
+  setup?(): Promise<AgentSetup>;
+  /** Why there is nothing for setup to write, for an agent without `setup`. */
+  readonly noSetup?: string;
   /**
    * The agents the reviewer may hand the session to (`GET /api/agents`);
    * rejects when the agent's server cannot say. Absent: there are none.

@@ -90,6 +90,7 @@ export function hookCodec(toolInput: JsonObject): DecisionCodec<PlanDecision> {
 }
 
 export const claudeCode: AgentSpec = {
+  setup: async () => (await import('./setup.ts')).setup,
   planHook: {
     event: 'PermissionRequest on ExitPlanMode',
     // Claude Code reports a non-blocking hook error and falls back to its own dialog.

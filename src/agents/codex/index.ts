@@ -41,6 +41,7 @@ export function codexAnswer(decision: PlanDecision): unknown {
 }
 
 export const codex: AgentSpec = {
+  setup: async () => (await import('./setup.ts')).setup,
   planHook: {
     event: 'Stop (a turn in plan mode)',
     // Codex reports the failed hook and lets the turn end: its own "Implement this plan?" still asks.

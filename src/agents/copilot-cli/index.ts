@@ -43,6 +43,7 @@ export function copilotAnswer(decision: PlanDecision): unknown {
 }
 
 export const copilotCli: AgentSpec = {
+  setup: async () => (await import('./setup.ts')).setup,
   planHook: {
     event: 'preToolUse (exit_plan_mode; every other tool passes)',
     // Copilot denies a tool whose hook failed ("hook errored"): nothing unreviewed goes ahead.

@@ -62,6 +62,7 @@ export function geminiAnswer(decision: PlanDecision): unknown {
 }
 
 export const geminiCli: AgentSpec = {
+  setup: async () => (await import('./setup.ts')).setup,
   planHook: {
     event: 'BeforeTool on exit_plan_mode',
     // Exit 1 would be a warning and let the tool run: headless, or with the policy rule, unreviewed.

@@ -19,6 +19,7 @@ export function switchableAgents(list: unknown): Agent[] {
 }
 
 export const opencode: AgentSpec = {
+  noSetup: 'OpenCode has no command hook: its plugin runs gatehouse plan --origin opencode (docs/review-server.md)',
   async switchTargets({ opencodeServerUrl, timeoutMs }) {
     const url = `${opencodeServerUrl}/agent`;
     try {
