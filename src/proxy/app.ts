@@ -38,10 +38,11 @@ import { ModelCatalog, modelInfo, modelList } from './models.ts';
 import { OpenStreams } from './open-streams.ts';
 import type { ProtocolSpec } from './protocols/protocol.ts';
 import { PROTOCOLS, type Protocol, type ProtocolRecord } from './protocols/registry.ts';
-import { Admission, KeyRing, settleTokens } from './keys.ts';
+import { Admission, KeyRing } from './keys.ts';
 import { ProxyMetrics } from './metrics.ts';
 import { PriceBook } from './prices.ts';
 import { requestLog, type RequestSink } from './request-log.ts';
+import { Spending } from './spending.ts';
 import { usageSink, type UsageStore } from './usage/store.ts';
 import { ResponseOwners } from './response-owners.ts';
 import { StateGuard } from './state/guard.ts';
@@ -151,7 +152,6 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   const credentials = new ClientCredentials(protocols);
   const guard = options.guard ?? new StateGuard(log, config.state.onUnavailable);
   const stores = guard.stores(options.stores ?? memoryStores(config.stores));
-  const translator = new Translator(stores, log);
   const streams = new OpenStreams();
   const state = options.state ?? memoryState();
   const prices = new PriceBook(config.prices, config.upstreams, log);
@@ -163,13 +163,15 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     return prices.cost(resolution.upstream.config.name, resolution.mappedModel, usage);
   };
   const admission = new Admission(guard.limits(state), undefined, estimateUsd);
+  const spending = new Spending(admission, prices, log);
+  const translator = new Translator(stores, spending, log);
   const fallback = new Fallback(config.routing, guard.routing(state));
   const metrics = options.metrics ?? new ProxyMetrics();
   metrics.streamsInFlight = () => streams.size;
   metrics.cooling = () => fallback.cooling(config.upstreams.map((u) => u.name));
   const activity = options.activity ?? new Activity();
   const board = options.board ?? localBoard(activity);
-  const sinks: RequestSink[] = [(record) => metrics.observe(record), settleTokens(admission, log), activity.sink];
+  const sinks: RequestSink[] = [(record) => metrics.observe(record), spending.unanswered, activity.sink];
   if (options.usage) sinks.push(usageSink(options.usage));
   const admin = (handler: ProxyMiddleware) => adminOnly(config.effectiveAuthMode, handler);
   // Public metrics are read like /healthz: no key, from a host the proxy serves (a scraper's name in allowed_hosts).
@@ -185,6 +187,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     translator,
     streams,
     admission,
+    spending,
     fallback,
     reserveOutputTokens: config.reserveOutputTokens,
     owners: new ResponseOwners(stores.owners),
@@ -237,7 +240,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
 
   let draining = false;
   const app = new Koa<ProxyState>();
-  app.use(requestLog(log, families, sinks, prices, (model) => models.countedAs(model)));
+  app.use(requestLog(log, families, sinks, (model) => models.countedAs(model)));
   if (tracing) app.use(tracing.middleware);
   app
     .use(activity.counter)

@@ -22,6 +22,11 @@ import { startTracing } from '../telemetry/tracing.ts';
 /** Log lines are written in batches: at most this many characters or this long after the fact. */
 const LOG_BATCH_CHARS = 12 * 1024;
 const LOG_FLUSH_MS = 500;
+/**
+ * How long the proxy waits for its shared state (Redis) before it listens: long enough for a Redis started with
+ * it, or restarting, to be reached (node-redis retries from 50 ms, doubling); without it, it serves anyway.
+ */
+const STATE_WAIT_MS = 2_000;
 
 /**
  * `gatehouse proxy [--config FILE]`: serves until SIGINT/SIGTERM, then lets
@@ -49,6 +54,7 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
   // What outlives a reload: shared state and what stands in for it while it is away, translation memory,
   // metrics, usage.
   const guard = new StateGuard(log, config.state.onUnavailable);
+  backend.onReconnect(() => guard.reconnected());
   const activity = new Activity();
   const board = backend.board(activity);
   const { state, stores } = backend;
@@ -74,6 +80,7 @@ export async function runProxy(ctx: CommandContext): Promise<number> {
   );
   sockets.serve(server, (req, res) => proxy.handle(req, res));
   try {
+    await backend.ready(STATE_WAIT_MS);
     const address = await listen(server, { port: config.port, host: config.host });
     log.info(
       {

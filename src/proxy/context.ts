@@ -44,7 +44,10 @@ export interface ProxyState {
   endpoint?: string;
   /** Set by authentication when a known key was presented (never with auth off). */
   key?: ClientKey;
-  /** The tokens admission reserved against the key's tpm and budget, settled when the request has ended. */
+  /**
+   * The tokens (and dollars) admission reserved against the key's limits and budgets: settled, and unset, once its
+   * answer's usage is known (Spending), else when the request has ended.
+   */
   reservation?: Reservation;
   model?: string;
   /** The upstream that served the response. */
@@ -65,6 +68,8 @@ export interface ProxyState {
    * when translated, of the upstream's (as it came).
    */
   finishReasons?: { answer: string[]; upstream?: string[] };
+  /** USD for those tokens, priced when they were known; null for a model without a price. */
+  cost?: number | null;
   /** The model request's operation, once known. */
   operation?: Operation;
   /** The request's spans, while tracing is on. */

@@ -12,6 +12,7 @@ import { encodeMultipart, isMultipart, parseMultipart } from './multipart.ts';
 import { forward, type Forwarded } from './passthrough.ts';
 import type { BodyRoute, Operation, PathRoute } from './protocols/protocol.ts';
 import type { Protocol, ProtocolRecord } from './protocols/registry.ts';
+import type { Spending } from './spending.ts';
 import { passesThrough, type ModelRouter, type Resolution, type Route } from './routing.ts';
 import { TranslateError, type JsonObject } from './translate/model.ts';
 import type { Translator } from './translate/handler.ts';
@@ -26,6 +27,8 @@ export interface EndpointDeps {
   translator: Translator;
   streams: OpenStreams;
   admission: Admission;
+  /** Where an answer's usage is counted, before its end goes out. */
+  spending: Spending;
   fallback: Fallback;
   /** Output tokens reserved for a request that names no cap (proxy.reserve_output_tokens). */
   reserveOutputTokens: number;
@@ -195,7 +198,7 @@ function attempt(
   // The body is only let go when no try forwards it (dispatch).
   if (raw && forwardsTo(request, candidate)) {
     const path = operation.upstreamPath(mappedModel);
-    const { credentials, streams } = deps;
+    const { credentials, streams, spending } = deps;
     const streamed = stream ? { streams, operation } : undefined;
     // Only an alias changes the bytes; re-serialising is the price of that.
     const aliased = request.modelInBody && mappedModel !== model;
@@ -211,6 +214,7 @@ function attempt(
         credentials,
         stream: streamed,
         usage,
+        spending,
         retryable,
         onStatus,
         answerStart,
@@ -294,6 +298,7 @@ function multipartModelEndpoint(deps: EndpointDeps, family: Protocol, operation:
       signal: clientGone(ctx),
       credentials: deps.credentials,
       usage: upstream.protocol,
+      spending: deps.spending,
       headers: { 'content-type': encodedType, 'content-length': String(body.length) },
     });
   };

@@ -44,8 +44,11 @@ export interface EventStreamOptions {
   lastBytes?(count: number): string;
   /** Stops what feeds the stream when it is cut. */
   stop?(): void;
-  /** Called once as the stream ends: its last bytes (a translated stream's closing). */
-  closing?(): string;
+  /**
+   * Called once as the stream ends: its closing bytes (a translated stream's), and what its last bytes wait for
+   * (the answer's tokens settled with a shared backend, see Spending).
+   */
+  closing?(): { bytes: string; counted?: Promise<void> | undefined };
 }
 
 export class EventStream {
@@ -104,11 +107,16 @@ export class EventStream {
     this.#ctx.res.once(event, listener);
   }
 
-  /** Ends the stream with `last` and then its closing; later calls do nothing. */
+  /** Ends the stream with `last` and then its closing, once what the closing waits for is done; then no more. */
   end(last: string | Buffer = ''): void {
     if (this.#ended) return;
     this.#ended = true;
-    const closing = this.#options.closing?.() ?? '';
+    const closing = this.#options.closing?.();
+    if (closing?.counted) void closing.counted.then(() => this.#finish(last, closing.bytes));
+    else this.#finish(last, closing?.bytes ?? '');
+  }
+
+  #finish(last: string | Buffer, closing: string): void {
     const res = this.#ctx.res;
     if (closing === '') {
       if (last.length === 0) res.end();

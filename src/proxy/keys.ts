@@ -8,7 +8,6 @@ import { hash } from 'node:crypto';
 import { DEFAULT_KEY_NAME, type BudgetPeriod, type ClientKeyConfig } from './config/keys.ts';
 import { HttpError } from '../http/errors.ts';
 import { globToRegExp } from './glob.ts';
-import type { Logger } from '../log.ts';
 import type { KeyLimits, Limit, Reservation, SharedState, Verdict } from './state/shared.ts';
 
 /** Errors of a key's own, in the shape of every family (families.ts renders them). */
@@ -248,25 +247,3 @@ function reservation(
 
 /** Whether the key's tokens are counted: it has a tpm limit or a budget. */
 export const countsTokens = (key: ClientKey): boolean => key.tpm !== undefined || key.budget !== undefined;
-
-/** What settling reads of a finished request (its RequestRecord). */
-export interface FinishedRequest {
-  key: ClientKey | undefined;
-  reservation: Reservation | undefined;
-  usage: { input: number; output: number } | undefined;
-  cost: number | null | undefined;
-}
-
-/**
- * Settles each finished request's reservation against its tokens (its usage; none when it failed) and its cost:
- * a sink of the request log.
- */
-export function settleTokens(admission: Admission, log: Logger): (request: FinishedRequest) => void {
-  return ({ key, reservation, usage, cost }) => {
-    if (!reservation) return;
-    // The request has been answered: a failure here (the state backend gone) is only logged.
-    admission.settle(reservation, usage ? usage.input + usage.output : 0, cost)?.catch((error: unknown) => {
-      log.warn({ key: key?.name, err: (error as Error).message }, 'tokens not counted against the key');
-    });
-  };
-}

@@ -7,6 +7,7 @@ import { HOP_BY_HOP, type ClientCredentials } from './credentials.ts';
 import { EventStream, streamErrorEvent } from './event-stream.ts';
 import type { OpenStreams } from './open-streams.ts';
 import type { Operation, ProtocolSpec } from './protocols/protocol.ts';
+import type { Spending } from './spending.ts';
 import { streamUpstream, upstreamFailure, type StreamedRequest, type Upstream } from './upstreams.ts';
 import { UsageTap } from './usage/tap.ts';
 
@@ -38,8 +39,9 @@ export interface ForwardRequest {
   headers?: Record<string, string>;
   /** A streamed request: an SSE answer registers there, to end with its operation's error event on shutdown. */
   stream?: StreamOf | undefined;
-  /** Whose usage fields to read from the answer into ctx.state.usage. */
+  /** Whose usage fields to read from the answer, and where they are counted (before its end goes out). */
   usage: ProtocolSpec;
+  spending: Spending;
   /** Another upstream may be tried: an answer with one of RETRY_STATUSES is not passed on. */
   retryable?: boolean;
   /** Told the upstream's status as soon as it is known (before the answer goes on and may end). */
@@ -89,13 +91,14 @@ function passedThroughStream(ctx: ProxyContext, request: ForwardRequest, stream:
  */
 export async function forward(ctx: ProxyContext, request: ForwardRequest): Promise<Forwarded | undefined> {
   const { upstream, signal, credentials, stream } = request;
+  const { spending } = request;
   const traced = ctx.state.trace !== undefined;
   const tap = new UsageTap(
     request.usage,
     bodyBytes(request.body, ctx),
     (usage) => {
-      ctx.state.usage = usage;
       if (traced) ctx.state.finishReasons = { answer: tap.finishReasons() };
+      return spending.answered(ctx.state, usage);
     },
     traced,
   );

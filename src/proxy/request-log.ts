@@ -3,7 +3,6 @@ import type { Attempt, ProxyMiddleware, TokenUsage } from './context.ts';
 import type { ClientKey } from './keys.ts';
 import type { Reservation } from './state/shared.ts';
 import type { Families, Family } from './families.ts';
-import type { PriceBook } from './prices.ts';
 import { PROTOCOLS } from './protocols/registry.ts';
 
 /** Polled constantly by health checks and clients: worth a line only at debug level. */
@@ -33,6 +32,7 @@ export interface RequestRecord {
   family: Family | undefined;
   /** The key the request was made with (its name is what is logged and counted). */
   key: ClientKey | undefined;
+  /** A reservation no answer settled (Spending): the request was refused, failed or left. */
   reservation: Reservation | undefined;
   /** The model the client named (logged as it is). */
   model: string | undefined;
@@ -46,7 +46,7 @@ export interface RequestRecord {
   stream: boolean;
   aborted: boolean;
   usage: TokenUsage | undefined;
-  /** USD for its tokens, fixed now; null for a model without a price, undefined for no tokens (nothing spent). */
+  /** USD for its tokens, fixed when they were known; null for a model without a price, undefined for no tokens. */
   cost: number | null | undefined;
   /** Every upstream tried (fallback), in order. */
   attempts: readonly Attempt[];
@@ -69,7 +69,6 @@ export function requestLog(
   log: Logger,
   families: Families,
   sinks: readonly RequestSink[] = [],
-  prices?: PriceBook,
   countedAs: (model: string) => string = (model) => model,
 ): ProxyMiddleware {
   // Not async: the line is written on 'close', so there is nothing to await here.
@@ -80,7 +79,7 @@ export function requestLog(
     const res = ctx.res;
     res.on('close', () => {
       const ms = performance.now() - started;
-      const { usage, upstream, upstreamModel } = state;
+      const { usage } = state;
       const record: RequestRecord = {
         at: Date.now(),
         method: ctx.method,
@@ -99,10 +98,7 @@ export function requestLog(
         stream: state.stream ?? false,
         aborted: !res.writableFinished,
         usage,
-        cost:
-          usage && prices && upstream !== undefined && upstreamModel !== undefined
-            ? prices.cost(upstream, upstreamModel, usage)
-            : undefined,
+        cost: state.cost,
         attempts: state.attempts ?? [],
         cut: state.cut,
       };

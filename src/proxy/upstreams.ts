@@ -238,12 +238,18 @@ export class AnswerWriter implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(_controller: Dispatcher.DispatchController, _trailers: IncomingHttpHeaders): void {
-    // Before the answer ends for the client: its request log line reads the usage.
-    this.#tap?.end();
-    this.#out?.end();
+    // The answer's tokens are counted before its end goes to the client (see Spending), waiting only for a shared
+    // backend's round trip.
+    const counted = this.#tap?.end();
+    const out = this.#out;
     const resolve = this.#resolve;
     this.#release();
-    resolve?.();
+    const end = (): void => {
+      out?.end();
+      resolve?.();
+    };
+    if (counted instanceof Promise) void counted.then(end);
+    else end();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {

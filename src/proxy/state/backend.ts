@@ -20,6 +20,13 @@ export interface StateBackend {
   usage: UsageBackend;
   /** Where the console finds every replica's activity. */
   board(activity: Activity): ActivityBoard;
+  /**
+   * Resolves once the backend answers, or after `ms` without it (it goes on connecting): a replica that served
+   * before then would admit its first requests uncounted (on_unavailable) and not count what they spent.
+   */
+  ready(ms: number): Promise<void>;
+  /** Calls `listener` each time the backend is reachable again after losing it. */
+  onReconnect(listener: () => void): void;
 }
 
 export function openStateBackend(config: Pick<ProxyConfig, 'state' | 'stores' | 'usage'>, log: Logger): StateBackend {
@@ -30,6 +37,8 @@ export function openStateBackend(config: Pick<ProxyConfig, 'state' | 'stores' | 
       stores: memoryStores(stores),
       usage: sqliteUsage(config.usage.dbPath),
       board: localBoard,
+      ready: () => Promise.resolve(),
+      onReconnect: () => undefined,
     };
   }
   const conn = new RedisConnection(state.redisUrl, state.commandTimeoutMs, log);
@@ -43,5 +52,7 @@ export function openStateBackend(config: Pick<ProxyConfig, 'state' | 'stores' | 
     },
     usage: redisUsage(conn, prefix, `redis ${redisAddress(state.redisUrl)}`),
     board: (activity) => redisBoard(conn, prefix, activity, log),
+    ready: (ms) => conn.ready(ms).catch(() => undefined),
+    onReconnect: (listener) => conn.onReconnect(listener),
   };
 }

@@ -118,11 +118,18 @@ export class StateGuard {
       this.#failed(error as Error);
       return whenDown();
     }
-    if (this.#down) {
-      this.#down = false;
-      this.#log.info('shared state reachable again: limits, cooldowns and stored conversations are back');
-    }
+    this.reconnected();
     return value;
+  }
+
+  /**
+   * The backend says it is reachable again: calls go to it from now on, without waiting for the next probe (an
+   * answer settling a reservation taken while it was away counts what it spent).
+   */
+  reconnected(): void {
+    if (!this.#down) return;
+    this.#down = false;
+    this.#log.info('shared state reachable again: limits, cooldowns and stored conversations are back');
   }
 
   #failed(error: Error): void {

@@ -26,6 +26,7 @@ export class RedisConnection {
   readonly client: RedisClient;
   readonly #timeoutMs: number;
   readonly #where: string;
+  readonly #reconnected: (() => void)[] = [];
 
   constructor(url: string, timeoutMs: number, log: Logger) {
     this.#timeoutMs = timeoutMs;
@@ -47,6 +48,7 @@ export class RedisConnection {
     });
     this.client.on('ready', () => {
       log.info({ redis: where }, lost ? 'redis reachable again' : 'redis connected');
+      if (lost) for (const listener of this.#reconnected) listener();
       lost = false;
     });
     // Resolves once connected, however many retries that takes; rejects only when closed first.
@@ -69,6 +71,11 @@ export class RedisConnection {
       };
       this.client.once('ready', onReady);
     });
+  }
+
+  /** Calls `listener` each time the client is connected again after losing its connection (or failing to make it). */
+  onReconnect(listener: () => void): void {
+    this.#reconnected.push(listener);
   }
 
   /** Runs one call on the client, failing with RedisTimeoutError when it takes longer than the command timeout. */

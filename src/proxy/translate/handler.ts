@@ -18,6 +18,7 @@ import {
   type UpstreamAdapter,
   type Usage,
 } from './model.ts';
+import type { Spending } from '../spending.ts';
 import { ownedBy, type TranslationStores } from './stores.ts';
 import { upstreamError } from './upstream-error.ts';
 import { errorEvent, EventStream } from '../event-stream.ts';
@@ -82,10 +83,12 @@ function parseUpstreamJson(text: string): JsonObject {
  */
 export class Translator {
   readonly #stores: TranslationStores;
+  readonly #spending: Spending;
   readonly #log: Logger;
 
-  constructor(stores: TranslationStores, log: Logger) {
+  constructor(stores: TranslationStores, spending: Spending, log: Logger) {
     this.#stores = stores;
+    this.#spending = spending;
     this.#log = log;
   }
 
@@ -124,9 +127,10 @@ export class Translator {
       const decoded = translating(502, () => upstream.decodeResponse(parseUpstreamJson(text)));
       const continuable = route.operation.continuable;
       const res = continuable ? { ...decoded, id: continuable.newId() } : decoded;
-      ctx.state.usage = tokenUsage(res.usage, route.rawBytes, text.length);
+      const counted = this.#spending.answered(ctx.state, tokenUsage(res.usage, route.rawBytes, text.length));
       if (ctx.state.trace) ctx.state.finishReasons = finishReasons(client, upstream, res.stopReason);
       await this.#keep(owner, route, conv, res, true);
+      if (counted) await counted;
       ctx.status = 200;
       ctx.body = client.encodeResponse(res, conv);
       return;
@@ -201,7 +205,7 @@ export class Translator {
       failure: (error) => upstreamFailure(route.upstream, error, true),
       stop: () => body.destroy(),
       closing: () => {
-        ctx.state.usage = tokenUsage(collector.usage, route.rawBytes, streamed);
+        const counted = this.#spending.answered(ctx.state, tokenUsage(collector.usage, route.rawBytes, streamed));
         if (ctx.state.trace && collector.stop !== undefined) {
           ctx.state.finishReasons = finishReasons(client, upstream, collector.stop);
         }
@@ -211,7 +215,7 @@ export class Translator {
             (error: unknown) => this.#log.warn({ err: (error as Error).message }, 'translation store write failed'),
           );
         }
-        return encoder.end();
+        return { bytes: encoder.end(), counted };
       },
     });
 

@@ -51,7 +51,8 @@ const joined = (chunks: readonly Buffer[], from: number): Buffer =>
 
 /**
  * Keeps an answer's last bytes (and its first, where the protocol's first
- * usage object counts), and tells `done` its tokens once it has ended well.
+ * usage object counts), and tells `done` its tokens once it has ended well
+ * (before its end goes to the client: `done`'s promise is what that waits for).
  * Only the chunks themselves are kept, and joined only as far as a search
  * needs: a stream is a hundred small chunks, and copying them all into one
  * buffer cost more than finding its usage.
@@ -59,7 +60,7 @@ const joined = (chunks: readonly Buffer[], from: number): Buffer =>
 export class UsageTap {
   readonly #spec: ProtocolSpec;
   readonly #requestBytes: number;
-  readonly #done: (usage: TokenUsage) => void;
+  readonly #done: (usage: TokenUsage) => void | Promise<void>;
   /** The first chunks: only for a protocol whose first usage object counts (Anthropic's message_start). */
   readonly #head: Buffer[] | undefined;
   #headBytes = 0;
@@ -74,7 +75,12 @@ export class UsageTap {
   ok = false;
 
   /** `traced`: the answer's finish reasons will be asked for (tracing is on), so its finish mark is watched for. */
-  constructor(spec: ProtocolSpec, requestBytes: number, done: (usage: TokenUsage) => void, traced = false) {
+  constructor(
+    spec: ProtocolSpec,
+    requestBytes: number,
+    done: (usage: TokenUsage) => void | Promise<void>,
+    traced = false,
+  ) {
     this.#spec = spec;
     this.#requestBytes = requestBytes;
     this.#done = done;
@@ -117,12 +123,12 @@ export class UsageTap {
     return text;
   }
 
-  /** The upstream's counts; a token per 4 bytes of request and answer when it names none. */
-  end(): void {
+  /** Tells `done` the upstream's counts (a token per 4 bytes of request and answer when it names none): its answer. */
+  end(): void | Promise<void> {
     if (!this.ok) return;
     const text = this.#usageText();
     const read = text === '' ? undefined : this.#spec.usage(text);
-    this.#done(
+    return this.#done(
       read
         ? {
             input: read.input,

@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { createServer, request, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { HttpError } from '../../../src/http/errors.ts';
 import { clientGone } from '../../../src/proxy/client-gone.ts';
 import type { ProxyContext, ProxyState } from '../../../src/proxy/context.ts';
@@ -64,7 +64,7 @@ function get(port: number, onData: (chunk: string, res: IncomingMessage) => void
 describe('EventStream', () => {
   it('ends with its closing once; a later end or cut writes nothing', async () => {
     let closings = 0;
-    const closing = () => `closing ${String(++closings)}\n\n`;
+    const closing = () => ({ bytes: `closing ${String(++closings)}\n\n` });
     const { port, states } = await serve({ closing }, (stream) => {
       stream.write('data: one\n\n');
       stream.end('data: two\n\n');
@@ -156,5 +156,21 @@ describe('EventStream', () => {
     const received = await get(port);
     expect(received.body.length).toBe(big.length);
     expect(calls).toEqual(['pause', 'resume']);
+  });
+
+  it("writes its last bytes only once its closing's wait is over (the answer's tokens settled)", async () => {
+    const counted = Promise.withResolvers<undefined>();
+    const closing = () => ({ bytes: 'data: [DONE]\n\n', counted: counted.promise });
+    const { port } = await serve({ closing }, (stream) => {
+      stream.write('data: one\n\n');
+      stream.end('data: two\n\n');
+    });
+    let received = '';
+    const answer = get(port, (chunk) => (received += chunk));
+    await vi.waitFor(() => expect(received).toBe('data: one\n\n'));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(received).toBe('data: one\n\n');
+    counted.resolve(undefined);
+    expect(await answer).toEqual({ body: 'data: one\n\ndata: two\n\ndata: [DONE]\n\n', cut: false });
   });
 });

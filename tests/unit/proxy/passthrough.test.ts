@@ -18,6 +18,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { clientGone } from '../../../src/proxy/client-gone.ts';
 import { forward } from '../../../src/proxy/passthrough.ts';
 import { ClientCredentials } from '../../../src/proxy/credentials.ts';
+import { Admission } from '../../../src/proxy/keys.ts';
+import { PriceBook } from '../../../src/proxy/prices.ts';
+import { Spending } from '../../../src/proxy/spending.ts';
+import { memoryState } from '../../../src/proxy/state/shared.ts';
+import { createLogger } from '../../../src/log.ts';
 import { PROTOCOLS } from '../../../src/proxy/protocols/registry.ts';
 import { closeUpstreams, createUpstream, type Upstream } from '../../../src/proxy/upstreams.ts';
 
@@ -55,6 +60,8 @@ async function proxyTo(upstreamPort: number): Promise<number> {
     PROTOCOLS.openai,
   );
   upstreams.push(upstream);
+  const log = createLogger('silent');
+  const spending = new Spending(new Admission(memoryState()), new PriceBook([], [], log), log);
   const app = new Koa().use((ctx) =>
     forward(ctx, {
       upstream,
@@ -63,6 +70,7 @@ async function proxyTo(upstreamPort: number): Promise<number> {
       signal: clientGone(ctx),
       credentials: new ClientCredentials(PROTOCOLS),
       usage: PROTOCOLS.openai,
+      spending,
     }),
   );
   // A cut response's socket error reaches Koa's 'error' event (the proxy logs it at debug).

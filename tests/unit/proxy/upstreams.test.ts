@@ -138,7 +138,9 @@ describe('AnswerWriter: the handler that writes an answer on and shows its bytes
   function writer(out: Writable, signal?: ClientGone) {
     const seen: TokenUsage[] = [];
     const settled: (Error | 'done')[] = [];
-    const tap = new UsageTap(PROTOCOLS.openai, 40, (usage) => seen.push(usage));
+    const tap = new UsageTap(PROTOCOLS.openai, 40, (usage) => {
+      seen.push(usage);
+    });
     const handler = new AnswerWriter(
       () => out,
       { usageTap: tap, signal },
@@ -182,6 +184,31 @@ describe('AnswerWriter: the handler that writes an answer on and shows its bytes
     expect(seen).toEqual([{ input: 3, output: 2, cached: 0, cacheWrite: 0, estimated: false }]);
     expect(settled).toEqual(['done']);
     expect(await collected(tap)).toBe(true);
+  });
+
+  it("ends the answer only once its tokens are counted (a shared backend's settling)", async () => {
+    const { out } = collecting();
+    const counted = Promise.withResolvers<undefined>();
+    const tap = new UsageTap(PROTOCOLS.openai, 40, () => counted.promise);
+    const settled: string[] = [];
+    const handler = new AnswerWriter(
+      () => out,
+      { usageTap: tap },
+      () => settled.push('done'),
+      vi.fn(),
+    );
+    const { c } = controller();
+    handler.onRequestStart(c, {});
+    handler.onResponseStart(c, 200, {});
+    handler.onResponseData(c, Buffer.from(BODY));
+    handler.onResponseEnd(c, {});
+    await nextTurn();
+    expect(out.writableEnded).toBe(false);
+    expect(settled).toEqual([]);
+    counted.resolve(undefined);
+    await nextTurn();
+    expect(out.writableEnded).toBe(true);
+    expect(settled).toEqual(['done']);
   });
 
   it('waits out an informational answer for the real one', () => {

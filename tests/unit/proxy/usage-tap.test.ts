@@ -12,10 +12,12 @@ import { fixture } from './translate/fixtures.ts';
 /** What a tap reports for an answer sent in these chunks. */
 function tapped(protocol: Protocol, chunks: string[], status = 200): TokenUsage | undefined {
   let usage: TokenUsage | undefined;
-  const tap = new UsageTap(PROTOCOLS[protocol], 400, (u) => (usage = u));
+  const tap = new UsageTap(PROTOCOLS[protocol], 400, (u) => {
+    usage = u;
+  });
   tap.ok = status < 300;
   for (const chunk of chunks) tap.push(Buffer.from(chunk, 'latin1'));
-  tap.end();
+  void tap.end();
   return usage;
 }
 
@@ -193,7 +195,7 @@ function finishReasons(protocol: Protocol, chunks: string[]): string[] {
   const tap = new UsageTap(PROTOCOLS[protocol], 400, () => undefined, true);
   tap.ok = true;
   for (const chunk of chunks) tap.push(Buffer.from(chunk, 'latin1'));
-  tap.end();
+  void tap.end();
   return tap.finishReasons();
 }
 

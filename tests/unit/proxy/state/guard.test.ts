@@ -1,7 +1,8 @@
 /**
  * StateGuard between a backend that fails on demand and its callers: limits follow on_unavailable, routing
  * sees nothing cooling, a stored conversation answers 503 state_unavailable, writes are skipped, the outage
- * is logged once each way, and while it lasts only one call a second reaches the backend.
+ * is logged once each way, and while it lasts only one call a second reaches the backend (all of them again as
+ * soon as the backend says it is back).
  */
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -51,6 +52,7 @@ function setup(onUnavailable: OnUnavailable) {
     limits: guard.limits(state),
     routing: guard.routing(state),
     stores,
+    guard,
     tick: (ms: number) => (time += ms),
   };
 }
@@ -161,6 +163,25 @@ describe('StateGuard', () => {
     expect(await limits.limits.admit(RPM_1, 0, AT)).toEqual({ ok: true });
     expect((await limits.limits.admit(RPM_1, 0, AT)).ok).toBe(false);
     expect(down.calls).toBe(4);
+    const said = lines.filter((l) => l.msg.includes('shared state')).map((l) => l.msg);
+    expect(said).toEqual([
+      'shared state unreachable: limits and budgets are skipped until it is back',
+      'shared state reachable again: limits, cooldowns and stored conversations are back',
+    ]);
+  });
+
+  it('goes back to the backend as soon as it says it is reachable again: a settling is not dropped', async () => {
+    const { down, lines, limits, guard } = setup('allow');
+    down.value = true;
+    // Admitted while the backend is away (a replica's first request before its connection is up): nothing reserved.
+    const admitted = await limits.limits.admit(BUDGET, 40, AT);
+    expect(admitted).toEqual({ ok: true, reserved: false });
+    down.value = false;
+    guard.reconnected();
+    // Within the second the probe would have waited: the answer's settling reaches the backend and counts it all.
+    await limits.limits.settle({ limits: BUDGET, tokens: 0, nanoUsd: 0, at: AT }, 30);
+    expect(await limits.counters.get('budget:k:1')).toBe(30);
+    expect(down.calls).toBe(3);
     const said = lines.filter((l) => l.msg.includes('shared state')).map((l) => l.msg);
     expect(said).toEqual([
       'shared state unreachable: limits and budgets are skipped until it is back',
