@@ -17,7 +17,8 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 
 const AGENTS_DIR = path.resolve(import.meta.dirname, '../agents');
-const BIN = path.join(AGENTS_DIR, 'node_modules', '.bin');
+/** The pinned agents' executables. */
+export const BIN = path.join(AGENTS_DIR, 'node_modules', '.bin');
 /** Written after a complete install: the hash of the manifest and lock it installed. */
 const STAMP = path.join(AGENTS_DIR, 'node_modules', '.gatehouse-installed');
 
@@ -244,26 +245,35 @@ const INVOCATIONS: Record<Agent, (s: AgentSession, home: string) => Invocation> 
   opencode,
 };
 
+/**
+ * An agent's environment in a throwaway HOME: every HTTP(S) request goes to the
+ * network trap except those to loopback and `host` (the upstream or proxy).
+ */
+export function trappedEnv(home: string, trap: NetworkTrap, host = 'localhost'): Record<string, string> {
+  const direct = [...new Set(['localhost', '127.0.0.1', '::1', host])].join(',');
+  return {
+    PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+    HOME: home,
+    XDG_CONFIG_HOME: path.join(home, '.config'),
+    NO_COLOR: '1',
+    HTTP_PROXY: trap.url,
+    HTTPS_PROXY: trap.url,
+    http_proxy: trap.url,
+    https_proxy: trap.url,
+    ALL_PROXY: trap.url,
+    NO_PROXY: direct,
+    no_proxy: direct,
+  };
+}
+
 /** One headless session of `agent` in a fresh HOME and working directory. */
 export async function runAgent(agent: Agent, session: AgentSession): Promise<AgentRun> {
   const home = mkdtempSync(path.join(tmpdir(), `gatehouse-${agent}-`));
   const work = path.join(home, 'work');
   mkdirSync(work);
   const inv = INVOCATIONS[agent](session, home);
-  const proxy = session.trap.url;
-  const direct = ['localhost', '127.0.0.1', '::1', new URL(session.baseUrl).hostname].join(',');
   const env: Record<string, string | undefined> = {
-    PATH: process.env['PATH'] ?? '/usr/bin:/bin',
-    HOME: home,
-    XDG_CONFIG_HOME: path.join(home, '.config'),
-    NO_COLOR: '1',
-    HTTP_PROXY: proxy,
-    HTTPS_PROXY: proxy,
-    http_proxy: proxy,
-    https_proxy: proxy,
-    ALL_PROXY: proxy,
-    NO_PROXY: direct,
-    no_proxy: direct,
+    ...trappedEnv(home, session.trap, new URL(session.baseUrl).hostname),
     ...inv.env,
     ...session.env,
   };

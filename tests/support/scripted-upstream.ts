@@ -135,14 +135,27 @@ function adapterFor(protocol: UpstreamProtocol, url: string): ClientAdapter {
   return isResponses(url) ? openaiResponses : ADAPTERS[protocol];
 }
 
-/** The scripted agent turn for a request, or undefined when it is no agent's. */
-function agentTurn(adapter: ClientAdapter, url: string, body: Record<string, unknown>): ModelResponse | undefined {
-  let conv: Conversation;
+/**
+ * A request's conversation as its adapter reads it, or undefined when it reads none. Chat
+ * tools other than functions (Copilot CLI's freeform `custom` apply_patch), which the
+ * adapter refuses, are left out: the scripted model never calls them.
+ */
+function decode(adapter: ClientAdapter, url: string, body: Record<string, unknown>): Conversation | undefined {
+  const tools = body.tools;
+  const known =
+    adapter === openaiChat && Array.isArray(tools)
+      ? { ...body, tools: tools.filter((t) => (t as { type?: unknown }).type === 'function') }
+      : body;
   try {
-    conv = adapter.decodeRequest(body, { model: /models\/([^:]+)/.exec(url)?.[1] ?? 'agent' });
+    return adapter.decodeRequest(known, { model: /models\/([^:]+)/.exec(url)?.[1] ?? 'agent' });
   } catch {
     return undefined;
   }
+}
+
+/** The scripted agent turn for a request, or undefined when it is no agent's. */
+function agentTurn(conv: Conversation | undefined): ModelResponse | undefined {
+  if (!conv) return undefined;
   const tool = conv.tools?.find((t) => t.name in SHELL_TOOLS);
   if (!tool) return undefined;
   const results = conv.messages.flatMap((m) => m.parts).filter((p) => p.type === 'tool_result');
@@ -216,8 +229,14 @@ function writeFrames(res: ServerResponse, text: string, count = Infinity): void 
 /** The path prefix of the OpenAI server without a Responses API (its base_url is `<origin>/chat-only/v1`). */
 export const CHAT_ONLY_PREFIX = '/chat-only';
 
-/** A test's own model: its turn for a request's body, or undefined to leave the request to the answers above. */
-export type Script = (body: Record<string, unknown>) => ModelResponse | undefined;
+/**
+ * A test's own model: its turn for a request (its body as sent, and its conversation as the
+ * protocol's adapter reads it, whatever the protocol), or undefined to leave the request to the answers above.
+ */
+export type Script = (
+  body: Record<string, unknown>,
+  conversation: Conversation | undefined,
+) => ModelResponse | undefined;
 
 async function handle(
   req: IncomingMessage,
@@ -252,7 +271,8 @@ async function handle(
     return;
   }
   const adapter = adapterFor(protocol, url);
-  const agent = script?.(body) ?? agentTurn(adapter, url, body);
+  const conv = decode(adapter, url, body);
+  const agent = script?.(body, conv) ?? agentTurn(conv);
   if (agent) {
     writeAgentTurn(res, adapter, protocol, agent, stream);
     return;
