@@ -11,6 +11,7 @@ const USAGE = `Usage:
                  (the plan gate on the agent's own hook; event JSON on stdin; see docs/agents.md)
   gatehouse setup claude-code|gemini-cli|codex|copilot-cli [--user|--project] [--hub URL] [--policy] [--dry-run]
   gatehouse setup --check              (writes the agent's hook configuration; --check: is each hook installed and would it run)
+  gatehouse hook <agent> --gate code [--max-rounds 3] [--hub URL]   (the code gate at the end of a turn)
   gatehouse code-review [--repo DIR] [--diff-type uncommitted|staged|last-commit|branch] [--timeout 30m] [--decision-file PATH]
                         [--hub URL] [--session KEY]
   gatehouse hub [--port N]              (the review hub; see docs/hub.md)

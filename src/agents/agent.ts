@@ -122,6 +122,40 @@ export interface AgentSetup {
   check(target: Omit<SetupTarget, 'command' | 'policy'>, read: ReadText): Promise<HookCheck>;
 }
 
+// ---- The code gate (`gatehouse hook <agent> --gate code`, src/review/code/gate.ts) ----
+
+/** What the code gate needs from an agent's end-of-turn event. */
+export interface TurnEnd {
+  /** The agent's session id ('' when it sends none): the rounds are counted per session. */
+  session: string;
+  /** The session's working directory: the reviewed work tree (else the hook's own). */
+  cwd: string | undefined;
+  /**
+   * The agent says whether this stop follows a block (Claude Code's `stop_hook_active`):
+   * false starts a new row of rounds. Undefined when the agent does not say.
+   */
+  continued: boolean | undefined;
+}
+
+/** How the gate ends a turn. */
+export type GateOutcome =
+  /** No changes, or the reviewer approved: the agent stops. */
+  | { kind: 'pass' }
+  /** The reviewer's feedback: the agent goes on with `reason` as its next instruction. */
+  | { kind: 'block'; reason: string }
+  /** The agent stops though nobody approved (the bound was reached, the review timed out); `message` tells the user. */
+  | { kind: 'release'; message: string };
+
+/** An agent's end-of-turn hook: how its event is read and how an outcome is answered on stdout (exit 0). */
+export interface CodeGateHook {
+  /** The end-of-turn event it is installed on, as the agent's docs name it. */
+  readonly event: string;
+  /** Reads one event; throws a HookEventError for one it cannot serve. */
+  read(input: HookInput): TurnEnd;
+  /** The JSON answer for an outcome. */
+  answer(outcome: GateOutcome): JsonObject;
+}
+
 export interface AgentSpec {
   /** The plan gate, for an agent that runs command hooks. */
   readonly planHook?: PlanHook;
@@ -129,6 +163,8 @@ export interface AgentSpec {
   setup?(): Promise<AgentSetup>;
   /** Why there is nothing for setup to write, for an agent without `setup`. */
   readonly noSetup?: string;
+  /** The code gate on the agent's end-of-turn event. */
+  readonly codeGate?: CodeGateHook;
   /**
    * The agents the reviewer may hand the session to (`GET /api/agents`);
    * rejects when the agent's server cannot say. Absent: there are none.

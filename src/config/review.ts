@@ -185,6 +185,17 @@ function reviewSchema(env: NodeJS.ProcessEnv, serviceName: string) {
           arg: 'session',
         },
       },
+      code_gate: {
+        max_rounds: {
+          doc:
+            'The code gate (`hook <agent> --gate code`) blocks an end of turn at most this many times in a row, ' +
+            'then lets the agent stop and says so.',
+          format: 'nat',
+          default: 3,
+          env: 'GATEHOUSE_CODE_GATE_MAX_ROUNDS',
+          arg: 'max-rounds',
+        },
+      },
       browser: {
         doc: 'Browser command for local mode; empty means xdg-open/open.',
         format: String,
@@ -233,6 +244,8 @@ export interface ReviewConfig {
   /** How long a hub client tries to get its submission acknowledged before it gives up. */
   hubConnectTimeoutMs: number;
   session: string;
+  /** The code gate's bound: blocks in a row before it lets the agent stop. */
+  codeGateMaxRounds: number;
   logLevel: string;
   home: string;
   projectDir: string;
@@ -258,6 +271,7 @@ export const REVIEW_FLAGS = [
   'diff-type',
   'hub',
   'session',
+  'max-rounds',
 ] as const;
 
 export function loadReviewConfig({
@@ -273,6 +287,9 @@ export function loadReviewConfig({
   const diffType = canonicalDiffType(r.diff_type);
   const repo = path.resolve(projectDir, r.repo || '.');
   const home = config.get('home');
+  if (r.code_gate.max_rounds < 1) {
+    throw new ConfigError('invalid configuration: review.code_gate.max_rounds: must be at least 1');
+  }
   if (!path.isAbsolute(r.upload_dir)) {
     throw new ConfigError('invalid configuration: review.upload_dir: must be an absolute path');
   }
@@ -306,6 +323,7 @@ export function loadReviewConfig({
     hubToken: r.hub.token,
     hubConnectTimeoutMs: r.hub.connect_timeout_ms,
     session: r.hub.session,
+    codeGateMaxRounds: r.code_gate.max_rounds,
     logLevel: config.get('log.level'),
     home,
     projectDir,

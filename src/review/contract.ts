@@ -211,6 +211,12 @@ export interface Annotation {
   suggestedCode?: string;
 }
 
+/**
+ * The feedback the code review's Approve button sends: an approval, not an
+ * instruction (the code gate lets the agent finish on it).
+ */
+export const CODE_APPROVAL = 'LGTM';
+
 /** `POST /api/feedback`; every field optional. */
 export interface FeedbackRequest {
   feedback?: string;

@@ -78,6 +78,11 @@ export interface DecisionCodec<D> {
   encode(decision: D): unknown;
   /** The process exit code for this decision. */
   exitCode(decision: D): number;
+  /**
+   * State the decision changes that must outlive this process (the code gate's round count),
+   * written before the answer is: an agent never acts on an answer whose state was lost.
+   */
+  record?(decision: D): Promise<void>;
 }
 
 export interface ReviewOptions<D> {
@@ -180,6 +185,7 @@ interface DeliveryOptions<D> {
  */
 export async function deliverDecision<D>(decision: D, { config, io, log, codec }: DeliveryOptions<D>): Promise<number> {
   const line = JSON.stringify(codec.encode(decision));
+  await codec.record?.(decision);
   await writeLine(io.stdout, line);
   if (config.decisionFile) await writeFileAtomic(config.decisionFile, `${line}\n`);
   log.info({ exitCode: codec.exitCode(decision) }, 'review decided');

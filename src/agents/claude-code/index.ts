@@ -11,6 +11,7 @@ import {
   planHookCodec,
   type AgentSpec,
 } from '../agent.ts';
+import { stopHookProtocol } from '../stop-hook.ts';
 
 /** What the hook needs from Claude Code's PermissionRequest event. */
 export interface HookEvent {
@@ -91,6 +92,7 @@ export function hookCodec(toolInput: JsonObject): DecisionCodec<PlanDecision> {
 
 export const claudeCode: AgentSpec = {
   setup: async () => (await import('./setup.ts')).setup,
+  codeGate: stopHookProtocol('Stop', 'Claude Code Stop JSON'),
   planHook: {
     event: 'PermissionRequest on ExitPlanMode',
     // Claude Code reports a non-blocking hook error and falls back to its own dialog.

@@ -15,6 +15,7 @@ import {
   planHookCodec,
   type AgentSpec,
 } from '../agent.ts';
+import { stopHookProtocol } from '../stop-hook.ts';
 import { readTurnPlan } from './transcript.ts';
 
 /** Shown to the user when a review timed out: the turn ends, Codex asks its own question. */
@@ -42,6 +43,8 @@ export function codexAnswer(decision: PlanDecision): unknown {
 
 export const codex: AgentSpec = {
   setup: async () => (await import('./setup.ts')).setup,
+  // A block continues the same turn with the reason as a user message; the next Stop has stop_hook_active.
+  codeGate: stopHookProtocol('Stop', 'Codex Stop JSON'),
   planHook: {
     event: 'Stop (a turn in plan mode)',
     // Codex reports the failed hook and lets the turn end: its own "Implement this plan?" still asks.

@@ -9,6 +9,7 @@ import type { PlanDecision } from '../../review/plan/routes.ts';
 import {
   eventCwd,
   eventObject,
+  eventString,
   HOOK_TIMEOUT_MESSAGE,
   HookEventError,
   planHookCodec,
@@ -44,6 +45,25 @@ export function copilotAnswer(decision: PlanDecision): unknown {
 
 export const copilotCli: AgentSpec = {
   setup: async () => (await import('./setup.ts')).setup,
+  /**
+   * The code gate on agentStop, whose input is camelCase but for one key (1.0.102:
+   * `{sessionId, timestamp, cwd, transcriptPath, stopReason, stop_hook_active}`).
+   * `{"decision":"block","reason"}` continues the agent; Copilot shows the user no
+   * message of a hook, so a release is told on stderr only.
+   */
+  codeGate: {
+    event: 'agentStop',
+    read({ text }) {
+      const e = eventObject(text, 'Copilot CLI agentStop JSON');
+      const active = e['stop_hook_active'];
+      return {
+        session: eventString(e, 'sessionId'),
+        cwd: eventCwd(e),
+        continued: typeof active === 'boolean' ? active : undefined,
+      };
+    },
+    answer: (outcome) => (outcome.kind === 'block' ? { decision: 'block', reason: outcome.reason } : {}),
+  },
   planHook: {
     event: 'preToolUse (exit_plan_mode; every other tool passes)',
     // Copilot denies a tool whose hook failed ("hook errored"): nothing unreviewed goes ahead.

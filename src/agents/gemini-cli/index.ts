@@ -12,6 +12,7 @@ import {
   readPlanFile,
   type AgentSpec,
 } from '../agent.ts';
+import { stopHookProtocol } from '../stop-hook.ts';
 import type { PlanDecision } from '../../review/plan/routes.ts';
 
 export const EXIT_PLAN_MODE = 'exit_plan_mode';
@@ -63,6 +64,8 @@ export function geminiAnswer(decision: PlanDecision): unknown {
 
 export const geminiCli: AgentSpec = {
   setup: async () => (await import('./setup.ts')).setup,
+  // A block (or deny) sends the reason as the next prompt; AfterAgent fires again with stop_hook_active.
+  codeGate: stopHookProtocol('AfterAgent', 'Gemini CLI AfterAgent JSON'),
   planHook: {
     event: 'BeforeTool on exit_plan_mode',
     // Exit 1 would be a warning and let the tool run: headless, or with the policy rule, unreviewed.

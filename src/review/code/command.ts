@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { CommandContext } from '../../command.ts';
-import { loadReviewConfig } from '../../config/review.ts';
+import { loadReviewConfig, type ReviewConfig } from '../../config/review.ts';
 import { createLogger } from '../../log.ts';
 import { parseReviewArgs } from '../args.ts';
 import type { DecisionCodec, ReviewAbout } from '../instance.ts';
@@ -54,6 +54,45 @@ async function codeAbout(repo: ThreadedRepository): Promise<ReviewAbout & { kind
   return { kind: 'code', title: `${project} (${branch})`, project, branch };
 }
 
+export interface CodeReviewRun {
+  ctx: Pick<CommandContext, 'stdout' | 'stderr' | 'shutdown'>;
+  config: ReviewConfig;
+  /** The open work tree (the caller closes it). */
+  repo: ThreadedRepository;
+  codec: DecisionCodec<CodeDecision>;
+  onListening?: (url: string) => void;
+}
+
+/**
+ * One code review of an open work tree until its decision: served here, or
+ * submitted to the hub in `config.hubUrl` with every diff type computed here
+ * (shared by `code-review` and the code gate of `hook <agent> --gate code`).
+ */
+export async function reviewCode({ ctx, config: loaded, repo, codec, onListening }: CodeReviewRun): Promise<number> {
+  const [{ runReview }, { codeReviewRoutes }] = await Promise.all([import('../instance.ts'), import('./routes.ts')]);
+  // Images may be served from the reviewed work tree.
+  const config = { ...loaded, projectDir: repo.workdir };
+  const log = createLogger(config.logLevel);
+  log.info({ repo: repo.workdir, diffType: config.diffType }, 'code review of a git work tree');
+  if (config.hubUrl !== null) {
+    const { runHubReview } = await import('../../hub/client.ts');
+    const submission = { ...(await codeSubmission(repo, config.diffType)), origin: config.origin };
+    const hubConfig = { ...config, hubUrl: config.hubUrl };
+    return await runHubReview({ config: hubConfig, io: ctx, log, title: 'Code review', submission, codec });
+  }
+  return await runReview({
+    config,
+    io: ctx,
+    log,
+    title: 'Code review',
+    kind: 'code',
+    routes: codeReviewRoutes({ repo, diffType: config.diffType, config, log }),
+    codec,
+    onListening,
+    about: () => codeAbout(repo),
+  });
+}
+
 /** `gatehouse code-review`: one code review of a git work tree, answered with feedback in the browser. */
 export async function runCodeReview(ctx: CommandContext, onListening?: (url: string) => void): Promise<number> {
   const flags = ['port', 'origin', 'timeout', 'decision-file', 'repo', 'diff-type', 'hub', 'session'] as const;
@@ -65,35 +104,14 @@ export async function runCodeReview(ctx: CommandContext, onListening?: (url: str
   const loaded = loadReviewConfig({ args: args.configArgs, env: ctx.env, projectDir: ctx.cwd });
   // A missing or broken repository stops here, before anything listens. The engine runs on a thread of
   // its own, started first: it loads the engine while this thread loads the server.
-  const [repo, { runReview }, { codeReviewRoutes }] = await Promise.all([
+  const [repo] = await Promise.all([
     ThreadedRepository.open(loaded.repo, { home: loaded.home }),
     import('../instance.ts'),
     import('./routes.ts'),
   ]);
   try {
     await repo.context();
-    // Images may be served from the reviewed work tree.
-    const config = { ...loaded, projectDir: repo.workdir };
-    const log = createLogger(config.logLevel);
-    log.info({ repo: repo.workdir, diffType: config.diffType }, 'code review of a git work tree');
-    if (config.hubUrl !== null) {
-      const { runHubReview } = await import('../../hub/client.ts');
-      const submission = { ...(await codeSubmission(repo, config.diffType)), origin: config.origin };
-      const hubConfig = { ...config, hubUrl: config.hubUrl };
-      const codec = codeDecisionCodec;
-      return await runHubReview({ config: hubConfig, io: ctx, log, title: 'Code review', submission, codec });
-    }
-    return await runReview({
-      config,
-      io: ctx,
-      log,
-      title: 'Code review',
-      kind: 'code',
-      routes: codeReviewRoutes({ repo, diffType: config.diffType, config, log }),
-      codec: codeDecisionCodec,
-      onListening,
-      about: () => codeAbout(repo),
-    });
+    return await reviewCode({ ctx, config: loaded, repo, codec: codeDecisionCodec, onListening });
   } finally {
     await repo.close();
   }

@@ -10,6 +10,7 @@ import {
   type CodeAnnotation,
   type CodeAnnotationType,
 } from '../annotations.ts';
+import { CODE_APPROVAL } from '../../../src/review/contract.ts';
 import {
   api,
   DIFF_TYPE_ALIASES,
@@ -32,7 +33,6 @@ import { FeedbackDialog } from './feedback-dialog.tsx';
 import { FileTree } from './file-tree.tsx';
 import { Topbar } from './topbar.tsx';
 
-const APPROVAL = 'LGTM';
 const TYPE_LABEL: Record<CodeAnnotationType, string> = {
   comment: 'Comment',
   suggestion: 'Suggestion',
@@ -222,7 +222,7 @@ export function CodeReview(props: {
   const hasFeedback = annotations.length > 0 || general.trim() !== '';
   const approve = (): void => {
     if (hasFeedback) setDialog('confirm-approve');
-    else void send(APPROVAL, true);
+    else void send(CODE_APPROVAL, true);
   };
 
   useSubmitKey(
@@ -238,7 +238,7 @@ export function CodeReview(props: {
         detail={
           <p>
             {done === 'approved'
-              ? `The agent was told “${APPROVAL}”.`
+              ? `The agent was told “${CODE_APPROVAL}”.`
               : `The agent received your feedback with ${annotations.length} annotation${annotations.length === 1 ? '' : 's'}.`}
           </p>
         }
@@ -444,10 +444,11 @@ export function CodeReview(props: {
         <ConfirmApprove
           title="Approve without your comments?"
           busy={busy}
-          onApprove={() => void send(APPROVAL, true)}
+          onApprove={() => void send(CODE_APPROVAL, true)}
           onClose={() => setDialog(undefined)}
         >
-          An approval sends “{APPROVAL}” only; your comments are dropped. To have them addressed, send feedback instead.
+          An approval sends “{CODE_APPROVAL}” only; your comments are dropped. To have them addressed, send feedback
+          instead.
         </ConfirmApprove>
       )}
     </div>
