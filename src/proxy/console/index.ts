@@ -10,7 +10,7 @@ import type { ProxyContext, ProxyMiddleware } from '../context.ts';
 import { proxyErrors } from '../errors.ts';
 import type { Fallback } from '../fallback.ts';
 import type { Admission } from '../keys.ts';
-import { costOf, type SeriesSum } from '../usage/query.ts';
+import { BUCKET_CHARS, costOf, type SeriesSum } from '../usage/query.ts';
 import type { UsageStore } from '../usage/store.ts';
 import { LATENCY_BOUNDS_MS, RECENT, type ActivitySnapshot, type MinuteStats } from './activity.ts';
 import type { ActivityBoard } from './board.ts';
@@ -106,20 +106,23 @@ export function spendResponse(
 ): SpendResponse {
   const buckets: string[] = [];
   for (let at = q.from; at < q.to; at += BUCKET_MS[q.bucket]) buckets.push(new Date(at).toISOString());
-  const column = new Map(buckets.map((b, i) => [b, i]));
+  // By the sums' own text of a bucket (`2026-11-24T16`): a week of 100 keys is 16,800 sums, each a Date to make.
+  const column = new Map(buckets.map((b, i) => [b.slice(0, BUCKET_CHARS[q.bucket]), i]));
   const zero = () => ({ requests: 0, tokens: 0, cost: 0, unpriced: 0 });
+  const add = (sum: ReturnType<typeof zero>, s: SeriesSum) => {
+    sum.requests += s.requests;
+    sum.tokens += s.tokens;
+    sum.cost += s.cost;
+    sum.unpriced += s.unpriced;
+  };
   const groups = new Map<string, { total: ReturnType<typeof zero>; cells: ReturnType<typeof zero>[] }>();
   for (const s of sums) {
-    const i = column.get(bucketStart(s.bucket));
+    const i = column.get(s.bucket);
     if (i === undefined) continue;
     let group = groups.get(s.group);
     if (!group) groups.set(s.group, (group = { total: zero(), cells: buckets.map(zero) }));
-    for (const sum of [group.total, group.cells[i] as ReturnType<typeof zero>]) {
-      sum.requests += s.requests;
-      sum.tokens += s.tokens;
-      sum.cost += s.cost;
-      sum.unpriced += s.unpriced;
-    }
+    add(group.total, s);
+    add(group.cells[i] as ReturnType<typeof zero>, s);
   }
   const named = [...groups.entries()].sort(([a, x], [b, y]) => y.total.cost - x.total.cost || (a < b ? -1 : 1));
   return {

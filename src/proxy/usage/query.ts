@@ -136,7 +136,10 @@ export function sumUsage(sums: readonly UsageSum[], q: UsageQuery): UsageRow[] {
     }));
 }
 
-/** Sums by time bucket and group, from `from`'s hour to before `to`'s (ms since the epoch): the console's spend. */
+/**
+ * Sums by time bucket and group, from the bucket `from` is in to before the one `to` is in (ms since the epoch):
+ * the console's spend.
+ */
 export interface SeriesQuery {
   from: number;
   to: number;
@@ -158,23 +161,29 @@ export interface SeriesSum {
 /** The `hour` column's text of the hour a time is in: `2026-11-24T16`. */
 export const hourOf = (at: number): string => new Date(at).toISOString().slice(0, 13);
 
-const BUCKET_CHARS: Record<Bucket, number> = { hour: 13, day: 10 };
+/** The length of a bucket's text: `2026-11-24T16`, `2026-11-24`. */
+export const BUCKET_CHARS: Record<Bucket, number> = { hour: 13, day: 10 };
 
+/** The first and the last bucket (excluded) of a series: the buckets `from` and `to` are in. */
+const bucketRange = (q: SeriesQuery): [string, string] => {
+  const chars = BUCKET_CHARS[q.bucket];
+  return [new Date(q.from).toISOString().slice(0, chars), new Date(q.to).toISOString().slice(0, chars)];
+};
+
+/** The spend sums of a range's buckets, as the usage file keeps them (store.ts: one row per bucket and group). */
 export function querySeries(db: DatabaseSync, q: SeriesQuery): SeriesSum[] {
-  const sql = `SELECT substr(hour, 1, ${BUCKET_CHARS[q.bucket]}) AS bucket, ${COLUMNS[q.by]} AS "group",
-      SUM(requests) AS requests, SUM(input_tokens + output_tokens) AS tokens,
-      SUM(cost_usd) AS cost, SUM(unpriced_requests) AS unpriced
-    FROM usage WHERE hour >= ? AND hour < ? GROUP BY 1, 2`;
-  return db.prepare(sql).all(hourOf(q.from), hourOf(q.to)) as unknown as SeriesSum[];
+  const sql = `SELECT bucket, "group", requests, tokens, cost_usd AS cost, unpriced_requests AS unpriced
+    FROM spend WHERE span = ? AND by = ? AND bucket >= ? AND bucket < ?`;
+  return db.prepare(sql).all(q.bucket, q.by, ...bucketRange(q)) as unknown as SeriesSum[];
 }
 
 /** querySeries' answer from sums read elsewhere (Redis). */
 export function sumSeries(sums: readonly UsageSum[], q: SeriesQuery): SeriesSum[] {
-  const [from, to] = [hourOf(q.from), hourOf(q.to)];
+  const [from, to] = bucketRange(q);
   const cells = new Map<string, SeriesSum>();
   for (const s of sums) {
-    if (s.hour < from || s.hour >= to) continue;
     const bucket = s.hour.slice(0, BUCKET_CHARS[q.bucket]);
+    if (bucket < from || bucket >= to) continue;
     const group = GROUP_OF[q.by](s);
     const id = JSON.stringify([bucket, group]);
     let cell = cells.get(id);

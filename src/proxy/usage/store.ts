@@ -14,7 +14,9 @@ import { DatabaseSync } from 'node:sqlite';
 import type { Logger } from '../../log.ts';
 import { LabelTree } from '../label-tree.ts';
 import type { RequestSink } from '../request-log.ts';
+import { BUCKETS, SPEND_GROUPS, type Bucket, type SpendGroup } from '../console/contract.ts';
 import {
+  BUCKET_CHARS,
   querySeries,
   queryUsage,
   type SeriesQuery,
@@ -72,6 +74,43 @@ ON CONFLICT (hour, key, model, upstream, status) DO UPDATE SET
   cost_usd = cost_usd + excluded.cost_usd,
   unpriced_requests = unpriced_requests + excluded.unpriced_requests`;
 
+/**
+ * The console's spend sums, kept beside the usage rows and written in the same transaction: per hour and per day,
+ * per key, per model and per upstream. The spend page reads a range's buckets of one grouping as they are (a week
+ * by key, in hours: 16,800 rows for 100 keys) instead of summing every hourly row of the range (168,000 for 100
+ * keys × 10 models), which took seconds for a month.
+ */
+const SPEND_SCHEMA = `
+CREATE TABLE spend (
+  span TEXT NOT NULL,          -- hour | day
+  by TEXT NOT NULL,            -- key | model | upstream
+  bucket TEXT NOT NULL,        -- UTC, 2026-11-24T16 (hour) or 2026-11-24 (day)
+  "group" TEXT NOT NULL,
+  requests INTEGER NOT NULL,
+  tokens INTEGER NOT NULL,     -- input and output
+  cost_usd REAL NOT NULL,
+  unpriced_requests INTEGER NOT NULL,
+  PRIMARY KEY (span, by, bucket, "group")
+) WITHOUT ROWID`;
+
+const SPEND_UPSERT = `
+INSERT INTO spend VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (span, by, bucket, "group") DO UPDATE SET
+  requests = requests + excluded.requests,
+  tokens = tokens + excluded.tokens,
+  cost_usd = cost_usd + excluded.cost_usd,
+  unpriced_requests = unpriced_requests + excluded.unpriced_requests`;
+
+/** The spend sums of the usage rows a file has: for a file made before them. */
+const SPEND_FROM_USAGE = BUCKETS.flatMap((span) =>
+  SPEND_GROUPS.map(
+    (by) => `
+INSERT INTO spend SELECT '${span}', '${by}', substr(hour, 1, ${BUCKET_CHARS[span]}), ${by}, SUM(requests),
+  SUM(input_tokens + output_tokens), SUM(cost_usd), SUM(unpriced_requests)
+FROM usage GROUP BY 3, 4`,
+  ),
+);
+
 /** Columns added since the first schema, added to a file made before them (0 for the rows it has). */
 const ADDED = [
   ['cost_usd', 'REAL NOT NULL DEFAULT 0'],
@@ -82,6 +121,44 @@ function addColumns(db: DatabaseSync): void {
   const has = new Set((db.prepare('PRAGMA table_info(usage)').all() as { name: string }[]).map((c) => c.name));
   for (const [name, type] of ADDED) if (!has.has(name)) db.exec(`ALTER TABLE usage ADD COLUMN ${name} ${type}`);
 }
+
+/** The spend table, made (and filled from the usage rows) in one transaction when the file has none. */
+function addSpend(db: DatabaseSync): void {
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    if (!db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'spend'`).get()) {
+      db.exec(SPEND_SCHEMA);
+      for (const fill of SPEND_FROM_USAGE) db.exec(fill);
+    }
+    db.exec('COMMIT');
+  } catch (error) {
+    db.exec('ROLLBACK');
+    throw error;
+  }
+}
+
+/** A batch's sums as spend rows: summed per span, grouping, bucket and group, so each is written once. */
+function spendRows(sums: readonly UsageSum[]): SpendRow[] {
+  const rows = new Map<string, SpendRow>();
+  for (const s of sums) {
+    for (const span of BUCKETS) {
+      const bucket = s.hour.slice(0, BUCKET_CHARS[span]);
+      for (const by of SPEND_GROUPS) {
+        const group = s[by];
+        const id = `${span}\n${by}\n${bucket}\n${group}`;
+        let row = rows.get(id);
+        if (!row) rows.set(id, (row = [span, by, bucket, group, 0, 0, 0, 0]));
+        row[4] += s.requests;
+        row[5] += s.input + s.output;
+        row[6] += s.cost;
+        row[7] += s.unpriced;
+      }
+    }
+  }
+  return [...rows.values()];
+}
+
+type SpendRow = [span: Bucket, by: SpendGroup, bucket: string, group: string, number, number, number, number];
 
 /**
  * Opens (creating) the usage file; WAL lets `gatehouse usage` read while the proxy writes. synchronous=NORMAL:
@@ -96,6 +173,7 @@ export function openUsageDb(file: string): DatabaseSync {
     db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 1000;');
     db.exec(SCHEMA);
     addColumns(db);
+    addSpend(db);
   } catch (error) {
     db.close();
     throw error;
@@ -132,6 +210,7 @@ export function sqliteUsage(file: string): UsageBackend {
     write: (batch) => {
       const usage = open();
       const upsert = usage.prepare(UPSERT);
+      const spend = usage.prepare(SPEND_UPSERT);
       usage.exec('BEGIN');
       try {
         for (const s of batch.sums) {
@@ -151,6 +230,7 @@ export function sqliteUsage(file: string): UsageBackend {
             s.unpriced,
           );
         }
+        for (const row of spendRows(batch.sums)) spend.run(...row);
         usage.exec('COMMIT');
       } catch (error) {
         usage.exec('ROLLBACK');

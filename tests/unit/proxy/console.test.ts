@@ -3,8 +3,8 @@ import { Activity, RECENT } from '../../../src/proxy/console/activity.ts';
 import { liveResponse, spendResponse } from '../../../src/proxy/console/index.ts';
 import type { ClientKey } from '../../../src/proxy/keys.ts';
 import type { RequestRecord } from '../../../src/proxy/request-log.ts';
-import { querySeries, sumSeries, type UsageSum } from '../../../src/proxy/usage/query.ts';
-import { openUsageDb } from '../../../src/proxy/usage/store.ts';
+import { sumSeries, type UsageSum } from '../../../src/proxy/usage/query.ts';
+import { sqliteUsage } from '../../../src/proxy/usage/store.ts';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -36,35 +36,18 @@ describe('spend series', () => {
     sum(30, 'bob', 'a', 1),
   ];
 
-  it('answers the same from SQLite and from sums read elsewhere (Redis)', () => {
-    const db = openUsageDb(path.join(mkdtempSync(path.join(tmpdir(), 'gatehouse-series-')), 'usage.db'));
-    const insert = db.prepare('INSERT INTO usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
-    for (const s of sums) {
-      insert.run(
-        s.hour,
-        s.key,
-        s.model,
-        s.upstream,
-        s.status,
-        s.requests,
-        s.input,
-        s.output,
-        0,
-        0,
-        s.ms,
-        s.cost,
-        s.unpriced,
-      );
-    }
+  it('answers the same from SQLite and from sums read elsewhere (Redis)', async () => {
+    const usage = sqliteUsage(path.join(mkdtempSync(path.join(tmpdir(), 'gatehouse-series-')), 'usage.db'));
+    await usage.write({ id: 'series', sums });
     for (const q of [
       { from: T0, to: T0 + 2 * HOUR, bucket: 'hour' as const, by: 'key' as const },
       { from: T0 - 24 * HOUR, to: T0 + 48 * HOUR, bucket: 'day' as const, by: 'model' as const },
     ]) {
       const order = (rows: { bucket: string; group: string }[]) =>
         [...rows].sort((a, b) => `${a.bucket}${a.group}`.localeCompare(`${b.bucket}${b.group}`));
-      expect(order(sumSeries(sums, q))).toEqual(order(querySeries(db, q)));
+      expect(order(sumSeries(sums, q))).toEqual(order(await usage.series(q)));
     }
-    db.close();
+    await usage.close();
   });
 
   it('has every bucket of the range, each group its cells and totals, most spent first, unknown as null', () => {

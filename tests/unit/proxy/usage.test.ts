@@ -107,6 +107,38 @@ describe('UsageStore', () => {
     await store.close();
   });
 
+  it("keeps the console's spend sums beside the rows, and makes them for a file made before them", async () => {
+    const { file } = fresh();
+    const store = new UsageStore({ backend: sqliteUsage(file), log, flushMs: 60_000 });
+    store.record(record({}));
+    store.record(record({ key: 'bob', at: NOW + HOUR, cost: null }));
+    store.record(record({ model: 'o3', at: NOW - 24 * HOUR, cost: 0.5 }));
+    const month = { from: NOW - 30 * 24 * HOUR, to: Date.UTC(2026, 10, 25) };
+    const spent = async () => [
+      ...(await store.series({ ...month, bucket: 'hour', by: 'key' })),
+      ...(await store.series({ ...month, bucket: 'day', by: 'model' })),
+    ];
+    const expected = [
+      { bucket: '2026-11-23T16', group: 'alice', requests: 1, tokens: 15, cost: 0.5, unpriced: 0 },
+      { bucket: '2026-11-24T16', group: 'alice', requests: 1, tokens: 15, cost: 0.00025, unpriced: 0 },
+      { bucket: '2026-11-24T17', group: 'bob', requests: 1, tokens: 15, cost: 0, unpriced: 1 },
+      { bucket: '2026-11-23', group: 'o3', requests: 1, tokens: 15, cost: 0.5, unpriced: 0 },
+      { bucket: '2026-11-24', group: 'gpt-4o', requests: 2, tokens: 30, cost: 0.00025, unpriced: 1 },
+    ];
+    expect(await spent()).toEqual(expected);
+    await store.close();
+    // A file from before the spend sums: they are made from its rows when it is opened.
+    const old = new DatabaseSync(file);
+    old.exec('DROP TABLE spend');
+    old.close();
+    const reopened = new UsageStore({ backend: sqliteUsage(file), log, flushMs: 60_000 });
+    expect([
+      ...(await reopened.series({ ...month, bucket: 'hour', by: 'key' })),
+      ...(await reopened.series({ ...month, bucket: 'day', by: 'model' })),
+    ]).toEqual(expected);
+    await reopened.close();
+  });
+
   it('keeps what it could not write, counts the failure, and writes it all on the next try', async () => {
     const { dir, file } = fresh();
     // The file's folder cannot be made: a file stands where it should be.
