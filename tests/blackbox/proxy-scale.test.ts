@@ -401,16 +401,22 @@ describe('docker compose: the proxy scaled out behind a load balancer', () => {
     const victim = replica(1);
     const traffic = load(lb, 64);
     await sleep(2_000);
+    // The victim dies somewhere inside `docker kill`'s run (about 450 ms here): a request sent meanwhile may
+    // still reach it and fail with it.
+    const killStartedAt = Date.now();
     await run('docker', ['kill', victim.getId()]);
     const killedAt = Date.now();
     await sleep(4_000);
     const outcomes = await traffic.stop();
     const failures = outcomes.filter((o) => !o.ok);
-    console.log(`[scale] ${outcomes.length} requests, ${failures.length} failed`);
+    const failedBeforeKill = failures.filter((f) => f.started < killStartedAt).length;
+    console.log(
+      `[scale] ${outcomes.length} requests, ${failures.length} failed, ${failedBeforeKill} sent before the kill`,
+    );
     expect(outcomes.filter((o) => o.started > killedAt).length).toBeGreaterThan(100);
     // The load balancer spreads the 64 clients evenly: the victim had about a third of them under way.
     expect(failures.length).toBeGreaterThan(0);
-    expect(failures.length).toBeLessThanOrEqual(Math.ceil(64 / REPLICAS) + 4);
+    expect(failedBeforeKill).toBeLessThanOrEqual(Math.ceil(64 / REPLICAS) + 4);
     for (const f of failures) {
       expect(f.kind).toMatch(/^(TypeError|HTTP 502 from the load balancer)$/);
       expect(f.started).toBeLessThan(killedAt);
