@@ -6,19 +6,15 @@
  * (tests/support/agent-events.ts); the real agents' runs are elsewhere.
  * Local mode is in tests/unit/agents/hook.test.ts.
  */
-import { execFile, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CODEX_TIMEOUT_MESSAGE } from '../../src/agents/codex/index.ts';
 import { codexStop, codexTranscript, copilotEvent, geminiEvent } from '../support/agent-events.ts';
 import { decide, hubCall, startClient, startHub, type HubContainer } from '../support/hub.ts';
-import { IMAGE } from '../support/image.ts';
+import { envArgs, hookContainer, removeHookContainers } from '../support/hook-container.ts';
 
-const run = promisify(execFile);
 const PLAN = '# Add tests\n\n1. Cover the parser\n';
 
 // World-readable: the image runs as `node`.
@@ -43,39 +39,11 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const names: string[] = [];
-afterEach(async () => {
-  await Promise.all(names.splice(0).map((n) => run('docker', ['rm', '-f', n]).catch(() => undefined)));
-});
+afterEach(removeHookContainers);
 
 /** The hook in a container, the event piped to its stdin, `dir` mounted read-only at the same path. */
 function hook(agent: string, event: unknown, env: Record<string, string> = {}) {
-  const name = `gatehouse-agent-hook-${randomBytes(4).toString('hex')}`;
-  names.push(name);
-  const envArgs = Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
-  const args = ['run', '--rm', '-i', '--name', name, '-p', '127.0.0.1::19432', '-v', `${dir}:${dir}:ro`, ...envArgs];
-  const child = spawn('docker', [...args, IMAGE, 'hook', agent], { stdio: 'pipe' });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  const ready = new Promise<void>((resolve) => {
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-      if (stderr.includes('Plan review: http://localhost:19432/')) resolve();
-    });
-  });
-  const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
-    child.on('close', (code) => resolve({ code, stdout, stderr })),
-  );
-  child.stdin.end(JSON.stringify(event));
-  return {
-    exited,
-    async url() {
-      await Promise.race([ready, exited.then((r) => Promise.reject(new Error(`hook exited ${r.code}: ${r.stderr}`)))]);
-      const { stdout: port } = await run('docker', ['port', name, '19432']);
-      return `http://${port.trim().split('\n')[0]}/`;
-    },
-  };
+  return hookContainer([agent], JSON.stringify(event), ['-v', `${dir}:${dir}:ro`, ...envArgs(env)]);
 }
 
 async function post(url: string, body: unknown) {

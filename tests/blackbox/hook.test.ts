@@ -1,51 +1,15 @@
-import { execFile, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { exitPlanModeEvent } from '../support/hook-event.ts';
-import { IMAGE } from '../support/image.ts';
-
-const run = promisify(execFile);
+import { envArgs, hookContainer, removeHookContainers } from '../support/hook-container.ts';
 
 const PLAN = '# Refactor Auth\n\n1. Extract the session store\n2. Add tests\n';
 const EVENT = exitPlanModeEvent(PLAN, '/work');
 
-const names: string[] = [];
-afterEach(async () => {
-  await Promise.all(names.splice(0).map((n) => run('docker', ['rm', '-f', n]).catch(() => undefined)));
-});
+afterEach(removeHookContainers);
 
 /** Runs the hook the way Claude Code does: a process with the event piped to its stdin. */
 function hook(stdin: string, env: Record<string, string> = {}) {
-  const name = `gatehouse-hook-${randomBytes(4).toString('hex')}`;
-  names.push(name);
-  const envArgs = Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
-  const child = spawn(
-    'docker',
-    ['run', '--rm', '-i', '--name', name, '-p', '127.0.0.1::19432', ...envArgs, IMAGE, 'hook', 'claude-code'],
-    { stdio: 'pipe' },
-  );
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  const ready = new Promise<void>((resolve) => {
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-      if (stderr.includes('Plan review: http://localhost:19432/')) resolve();
-    });
-  });
-  const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
-    child.on('close', (code) => resolve({ code, stdout, stderr })),
-  );
-  child.stdin.end(stdin);
-  return {
-    exited,
-    async url() {
-      await Promise.race([ready, exited.then((r) => Promise.reject(new Error(`hook exited ${r.code}: ${r.stderr}`)))]);
-      const { stdout: port } = await run('docker', ['port', name, '19432']);
-      return `http://${port.trim().split('\n')[0]}/`;
-    },
-  };
+  return hookContainer(['claude-code'], stdin, envArgs(env));
 }
 
 async function post(url: string, body: unknown) {

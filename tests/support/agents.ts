@@ -156,6 +156,35 @@ function claudeCode(s: AgentSession): Invocation {
 }
 
 /**
+ * Codex's config.toml for a custom Responses provider named `gatehouse` at
+ * `baseUrl`: no approvals, analytics and plugins off (they call chatgpt.com
+ * and github.com); `websocket` when the provider takes WebSockets.
+ */
+export function codexConfig(o: { model: string; baseUrl: string; envKey: string; websocket?: boolean }): string {
+  return [
+    `model = "${o.model}"`,
+    'model_provider = "gatehouse"',
+    'approval_policy = "never"',
+    'sandbox_mode = "workspace-write"',
+    '',
+    '[analytics]',
+    'enabled = false',
+    '',
+    '[features]',
+    'plugins = false',
+    ...(o.websocket === true ? ['responses_websockets = true'] : []),
+    '',
+    '[model_providers.gatehouse]',
+    'name = "gatehouse"',
+    `base_url = "${o.baseUrl}/v1"`,
+    `env_key = "${o.envKey}"`,
+    'wire_api = "responses"',
+    ...(o.websocket === true ? ['supports_websockets = true'] : []),
+    '',
+  ].join('\n');
+}
+
+/**
  * Codex CLI: `codex exec` with a custom Responses provider; analytics and
  * plugins off (they call chatgpt.com and github.com).
  */
@@ -164,27 +193,7 @@ function codex(s: AgentSession, home: string): Invocation {
   mkdirSync(codexHome);
   writeFileSync(
     path.join(codexHome, 'config.toml'),
-    [
-      `model = "${s.model}"`,
-      'model_provider = "gatehouse"',
-      'approval_policy = "never"',
-      'sandbox_mode = "workspace-write"',
-      '',
-      '[analytics]',
-      'enabled = false',
-      '',
-      '[features]',
-      'plugins = false',
-      ...(s.websocket ? ['responses_websockets = true'] : []),
-      '',
-      '[model_providers.gatehouse]',
-      'name = "gatehouse"',
-      `base_url = "${s.baseUrl}/v1"`,
-      'env_key = "GATEHOUSE_API_KEY"',
-      'wire_api = "responses"',
-      ...(s.websocket ? ['supports_websockets = true'] : []),
-      '',
-    ].join('\n'),
+    codexConfig({ model: s.model, baseUrl: s.baseUrl, envKey: 'GATEHOUSE_API_KEY', websocket: s.websocket }),
   );
   return {
     bin: 'codex',

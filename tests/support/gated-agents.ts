@@ -12,7 +12,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BIN, trappedEnv, type NetworkTrap } from './agents.ts';
+import { BIN, codexConfig, trappedEnv, type NetworkTrap } from './agents.ts';
 import { CLAUDE_API_KEY } from './claude-code-tui.ts';
 
 export const GATED_AGENTS = ['claude-code', 'codex', 'gemini-cli', 'copilot-cli'] as const;
@@ -96,25 +96,7 @@ const LAUNCH: Record<GatedAgent, (o: GatedRunOptions, home: string, work: string
     mkdirSync(codexHome, { recursive: true });
     writeFileSync(
       path.join(codexHome, 'config.toml'),
-      [
-        `model = "${MODEL.codex}"`,
-        'model_provider = "mock"',
-        'approval_policy = "never"',
-        'sandbox_mode = "workspace-write"',
-        '',
-        '[analytics]',
-        'enabled = false',
-        '',
-        '[features]',
-        'plugins = false',
-        '',
-        '[model_providers.mock]',
-        'name = "mock"',
-        `base_url = "${o.origin}/v1"`,
-        'env_key = "MOCK_API_KEY"',
-        'wire_api = "responses"',
-        '',
-      ].join('\n'),
+      codexConfig({ model: MODEL.codex, baseUrl: o.origin, envKey: 'MOCK_API_KEY' }),
     );
     const command = (c: string) => [{ hooks: [{ type: 'command', command: c, timeout: o.hookTimeoutSeconds ?? 300 }] }];
     writeFileSync(
