@@ -181,6 +181,30 @@ export function planHookCodec(encode: (decision: PlanDecision) => unknown): Deci
 export const HOOK_TIMEOUT_MESSAGE =
   'The plan review timed out without a decision. Do not proceed with this plan; ask the user to review it.';
 
+/** An agent's wire shapes for a plan decision. */
+export interface PlanAnswers {
+  /** The reviewer approved (the decision carries the mode they chose, if any). */
+  allow(decision: PlanDecision): unknown;
+  /** The reviewer denied, with their feedback as the reason. */
+  deny(feedback: PlanDecision['feedback']): unknown;
+  /** The review timed out. Absent: a deny with HOOK_TIMEOUT_MESSAGE, so no unreviewed plan goes ahead. */
+  timeout?(): unknown;
+}
+
+/** The answer to each plan decision, in `answers`' shapes. */
+export function planAnswer(answers: PlanAnswers): (decision: PlanDecision) => unknown {
+  return (decision) => {
+    switch (decision.decision) {
+      case 'approved':
+        return answers.allow(decision);
+      case 'denied':
+        return answers.deny(decision.feedback);
+      case 'timeout':
+        return answers.timeout ? answers.timeout() : answers.deny(HOOK_TIMEOUT_MESSAGE);
+    }
+  };
+}
+
 /** The hook event on stdin as a JSON object; `expected` names it in the error for an empty stdin. */
 export function eventObject(text: string, expected: string): JsonObject {
   let event: unknown;

@@ -6,8 +6,8 @@ import {
   eventCwd,
   eventObject,
   eventString,
-  HOOK_TIMEOUT_MESSAGE,
   HookEventError,
+  planAnswer,
   planHookCodec,
   type AgentSpec,
 } from '../agent.ts';
@@ -65,20 +65,17 @@ function answer(decision: Record<string, unknown>) {
  * unreviewed plan.
  */
 export function hookAnswer(decision: PlanDecision, toolInput: JsonObject): unknown {
-  switch (decision.decision) {
-    case 'approved':
-      return answer({
+  return planAnswer({
+    allow: ({ permissionMode }) =>
+      answer({
         behavior: 'allow',
         updatedInput: toolInput,
-        ...(decision.permissionMode !== null && {
-          updatedPermissions: [{ type: 'setMode', mode: decision.permissionMode, destination: 'session' }],
+        ...(permissionMode !== null && {
+          updatedPermissions: [{ type: 'setMode', mode: permissionMode, destination: 'session' }],
         }),
-      });
-    case 'denied':
-      return answer({ behavior: 'deny', message: decision.feedback });
-    case 'timeout':
-      return answer({ behavior: 'deny', message: HOOK_TIMEOUT_MESSAGE });
-  }
+      }),
+    deny: (message) => answer({ behavior: 'deny', message }),
+  })(decision);
 }
 
 /**

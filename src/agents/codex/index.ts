@@ -5,13 +5,13 @@
  * are read from the session transcript (transcript.ts).
  */
 import path from 'node:path';
-import type { PlanDecision } from '../../review/plan/routes.ts';
 import {
   eventCwd,
   eventObject,
   eventString,
   fileProblem,
   HookEventError,
+  planAnswer,
   planHookCodec,
   type AgentSpec,
 } from '../agent.ts';
@@ -30,16 +30,11 @@ export const CODEX_TIMEOUT_MESSAGE =
  * message for the user: nothing is carried out in plan mode, and blocking
  * would only have the model propose again with nobody to review it.
  */
-export function codexAnswer(decision: PlanDecision): unknown {
-  switch (decision.decision) {
-    case 'approved':
-      return {};
-    case 'denied':
-      return { decision: 'block', reason: decision.feedback };
-    case 'timeout':
-      return { systemMessage: CODEX_TIMEOUT_MESSAGE };
-  }
-}
+export const codexAnswer = planAnswer({
+  allow: () => ({}),
+  deny: (reason) => ({ decision: 'block', reason }),
+  timeout: () => ({ systemMessage: CODEX_TIMEOUT_MESSAGE }),
+});
 
 export const codex: AgentSpec = {
   setup: async () => (await import('./setup.ts')).setup,

@@ -5,13 +5,12 @@
  * plan is the session's plan.md; the event carries only the session id.
  */
 import path from 'node:path';
-import type { PlanDecision } from '../../review/plan/routes.ts';
 import {
   eventCwd,
   eventObject,
   eventString,
-  HOOK_TIMEOUT_MESSAGE,
   HookEventError,
+  planAnswer,
   planHookCodec,
   readPlanFile,
   type AgentSpec,
@@ -32,16 +31,10 @@ export function copilotPlanFile(sessionId: string, env: NodeJS.ProcessEnv): stri
  * docs/agents.md); deny denies it with the feedback, which the model reads
  * as "Denied by preToolUse hook: …". A timeout is a deny.
  */
-export function copilotAnswer(decision: PlanDecision): unknown {
-  switch (decision.decision) {
-    case 'approved':
-      return { permissionDecision: 'allow' };
-    case 'denied':
-      return { permissionDecision: 'deny', permissionDecisionReason: decision.feedback };
-    case 'timeout':
-      return { permissionDecision: 'deny', permissionDecisionReason: HOOK_TIMEOUT_MESSAGE };
-  }
-}
+export const copilotAnswer = planAnswer({
+  allow: () => ({ permissionDecision: 'allow' }),
+  deny: (reason) => ({ permissionDecision: 'deny', permissionDecisionReason: reason }),
+});
 
 export const copilotCli: AgentSpec = {
   setup: async () => (await import('./setup.ts')).setup,

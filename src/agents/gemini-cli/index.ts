@@ -6,14 +6,13 @@ import {
   eventCwd,
   eventObject,
   eventString,
-  HOOK_TIMEOUT_MESSAGE,
   HookEventError,
+  planAnswer,
   planHookCodec,
   readPlanFile,
   type AgentSpec,
 } from '../agent.ts';
 import { stopHookProtocol } from '../stop-hook.ts';
-import type { PlanDecision } from '../../review/plan/routes.ts';
 
 export const EXIT_PLAN_MODE = 'exit_plan_mode';
 
@@ -51,16 +50,10 @@ export async function planFile(name: string, plansDir: string, cwd: string): Pro
  * tool: see docs/agents.md); deny blocks it with the reason the model reads
  * as "Tool execution blocked: …". A timeout is a deny.
  */
-export function geminiAnswer(decision: PlanDecision): unknown {
-  switch (decision.decision) {
-    case 'approved':
-      return { decision: 'allow' };
-    case 'denied':
-      return { decision: 'deny', reason: decision.feedback };
-    case 'timeout':
-      return { decision: 'deny', reason: HOOK_TIMEOUT_MESSAGE };
-  }
-}
+export const geminiAnswer = planAnswer({
+  allow: () => ({ decision: 'allow' }),
+  deny: (reason) => ({ decision: 'deny', reason }),
+});
 
 export const geminiCli: AgentSpec = {
   setup: async () => (await import('./setup.ts')).setup,
