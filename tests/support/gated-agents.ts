@@ -51,6 +51,10 @@ export interface GatedRunOptions {
   work?: string;
   /** Seconds a hook may run before the agent gives up on it. */
   hookTimeoutSeconds?: number;
+  /** Flags added to the agent's own (e.g. Copilot CLI's `--plan --mode autopilot`). */
+  args?: string[];
+  /** Variables added to the agent's environment (and so its hooks'). */
+  env?: Record<string, string>;
 }
 
 export interface GatedRun {
@@ -168,9 +172,9 @@ export function runGatedAgent(agent: GatedAgent, options: GatedRunOptions): Gate
   const work = options.work ?? path.join(home, 'work');
   mkdirSync(work, { recursive: true });
   const launch = LAUNCH[agent](options, home, work);
-  const child = spawn(path.join(BIN, launch.bin), launch.args, {
+  const child = spawn(path.join(BIN, launch.bin), [...launch.args, ...(options.args ?? [])], {
     cwd: work,
-    env: { ...trappedEnv(home, options.trap), ...launch.env },
+    env: { ...trappedEnv(home, options.trap), ...launch.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

@@ -1,0 +1,283 @@
+/**
+ * The plan gate in the real GitHub Copilot CLI (pinned in tests/agents), headless in plan
+ * mode (`--plan --mode autopilot -p`, which offers exit_plan_mode) and offline against a
+ * scripted chat-completions upstream on loopback, behind the network trap. Its hook is the
+ * one `gatehouse setup copilot-cli` (this tree's source) writes into the repository, run
+ * through a `gatehouse` on the agent's PATH: preToolUse, for every tool. The scripted model
+ * writes the session's plan.md with the shell tool and calls exit_plan_mode; the reviewer
+ * decides through the hook's review server's API; each case asserts what the agent did
+ * next: the tool result in its next request upstream, the files its tools wrote.
+ */
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
+import type { Conversation, ModelResponse } from '../../src/proxy/translate/model.ts';
+import { installAgents, startNetworkTrap, type NetworkTrap } from '../support/agents.ts';
+import { runGatedAgent, SHELL } from '../support/gated-agents.ts';
+import { TempRepo } from '../support/git-repo.ts';
+import { ROOT } from '../support/hub.ts';
+import { startScriptedUpstream, type ScriptedUpstream } from '../support/scripted-upstream.ts';
+
+const run = promisify(execFile);
+
+const PLAN_1 = '# Greeting\n\n1. Write greeting.txt in the project root\n';
+const FEEDBACK = 'Put the greeting in src/, not the project root';
+const PLAN_2 = '# Greeting\n\n1. Write src/greeting.txt\n';
+/** What carrying out the plan writes, and where. */
+const GREETING = 'hello, world\n';
+const GREETING_FILE = 'src/greeting.txt';
+const PLAN_MARKER = 'plan-written-';
+const WORK_MARKER = 'greeting-written';
+
+type Result = { id: string; text: string };
+
+/** The tool results of a conversation, in order. */
+function results(conv: Conversation): Result[] {
+  return conv.messages
+    .flatMap((m) => m.parts)
+    .flatMap((p) => (p.type === 'tool_result' ? [{ id: p.callId, text: JSON.stringify(p.content) }] : []));
+}
+
+/** The plan the scripted model writes as version `n` (1, then 2 once told why the first was denied). */
+const planText = (n: number) => (n === 1 ? PLAN_1 : PLAN_2);
+
+/**
+ * The model of a plan-mode session, read from the conversation. Each step follows the last
+ * tool result: none → write plan v1 where the plan-mode instructions say (the shell tool);
+ * plan vN written → exit_plan_mode; exit_plan_mode denied → write plan vN+1; approved →
+ * carry the plan out (write GREETING_FILE); done → task_complete, which ends the run.
+ */
+function planModel(body: Record<string, unknown>, conv: Conversation | undefined): ModelResponse | undefined {
+  if (!conv?.tools?.some((t) => t.name === 'exit_plan_mode')) return undefined;
+  const reply = (name: string, id: string, args: unknown): ModelResponse => ({
+    id: `plan-${id}`,
+    model: conv.model,
+    usage: { input: 100, output: 10 },
+    parts: [{ type: 'tool_call', id, name, arguments: JSON.stringify(args) }],
+    stopReason: 'tool_use',
+  });
+  const shell = (id: string, command: string) =>
+    reply(SHELL['copilot-cli'].name, id, SHELL['copilot-cli'].args(command));
+  const writePlan = (n: number) => {
+    const file = /Save the plan to: (\S+\/plan\.md)/.exec(JSON.stringify(body))?.[1];
+    if (file === undefined) throw new Error('the request names no plan.md to save: is Copilot CLI in plan mode?');
+    return shell(`call_plan_${n}`, `cat > '${file}' <<'PLAN'\n${planText(n)}PLAN\necho ${PLAN_MARKER}${n}`);
+  };
+  const done = results(conv);
+  const last = done.at(-1);
+  if (last === undefined) return writePlan(1);
+  const n = Number(/^call_(?:plan|exit)_(\d+)$/.exec(last.id)?.[1]);
+  if (last.id === 'call_work') return reply('task_complete', 'call_done', { summary: 'Wrote the greeting' });
+  if (last.id.startsWith('call_plan_')) return reply('exit_plan_mode', `call_exit_${n}`, { summary: `Plan v${n}` });
+  if (last.id.startsWith('call_exit_') && last.text.includes('Denied by preToolUse hook')) return writePlan(n + 1);
+  if (last.id.startsWith('call_exit_'))
+    return shell(
+      'call_work',
+      `mkdir -p src && printf '${GREETING.replace('\n', '\\n')}' > ${GREETING_FILE} && echo ${WORK_MARKER}`,
+    );
+  throw new Error(`the scripted model has no step after ${last.id}`);
+}
+
+let upstream: ScriptedUpstream;
+let trap: NetworkTrap;
+/** Copilot CLI unpacks itself into its cache (~6 s) on a first start: one cache for the file's runs. */
+const cache = mkdtempSync(path.join(tmpdir(), 'gatehouse-copilot-cache-'));
+
+beforeAll(async () => {
+  await installAgents();
+  trap = await startNetworkTrap();
+  upstream = await startScriptedUpstream('127.0.0.1', planModel);
+});
+afterAll(async () => {
+  await (upstream as ScriptedUpstream | undefined)?.close();
+  await (trap as NetworkTrap | undefined)?.close();
+  rmSync(cache, { recursive: true, force: true });
+});
+
+/**
+ * A repository and a `gatehouse` command on PATH (this tree's CLI, its stderr, with the
+ * review URLs, appended to a log), as a user who installed gatehouse has them.
+ */
+function project() {
+  const repo = TempRepo.init();
+  const tools = mkdtempSync(path.join(tmpdir(), 'gatehouse-copilot-bin-'));
+  const log = path.join(tools, 'hook.log');
+  mkdirSync(path.join(tools, 'bin'));
+  const gatehouse = path.join(tools, 'bin', 'gatehouse');
+  writeFileSync(
+    gatehouse,
+    `#!/bin/sh\nexec '${process.execPath}' '${path.join(ROOT, 'src', 'cli.ts')}' "$@" 2>>'${log}'\n`,
+  );
+  chmodSync(gatehouse, 0o755);
+  const env = {
+    PATH: `${path.join(tools, 'bin')}:${process.env['PATH'] ?? '/usr/bin:/bin'}`,
+    // Local mode opens the reviewer's browser: here `true` takes the URL and does nothing.
+    BROWSER: 'true',
+    XDG_CACHE_HOME: cache,
+  };
+  const hookLog = () => (existsSync(log) ? readFileSync(log, 'utf8') : '');
+  /** `gatehouse setup ARGS` in the repository, as the user runs it. */
+  const setup = async (...args: string[]) => {
+    const home = path.join(tools, 'home');
+    mkdirSync(home, { recursive: true });
+    try {
+      const { stdout } = await run(process.execPath, [path.join(ROOT, 'src', 'cli.ts'), 'setup', ...args], {
+        cwd: repo.dir,
+        env: { ...env, HOME: home },
+      });
+      return { code: 0, stdout };
+    } catch (error) {
+      const e = error as { code: number; stdout: string; stderr: string };
+      return { code: e.code, stdout: `${e.stdout}${e.stderr}` };
+    }
+  };
+  onTestFinished(() => {
+    repo.cleanup();
+    rmSync(tools, { recursive: true, force: true });
+  });
+  return { repo, env, hookLog, setup };
+}
+
+/** Starts Copilot CLI in plan mode on the project; `review(n)` is the URL of the nth plan review its hook served. */
+function planSession(p: ReturnType<typeof project>) {
+  const from = upstream.requests.length;
+  const trapped = trap.attempts.length;
+  const agent = runGatedAgent('copilot-cli', {
+    origin: `http://127.0.0.1:${upstream.port}`,
+    trap,
+    prompt: 'Plan a greeting file for this project',
+    hooks: {},
+    work: p.repo.dir,
+    args: ['--plan', '--mode', 'autopilot'],
+    env: p.env,
+  });
+  onTestFinished(async (context) => {
+    if (context.task.result?.state === 'fail') {
+      const out = await Promise.race([agent.exited, Promise.resolve({ stdout: '(running)', stderr: '' })]);
+      console.log(`[copilot-cli] stdout:\n${out.stdout}\nstderr:\n${out.stderr}\nhook log:\n${p.hookLog()}`);
+    }
+    await agent.stop();
+  });
+  return {
+    agent,
+    trapped: () => trap.attempts.slice(trapped),
+    review: (n: number) =>
+      vi.waitFor(
+        () => {
+          const urls = [...p.hookLog().matchAll(/Plan review: (\S+)/g)].map((m) => m[1] as string);
+          if (urls.length < n) throw new Error(`plan review ${n} not served yet; hook log:\n${p.hookLog()}`);
+          return urls[n - 1] as string;
+        },
+        { timeout: 90_000, interval: 250 },
+      ),
+    /** The first request upstream (of this session) carrying the result of tool call `id`. */
+    resultOf: (id: string) =>
+      vi.waitFor(
+        () => {
+          for (const r of upstream.requests.slice(from)) {
+            const messages = Array.isArray(r.body.messages) ? (r.body.messages as Record<string, unknown>[]) : [];
+            const result = messages.find((m) => m['role'] === 'tool' && m['tool_call_id'] === id);
+            if (result) return JSON.stringify(result['content']);
+          }
+          throw new Error(`no request upstream carries the result of ${id} yet`);
+        },
+        { timeout: 60_000, interval: 250 },
+      ),
+  };
+}
+
+async function decide(url: string, action: 'approve' | 'deny', body: object = {}): Promise<number> {
+  const response = await fetch(new URL(`api/${action}`, url), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ ...body, planSave: { enabled: false } }),
+  });
+  return response.status;
+}
+
+async function shownPlan(url: string): Promise<Record<string, unknown>> {
+  return (await (await fetch(new URL('api/plan', url))).json()) as Record<string, unknown>;
+}
+
+describe('the plan gate in the real Copilot CLI (setup copilot-cli, preToolUse on exit_plan_mode)', () => {
+  it('a fresh repository: setup installs the hook; denied with feedback, the agent revises; approved, it carries the plan out', async () => {
+    const p = project();
+    const installed = await p.setup('copilot-cli');
+    expect(installed).toEqual({
+      code: 0,
+      stdout: `created ${p.repo.dir}/.github/hooks/gatehouse.json: hooks.preToolUse: gatehouse hook copilot-cli\n`,
+    });
+    const check = await p.setup('--check');
+    expect(check.stdout).toContain(
+      `copilot-cli  project  installed, would run (${p.repo.dir}/.github/hooks/gatehouse.json: gatehouse hook copilot-cli)`,
+    );
+
+    const s = planSession(p);
+    // The shell tool that wrote the plan passed the same hook at once: its output is back.
+    const first = await s.review(1);
+    expect(await shownPlan(first)).toMatchObject({ plan: PLAN_1, origin: 'copilot-cli', permissionMode: 'plan' });
+    expect(await s.resultOf('call_plan_1')).toContain(`${PLAN_MARKER}1`);
+    expect(await decide(first, 'deny', { feedback: FEEDBACK })).toBe(200);
+
+    // What the agent did next: exit_plan_mode's result is the feedback, and it wrote a revised plan.
+    expect(await s.resultOf('call_exit_1')).toContain(`Denied by preToolUse hook: ${FEEDBACK}`);
+    const second = await s.review(2);
+    expect(await shownPlan(second)).toMatchObject({ plan: PLAN_2, origin: 'copilot-cli' });
+    expect(existsSync(path.join(p.repo.dir, GREETING_FILE))).toBe(false);
+    expect(await decide(second, 'approve')).toBe(200);
+
+    // Approved: exit_plan_mode succeeds and the agent carries the plan out.
+    expect(await s.resultOf('call_exit_2')).toContain('Plan approved');
+    expect(await s.resultOf('call_work')).toContain(WORK_MARKER);
+    const { code } = await s.agent.exited;
+    expect(code).toBe(0);
+    expect(readFileSync(path.join(p.repo.dir, GREETING_FILE), 'utf8')).toBe(GREETING);
+    // Two reviews, both of exit_plan_mode: the shell calls were never put before the reviewer.
+    expect([...p.hookLog().matchAll(/Plan review: /g)]).toHaveLength(2);
+    expect(s.trapped()).toEqual([]);
+  });
+
+  it('a repository with hooks of its own: they stay and still run beside ours; approved at once, the agent carries the plan out', async () => {
+    const p = project();
+    const audit = path.join(p.repo.dir, '..', `${path.basename(p.repo.dir)}-audit.jsonl`);
+    onTestFinished(() => rmSync(audit, { force: true }));
+    const theirs = `${JSON.stringify(
+      {
+        version: 1,
+        hooks: { preToolUse: [{ type: 'command', bash: `{ cat; echo; } >> '${audit}'`, timeoutSec: 10 }] },
+      },
+      null,
+      2,
+    )}\n`;
+    p.repo.write('.github/hooks/audit.json', theirs).commitAll('audit hook');
+    const installed = await p.setup('copilot-cli');
+    expect(installed.code).toBe(0);
+    expect(installed.stdout).toBe(
+      `created ${p.repo.dir}/.github/hooks/gatehouse.json: hooks.preToolUse: gatehouse hook copilot-cli\n`,
+    );
+    expect((await p.setup('copilot-cli')).stdout).toMatch(/^unchanged /);
+    expect((await p.setup('--check')).stdout).toContain('copilot-cli  project  installed, would run');
+
+    const s = planSession(p);
+    const review = await s.review(1);
+    expect(await shownPlan(review)).toMatchObject({ plan: PLAN_1, origin: 'copilot-cli' });
+    expect(await decide(review, 'approve')).toBe(200);
+    expect(await s.resultOf('call_exit_1')).toContain('Plan approved');
+    expect(await s.resultOf('call_work')).toContain(WORK_MARKER);
+    expect((await s.agent.exited).code).toBe(0);
+    expect(readFileSync(path.join(p.repo.dir, GREETING_FILE), 'utf8')).toBe(GREETING);
+
+    // Their hook file is as it was, and their hook saw every tool call ours did.
+    expect(readFileSync(path.join(p.repo.dir, '.github/hooks/audit.json'), 'utf8')).toBe(theirs);
+    const seen = readFileSync(audit, 'utf8')
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => (JSON.parse(l) as { toolName: string }).toolName);
+    expect(seen).toEqual(expect.arrayContaining(['bash', 'exit_plan_mode']));
+    expect([...p.hookLog().matchAll(/Plan review: /g)]).toHaveLength(1);
+    expect(s.trapped()).toEqual([]);
+  });
+});
