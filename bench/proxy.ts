@@ -27,14 +27,16 @@
  * flight, and as a multiple of the body's size.
  *
  * BENCH_TEAM_BASELINE=<git ref> is the team case: gatehouse with 100 keys (each
- * with rpm, tpm and a budget, so every check runs), usage accounting and
- * metrics, and beside it, in the same rounds, the gatehouse of that ref with
+ * with rpm, tpm, a token and a dollar budget, so every check runs), the bench's
+ * model priced (so each request's cost is worked out and settled), usage
+ * accounting and metrics, and beside it, in the same rounds, the gatehouse of that ref with
  * its single key; it prints both against the floor and the CPU the team
  * features add per request.
  *
  * BENCH_BASELINE=<git ref> compares two builds: the gatehouse of that ref beside this tree's, the same
  * configuration (the operator's key), in the same rounds; it prints both against the floor and the CPU this
- * tree adds per request, paired round by round.
+ * tree adds per request, paired round by round. With BENCH_TEAM=1 both run the team case's configuration (a ref
+ * from before prices, without its prices and dollar budgets, which it would refuse).
  *
  * BENCH_REDIS=1 is the Redis case: gatehouse with 100 keys (as in the team case, so every limit is checked)
  * and proxy.state.backend memory, beside the same with backend redis, in the same rounds, against a local
@@ -81,6 +83,8 @@ const IMAGE_ROUNDS = Number(process.env['BENCH_IMAGE_ROUNDS'] ?? 4);
 const TEAM_BASELINE = process.env['BENCH_TEAM_BASELINE'];
 /** The ref the baseline gatehouse runs: the team case's, or a build to compare this one with. */
 const BASELINE = TEAM_BASELINE ?? process.env['BENCH_BASELINE'];
+/** BENCH_BASELINE with both builds in the team case's configuration. */
+const TEAM = TEAM_BASELINE !== undefined || process.env['BENCH_TEAM'] === '1';
 const TEAM_KEYS = 100;
 const teamKey = (i: number) => `bench-team-key-${String(i).padStart(3, '0')}`;
 /** The key the team case's clients present: one in the middle of the list. */
@@ -279,6 +283,8 @@ interface GatehouseOptions {
   root?: string;
   /** 100 keys with limits (the team case). */
   team?: boolean;
+  /** In the team case: the model priced and the keys' dollar budgets (a build from before prices has neither). */
+  costs?: boolean;
   name?: string;
   /** proxy.state.backend redis at this URL. */
   redisUrl?: string;
@@ -289,7 +295,7 @@ interface GatehouseOptions {
 async function startGatehouse(
   upstreamPort: number,
   dir: string,
-  { root = ROOT, team = false, name = 'gatehouse', redisUrl, telemetry }: GatehouseOptions = {},
+  { root = ROOT, team = false, costs = true, name = 'gatehouse', redisUrl, telemetry }: GatehouseOptions = {},
 ): Promise<{ proc: ChildProcess; port: number }> {
   const port = await freePort();
   const config = path.join(dir, `${name}.json`);
@@ -300,8 +306,11 @@ async function startGatehouse(
     rpm: 1_000_000_000,
     tpm: 1_000_000_000_000,
     budget_tokens: 1_000_000_000_000_000,
+    ...(costs ? { budget_usd: 1_000_000_000 } : {}),
     budget_period: 'month',
   }));
+  // The bench's model at a price (gpt-4o-mini's), so every team request is priced and its dollar budget settled.
+  const prices = [{ model: 'gpt-bench', input_per_mtok: 0.15, output_per_mtok: 0.6, cache_read_per_mtok: 0.075 }];
   writeFileSync(
     config,
     JSON.stringify({
@@ -309,7 +318,7 @@ async function startGatehouse(
         port,
         auth_mode: 'strict',
         api_key: API_KEY,
-        ...(team ? { keys } : {}),
+        ...(team ? { keys, ...(costs ? { prices } : {}) } : {}),
         ...(redisUrl ? { state: { backend: 'redis', redis_url: redisUrl } } : {}),
         ...(telemetry ? { telemetry: { endpoint: telemetry } } : {}),
         upstreams: [
@@ -680,7 +689,7 @@ async function main(): Promise<void> {
     children.push(upstream.proc);
     const floor = await child(['floor', String(upstream.port)]);
     children.push(floor.proc);
-    const gatehouse = await startGatehouse(upstream.port, dir, { team: TEAM_BASELINE !== undefined || REDIS });
+    const gatehouse = await startGatehouse(upstream.port, dir, { team: TEAM || REDIS });
     children.push(gatehouse.proc);
     const redisServer = REDIS ? await startRedisServer(dir) : undefined;
     if (redisServer) children.push(redisServer.proc);
@@ -703,7 +712,8 @@ async function main(): Promise<void> {
     if (traced) children.push(traced.up.proc, traced.down.proc);
     const baseline = BASELINE === undefined ? undefined : await startBaseline(BASELINE, upstream.port, dir);
     if (baseline) children.push(baseline.proc);
-    const gatehouseKey = TEAM_BASELINE !== undefined || withRedis ? TEAM_CLIENT_KEY : API_KEY;
+    const gatehouseKey = TEAM || withRedis ? TEAM_CLIENT_KEY : API_KEY;
+    const baselineKey = TEAM && TEAM_BASELINE === undefined ? TEAM_CLIENT_KEY : API_KEY;
     console.log(
       `gatehouse proxy benchmark: ${ROUNDS} rounds × ${SECONDS} s per run, loopback, ${os.cpus().length} CPUs, Node ${process.version}\n`,
     );
@@ -744,7 +754,15 @@ async function main(): Promise<void> {
               ]
             : []),
           ...(baseline
-            ? [{ into: runs.baseline, port: baseline.port, pid: baseline.proc.pid, request: scenario, key: API_KEY }]
+            ? [
+                {
+                  into: runs.baseline,
+                  port: baseline.port,
+                  pid: baseline.proc.pid,
+                  request: scenario,
+                  key: baselineKey,
+                },
+              ]
             : []),
           ...(withRedis
             ? [
@@ -841,7 +859,7 @@ async function main(): Promise<void> {
     if (team.length > 0) {
       console.log(
         TEAM_BASELINE === undefined
-          ? `\n| this build vs ${BASELINE ?? ''} | this build vs floor | baseline vs floor | baseline | CPU added per request (paired) |\n|---|---|---|---|---|`
+          ? `\n| this build vs ${BASELINE ?? ''}${TEAM ? ', both in the team case' : ''} | this build vs floor | baseline vs floor | baseline | CPU added per request (paired) |\n|---|---|---|---|---|`
           : `\n| team case (100 keys, usage, metrics) vs ${TEAM_BASELINE} | team vs floor | baseline vs floor | baseline | CPU added per request (paired) |\n|---|---|---|---|---|`,
       );
       for (const row of team) console.log(row);
@@ -877,7 +895,15 @@ async function startBaseline(ref: string, upstreamPort: number, dir: string) {
   const tree = path.join(dir, 'baseline');
   execFileSync('git', ['worktree', 'add', '--detach', tree, ref], { cwd: ROOT, stdio: 'ignore' });
   symlinkSync(path.join(ROOT, 'node_modules'), path.join(tree, 'node_modules'));
-  return startGatehouse(upstreamPort, dir, { root: tree, name: 'baseline' });
+  const team = TEAM && TEAM_BASELINE === undefined;
+  let costs = true;
+  try {
+    execFileSync('git', ['cat-file', '-e', `${ref}:src/proxy/prices.ts`], { cwd: ROOT, stdio: 'ignore' });
+  } catch {
+    costs = false;
+    if (team) console.log(`${ref} has no prices: its team case runs without them and without dollar budgets`);
+  }
+  return startGatehouse(upstreamPort, dir, { root: tree, name: 'baseline', team, costs });
 }
 
 const [role, arg] = process.argv.slice(2);
