@@ -49,10 +49,13 @@ const OWN = /^\/(?:internal\/|console$|metrics$|healthz$)/;
 
 const failed = (outcome: number | string): boolean => typeof outcome === 'string' || outcome >= 500;
 
+/** A finished request as kept: its time as a number, made text only when a snapshot is read (it costs a µs). */
+type Finished = Omit<LiveRequest, 'at'> & { at: number };
+
 export class Activity {
   #inFlight = 0;
   /** A ring: the next write goes to #next. */
-  readonly #recent: (LiveRequest | undefined)[] = new Array<LiveRequest | undefined>(RECENT);
+  readonly #recent: (Finished | undefined)[] = new Array<Finished | undefined>(RECENT);
   #next = 0;
   readonly #upstreams = new Map<string, UpstreamActivity>();
   readonly #now: () => number;
@@ -65,7 +68,8 @@ export class Activity {
   readonly counter: ProxyMiddleware = (ctx, next) => {
     if (OWN.test(ctx.path)) return next();
     this.#inFlight++;
-    ctx.res.once('close', () => this.#inFlight--);
+    // 'close' comes once: on(), not once(), which wraps the listener for every request.
+    ctx.res.on('close', () => this.#inFlight--);
     return next();
   };
 
@@ -73,7 +77,7 @@ export class Activity {
   readonly sink: RequestSink = (r) => {
     if (r.model === undefined) return;
     this.#recent[this.#next] = {
-      at: new Date(r.at).toISOString(),
+      at: r.at,
       key: r.key?.name ?? null,
       model: r.model,
       upstream: r.upstream ?? null,
@@ -113,7 +117,7 @@ export class Activity {
     const recent: LiveRequest[] = [];
     for (let i = 1; i <= RECENT; i++) {
       const entry = this.#recent[(this.#next - i + RECENT) % RECENT];
-      if (entry) recent.push(entry);
+      if (entry) recent.push({ ...entry, at: new Date(entry.at).toISOString() });
     }
     const since = this.#now() - MINUTES * MINUTE_MS;
     const upstreams: Record<string, UpstreamActivity> = {};
