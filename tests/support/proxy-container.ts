@@ -17,16 +17,21 @@ export interface ProxyContainer {
 /**
  * `gatehouse proxy --config /config/proxy.json` in the image, reachable from
  * the host, able to reach the host as host.docker.internal. Resolves once the
- * proxy logged that it listens.
+ * proxy logged that it listens. Its port on the host is one Docker picks, or
+ * `hostPort` (stablePort) for a test that restarts the container.
  */
-export async function startProxyContainer(config: unknown, env: Record<string, string> = {}): Promise<ProxyContainer> {
+export async function startProxyContainer(
+  config: unknown,
+  env: Record<string, string> = {},
+  { hostPort }: { hostPort?: number } = {},
+): Promise<ProxyContainer> {
   let output = '';
   const container = await new GenericContainer(IMAGE)
     .withCommand(['proxy', '--config', '/config/proxy.json'])
     .withEnvironment(env)
     .withCopyContentToContainer([{ content: JSON.stringify(config), target: '/config/proxy.json', mode: 0o644 }])
     .withExtraHosts([{ host: HOST_FROM_CONTAINER, ipAddress: 'host-gateway' }])
-    .withExposedPorts(8045)
+    .withExposedPorts(hostPort === undefined ? 8045 : { container: 8045, host: hostPort })
     .withLogConsumer((stream) => stream.on('data', (chunk: Buffer | string) => (output += chunk.toString())))
     .withWaitStrategy(Wait.forLogMessage(/proxy listening/))
     .withStartupTimeout(30_000)
@@ -48,6 +53,26 @@ export async function closedPort(): Promise<number> {
   const { port } = server.address() as { port: number };
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+/**
+ * A free port on the host below the ephemeral range (32768-60999 here), where neither Docker nor a server
+ * listening on port 0 takes one. A restarted container keeps it: one whose port Docker picked gets a new
+ * port on restart, and the old one goes to whichever container anyone on the machine starts next, so a
+ * client still sending to it may be answered by a stranger.
+ */
+export async function stablePort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const server = createServer();
+    const bound = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false));
+      server.listen(port, '0.0.0.0', () => resolve(true));
+    });
+    if (!bound) continue;
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    return port;
+  }
 }
 
 /** Reads a response body stream until `predicate` holds for the text so far. */
