@@ -28,6 +28,8 @@ let tmp: string;
 let tarball: string;
 let unpacked: string;
 let devcontainer: DevcontainerJson;
+/** `devcontainer features test`'s output, or its failure; begun beside the image build (both mostly wait on npm). */
+let featureTest: Promise<{ output: string } | { error: unknown }>;
 const version = (JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 beforeAll(async () => {
@@ -36,10 +38,15 @@ beforeAll(async () => {
   unpacked = path.join(tmp, 'unpacked');
   await run('mkdir', ['-p', unpacked]);
   await run('tar', ['-xzf', tarball, '-C', unpacked]);
+  featureTest = testFeatureCleanly(tarball, path.join(tmp, 'feature')).then(
+    (output) => ({ output }),
+    (error: unknown) => ({ error }),
+  );
   devcontainer = await buildProjectImage(FRESH, tarball, path.join(tmp, 'context'), true);
 });
 
 afterAll(async () => {
+  await featureTest;
   await run('docker', ['rmi', '-f', FRESH]).catch(() => undefined);
   if (tmp) await rm(tmp, { recursive: true, force: true });
 });
@@ -237,20 +244,26 @@ describe('installed through the Dev Container Feature (features/src/gatehouse), 
     '`devcontainer features test` builds node:24-bookworm-slim with it and its scenario passes',
     { timeout: 300_000 },
     async () => {
-      const before = await featureImages();
-      try {
-        const output = await testFeature(tarball, path.join(tmp, 'feature'));
-        expect(output).toContain('gatehouse feature: installed gatehouse ' + version);
-        expect(output).toMatch(/Passed:\s+'from_tarball'/);
-        expect(output).not.toMatch(/Failed:/);
-      } finally {
-        // The CLI removes its containers but keeps the image it built.
-        const built = (await featureImages()).filter((i) => !before.includes(i));
-        if (built.length > 0) await run('docker', ['rmi', '-f', ...built]).catch(() => undefined);
-      }
+      const result = await featureTest;
+      if ('error' in result) throw result.error;
+      const { output } = result;
+      expect(output).toContain('gatehouse feature: installed gatehouse ' + version);
+      expect(output).toMatch(/Passed:\s+'from_tarball'/);
+      expect(output).not.toMatch(/Failed:/);
     },
   );
 });
+
+/** testFeature, then the image it built removed: the CLI removes its containers but keeps the image. */
+async function testFeatureCleanly(tarball: string, dir: string): Promise<string> {
+  const before = await featureImages();
+  try {
+    return await testFeature(tarball, dir);
+  } finally {
+    const built = (await featureImages()).filter((i) => !before.includes(i));
+    if (built.length > 0) await run('docker', ['rmi', '-f', ...built]).catch(() => undefined);
+  }
+}
 
 /** The images `devcontainer features test` builds (vsc-<id>-<hash>-features). */
 async function featureImages(): Promise<string[]> {

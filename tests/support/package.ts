@@ -70,6 +70,8 @@ export const FEATURES = path.join(ROOT, 'features');
  * which must be pulled. A `docker` that refuses `buildx` (first on PATH, the
  * real one behind it) makes the CLI use the classic builder instead, which
  * pulls nothing: the scenario's image, node:24-bookworm-slim, is the local one.
+ * It builds without the layer cache: the same tarball, packed by any earlier
+ * run on this machine, would otherwise find its install step done already.
  */
 export async function testFeature(tarball: string, dir: string): Promise<string> {
   const copy = path.join(dir, 'features');
@@ -80,7 +82,8 @@ export async function testFeature(tarball: string, dir: string): Promise<string>
   await mkdir(shim, { recursive: true });
   await writeFile(
     path.join(shim, 'docker'),
-    `#!/bin/sh\n[ "$1" = buildx ] && { echo 'buildx is off: the classic builder pulls nothing' >&2; exit 1; }\nexec ${docker} "$@"\n`,
+    `#!/bin/sh\n[ "$1" = buildx ] && { echo 'buildx is off: the classic builder pulls nothing' >&2; exit 1; }\n` +
+      `[ "$1" = build ] && { shift; exec ${docker} build --no-cache "$@"; }\nexec ${docker} "$@"\n`,
     { mode: 0o755 },
   );
   const cli = path.join(ROOT, 'node_modules', '@devcontainers', 'cli', 'devcontainer.js');
