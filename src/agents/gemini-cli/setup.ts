@@ -13,7 +13,12 @@ import { programProblem } from '../setup/program.ts';
 /** Gemini CLI's hook timeout is in milliseconds (default 60 s): a day. */
 export const GEMINI_HOOK_TIMEOUT_MS = 86_400_000;
 
-/** The policy rule: user tier (or workspace tier for --project) beats the built-in "ask" for exit_plan_mode. */
+/**
+ * The policy rule: the user tier beats the built-in "ask" for exit_plan_mode.
+ * Gemini CLI 0.61.0 does not load a project's policies (.gemini/policies: its
+ * workspace tier is switched off in the code); --project writes the rule there
+ * all the same, for the releases that will, and says it has no effect yet.
+ */
 export const GEMINI_POLICY = `# Written by gatehouse setup gemini-cli --policy: in plan mode, exit_plan_mode is allowed
 # without Gemini CLI's own "Ready to start implementation?" dialog. gatehouse's BeforeTool
 # hook (settings.json) runs first and asks the reviewer in the browser; a deny blocks the tool.
@@ -23,6 +28,10 @@ decision = "allow"
 priority = 100
 modes = ["plan"]
 `;
+
+/** What the user is told about a project's rule, in setup's report and --check. */
+const PROJECT_POLICY_UNUSED =
+  'Gemini CLI (0.61.0) does not load a project\'s policies yet: its terminal UI still asks "Ready to start implementation?" after an approve (docs/agents.md)';
 
 const EVENT = ['hooks', 'BeforeTool'];
 const ours = (command: unknown) => isPlanGate('gemini-cli', command);
@@ -47,7 +56,10 @@ export const setup: AgentSetup = {
       files.push({
         path: path.join(geminiDir(target), 'policies', 'gatehouse.toml'),
         after: GEMINI_POLICY,
-        what: 'policy rule: allow exit_plan_mode in plan mode (the browser is the only gate)',
+        what:
+          target.scope === 'user'
+            ? 'policy rule: allow exit_plan_mode in plan mode (the browser is the only gate)'
+            : `policy rule: allow exit_plan_mode in plan mode; note: ${PROJECT_POLICY_UNUSED}`,
       });
     return files;
   },
@@ -63,12 +75,20 @@ export const setup: AgentSetup = {
       if (program !== null) problems.push(program);
       if (found?.matcher !== 'exit_plan_mode') problems.push('its matcher is not "exit_plan_mode"');
       if (valueAt(root, ['hooksConfig', 'enabled']) === false) problems.push('hooksConfig.enabled is false');
+      const disabled = valueAt(root, ['hooksConfig', 'disabled']);
+      if (Array.isArray(disabled) && disabled.includes(command)) problems.push('hooksConfig.disabled lists it');
       const policy = await read(path.join(geminiDir(target), 'policies', 'gatehouse.toml'));
-      notes.push(
-        policy === null
-          ? 'no policy rule: the terminal UI still asks "Ready to start implementation?" after an approve (setup --policy)'
-          : 'policy rule installed: the browser is the only gate',
-      );
+      const policyPaths = valueAt(root, ['policyPaths']);
+      if (policy === null)
+        notes.push(
+          'no policy rule: the terminal UI still asks "Ready to start implementation?" after an approve (setup --policy)',
+        );
+      else if (target.scope === 'project') notes.push(`policy rule written, but ${PROJECT_POLICY_UNUSED}`);
+      else if (Array.isArray(policyPaths) && policyPaths.length > 0)
+        notes.push(
+          'policy rule written, but policyPaths is set: Gemini CLI reads policies from there instead of ~/.gemini/policies',
+        );
+      else notes.push('policy rule installed: the browser is the only gate');
       if (target.scope === 'project') notes.push('project hooks run only in a folder Gemini CLI trusts');
     }
     return { file, command, problems, notes };

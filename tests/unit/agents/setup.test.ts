@@ -217,6 +217,40 @@ describe('gatehouse setup --check', () => {
   });
 });
 
+describe("gatehouse setup gemini-cli's policy rule (Gemini CLI 0.61.0)", () => {
+  it('--project writes it but says Gemini CLI does not load it yet; --check says whether it works', async () => {
+    const { home, repo, setup, read } = await world();
+    const project = await setup('gemini-cli', '--project', '--policy');
+    expect(project.stdout).toContain(
+      "/.gemini/policies/gatehouse.toml: policy rule: allow exit_plan_mode in plan mode; note: Gemini CLI (0.61.0) does not load a project's policies yet",
+    );
+    expect(await read(path.join(repo, '.gemini', 'policies', 'gatehouse.toml'))).toBe(GEMINI_POLICY);
+    const note = (scope: string, text: string) => new RegExp(`gemini-cli {3}${scope} .*\\n {21}note: ${text}`);
+    expect((await setup('--check')).stdout).toMatch(
+      note('project', "policy rule written, but Gemini CLI \\(0\\.61\\.0\\) does not load a project's policies"),
+    );
+    expect((await setup('gemini-cli', '--policy')).code).toBe(0);
+    expect((await setup('--check')).stdout).toMatch(
+      note('user {4}', 'policy rule installed: the browser is the only gate'),
+    );
+    // policyPaths replaces ~/.gemini/policies; a hook listed in hooksConfig.disabled does not run.
+    const settings = path.join(home, '.gemini', 'settings.json');
+    const hooked = JSON.parse(await read(settings)) as Record<string, unknown>;
+    await writeFile(
+      settings,
+      JSON.stringify({
+        ...hooked,
+        policyPaths: ['/etc/policies'],
+        hooksConfig: { disabled: ['gatehouse hook gemini-cli'] },
+      }),
+    );
+    const check = await setup('--check');
+    expect(check.code).toBe(1);
+    expect(check.stdout).toContain('installed, would NOT run: hooksConfig.disabled lists it');
+    expect(check.stdout).toMatch(note('user {4}', 'policy rule written, but policyPaths is set'));
+  });
+});
+
 describe("Codex's hook trust hash", () => {
   it('is the hash Codex 0.171.0 itself reported for a hook (hooks/list currentHash)', () => {
     const command = "cat > /tmp/ag29-exp/codex/stop-input-$(date +%s%N).json; echo '{}'";
