@@ -76,6 +76,23 @@ describe('gatehouse hook gemini-cli (BeforeTool on exit_plan_mode)', () => {
     expect([code, stdout]).toEqual([2, '']);
     expect(stderr).toMatch(/^gatehouse hook gemini-cli: plan_filename ".*" is outside the plans folder/);
   });
+
+  it('reviews the plan through a hub (--hub), listed with its Gemini session; deny answers deny with the feedback', async () => {
+    const client = startClient(['hook', 'gemini-cli', '--hub', hub.url], {
+      hub: hub.url,
+      cwd: dir,
+      home: dir,
+      stdin: JSON.stringify(geminiEvent(dir)),
+      env: { GEMINI_PLANS_DIR: plans },
+    });
+    const id = /\/r\/([^/]+)\//.exec(await client.url)?.[1];
+    const { body } = await hubCall(hub.url, 'GET', 'api/reviews');
+    const review = (body['pending'] as Record<string, unknown>[]).find((r) => r['id'] === id);
+    expect(review).toMatchObject({ origin: 'gemini-cli', session: geminiEvent(dir).session_id, title: 'Add tests' });
+    expect(await decide(hub.url, id, 'deny', { feedback: 'Not yet' })).toBe(200);
+    const { code, stdout } = await client.exited;
+    expect([code, JSON.parse(stdout)]).toEqual([0, { decision: 'deny', reason: 'Not yet' }]);
+  });
 });
 
 describe('gatehouse hook codex (Stop)', () => {
