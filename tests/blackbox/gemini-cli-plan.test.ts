@@ -66,8 +66,8 @@ const OFFLINE = {
 };
 
 /**
- * Gemini CLI starts in plan mode only in a folder it trusts (else in the default mode, until
- * restarted after its trust dialog): the project is trusted as a CI job trusts its checkout.
+ * Gemini CLI runs in plan mode only in a folder it trusts (elsewhere --approval-mode=plan is
+ * overridden to default; the terminal UI first asks): the project is trusted as a CI job trusts its checkout.
  */
 const TRUSTED = { GEMINI_CLI_TRUST_WORKSPACE: 'true' };
 
