@@ -8,18 +8,19 @@
  * decides through the hook's review server's API; each case asserts what the agent did
  * next: the tool result in its next request upstream, the files its tools wrote.
  */
+import { execFile } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import type { Conversation, ModelResponse } from '../../src/proxy/translate/model.ts';
-import { installAgents, startNetworkTrap, type NetworkTrap } from '../support/agents.ts';
-import { runGatedAgent, SHELL } from '../support/gated-agents.ts';
+import { BIN, installAgents, startNetworkTrap, trappedEnv, type NetworkTrap } from '../support/agents.ts';
+import { copilotOffline, runGatedAgent, SHELL } from '../support/gated-agents.ts';
 import { TempRepo } from '../support/git-repo.ts';
 import { ROOT } from '../support/hub.ts';
 import { startScriptedUpstream, type ScriptedUpstream } from '../support/scripted-upstream.ts';
+import { startTerminal } from '../support/tmux.ts';
 
 const run = promisify(execFile);
 
@@ -29,6 +30,7 @@ const PLAN_2 = '# Greeting\n\n1. Write src/greeting.txt\n';
 /** What carrying out the plan writes, and where. */
 const GREETING = 'hello, world\n';
 const GREETING_FILE = 'src/greeting.txt';
+const PROMPT = 'Plan a greeting file for this project';
 const PLAN_MARKER = 'plan-written-';
 const WORK_MARKER = 'greeting-written';
 
@@ -138,17 +140,53 @@ function project() {
     repo.cleanup();
     rmSync(tools, { recursive: true, force: true });
   });
-  return { repo, env, hookLog, setup };
+  return { repo, tools, env, hookLog, setup };
 }
 
-/** Starts Copilot CLI in plan mode on the project; `review(n)` is the URL of the nth plan review its hook served. */
-function planSession(p: ReturnType<typeof project>) {
+/** What a session of the project did: the plan reviews its hook served, its requests upstream, the trap's attempts. */
+function watch(p: ReturnType<typeof project>) {
   const from = upstream.requests.length;
   const trapped = trap.attempts.length;
+  /** The requests upstream (of this session) carrying the result of tool call `id`. */
+  const carrying = (id: string) =>
+    upstream.requests.slice(from).flatMap((r) => {
+      const messages = Array.isArray(r.body.messages) ? (r.body.messages as Record<string, unknown>[]) : [];
+      const result = messages.find((m) => m['role'] === 'tool' && m['tool_call_id'] === id);
+      return result ? [JSON.stringify(result['content'])] : [];
+    });
+  return {
+    trapped: () => trap.attempts.slice(trapped),
+    carrying,
+    /** The URL of the nth plan review the hook served. */
+    review: (n: number) =>
+      vi.waitFor(
+        () => {
+          const urls = [...p.hookLog().matchAll(/Plan review: (\S+)/g)].map((m) => m[1] as string);
+          if (urls.length < n) throw new Error(`plan review ${n} not served yet; hook log:\n${p.hookLog()}`);
+          return urls[n - 1] as string;
+        },
+        { timeout: 90_000, interval: 250 },
+      ),
+    /** The result of tool call `id` in the first request upstream that carries it. */
+    resultOf: (id: string) =>
+      vi.waitFor(
+        () => {
+          const [found] = carrying(id);
+          if (found === undefined) throw new Error(`no request upstream carries the result of ${id} yet`);
+          return found;
+        },
+        { timeout: 60_000, interval: 250 },
+      ),
+  };
+}
+
+/** Copilot CLI headless in plan mode on the project. */
+function planSession(p: ReturnType<typeof project>) {
+  const watched = watch(p);
   const agent = runGatedAgent('copilot-cli', {
     origin: `http://127.0.0.1:${upstream.port}`,
     trap,
-    prompt: 'Plan a greeting file for this project',
+    prompt: PROMPT,
     hooks: {},
     work: p.repo.dir,
     args: ['--plan', '--mode', 'autopilot'],
@@ -161,32 +199,45 @@ function planSession(p: ReturnType<typeof project>) {
     }
     await agent.stop();
   });
-  return {
-    agent,
-    trapped: () => trap.attempts.slice(trapped),
-    review: (n: number) =>
-      vi.waitFor(
-        () => {
-          const urls = [...p.hookLog().matchAll(/Plan review: (\S+)/g)].map((m) => m[1] as string);
-          if (urls.length < n) throw new Error(`plan review ${n} not served yet; hook log:\n${p.hookLog()}`);
-          return urls[n - 1] as string;
-        },
-        { timeout: 90_000, interval: 250 },
-      ),
-    /** The first request upstream (of this session) carrying the result of tool call `id`. */
-    resultOf: (id: string) =>
-      vi.waitFor(
-        () => {
-          for (const r of upstream.requests.slice(from)) {
-            const messages = Array.isArray(r.body.messages) ? (r.body.messages as Record<string, unknown>[]) : [];
-            const result = messages.find((m) => m['role'] === 'tool' && m['tool_call_id'] === id);
-            if (result) return JSON.stringify(result['content']);
-          }
-          throw new Error(`no request upstream carries the result of ${id} yet`);
-        },
-        { timeout: 60_000, interval: 250 },
-      ),
-  };
+  return { agent, ...watched };
+}
+
+/**
+ * Copilot CLI's terminal UI in plan mode on the project, every permission given (--allow-all:
+ * no dialog of its own but the plan's), in tmux: the folder's trust answered as a user does,
+ * the prompt typed.
+ */
+async function planTui(p: ReturnType<typeof project>) {
+  const watched = watch(p);
+  const home = path.join(p.tools, 'tui-home');
+  mkdirSync(home);
+  const terminal = await startTerminal({
+    command: [path.join(BIN, 'copilot'), '--plan', '--allow-all', '--disable-client-telemetry'],
+    env: {
+      ...trappedEnv(home, trap),
+      ...copilotOffline(`http://127.0.0.1:${upstream.port}`),
+      ...p.env,
+      TERM: 'xterm-256color',
+    },
+    cwd: p.repo.dir,
+    socketDir: p.tools,
+    name: 'Copilot CLI',
+  });
+  onTestFinished(async (context) => {
+    if (context.task.result?.state === 'fail')
+      console.log(`[copilot-cli] screen:\n${await terminal.screen()}\nhook log:\n${p.hookLog()}`);
+    await terminal.stop();
+  });
+  // Repository hooks run only in a folder the user trusts: "1. Yes" (this session).
+  await terminal.waitForScreen(
+    (s) => s.includes('Do you trust the files in this folder?'),
+    'the folder trust dialog',
+    60_000,
+  );
+  await terminal.press('Enter');
+  await terminal.waitForScreen((s) => /Plan · /.test(s), 'plan mode in the status line');
+  await terminal.submit(PROMPT);
+  return { terminal, ...watched };
 }
 
 async function decide(url: string, action: 'approve' | 'deny', body: object = {}): Promise<number> {
@@ -240,10 +291,9 @@ describe('the plan gate in the real Copilot CLI (setup copilot-cli, preToolUse o
     expect(s.trapped()).toEqual([]);
   });
 
-  it('a repository with hooks of its own: they stay and still run beside ours; approved at once, the agent carries the plan out', async () => {
+  it("the terminal UI, in a repository with hooks of its own: they stay and still run; approved in the browser, Copilot's own dialog still asks, and accepted there the agent carries the plan out", async () => {
     const p = project();
-    const audit = path.join(p.repo.dir, '..', `${path.basename(p.repo.dir)}-audit.jsonl`);
-    onTestFinished(() => rmSync(audit, { force: true }));
+    const audit = path.join(p.tools, 'audit.jsonl');
     const theirs = `${JSON.stringify(
       {
         version: 1,
@@ -253,24 +303,33 @@ describe('the plan gate in the real Copilot CLI (setup copilot-cli, preToolUse o
       2,
     )}\n`;
     p.repo.write('.github/hooks/audit.json', theirs).commitAll('audit hook');
-    const installed = await p.setup('copilot-cli');
-    expect(installed.code).toBe(0);
-    expect(installed.stdout).toBe(
-      `created ${p.repo.dir}/.github/hooks/gatehouse.json: hooks.preToolUse: gatehouse hook copilot-cli\n`,
-    );
+    expect(await p.setup('copilot-cli')).toEqual({
+      code: 0,
+      stdout: `created ${p.repo.dir}/.github/hooks/gatehouse.json: hooks.preToolUse: gatehouse hook copilot-cli\n`,
+    });
     expect((await p.setup('copilot-cli')).stdout).toMatch(/^unchanged /);
     expect((await p.setup('--check')).stdout).toContain('copilot-cli  project  installed, would run');
 
-    const s = planSession(p);
+    const s = await planTui(p);
     const review = await s.review(1);
     expect(await shownPlan(review)).toMatchObject({ plan: PLAN_1, origin: 'copilot-cli' });
     expect(await decide(review, 'approve')).toBe(200);
+    // The hook allowed exit_plan_mode, and Copilot CLI shows its own dialog: nothing goes on until the user answers it.
+    const dialog = await s.terminal.waitForScreen(
+      (screen) => screen.includes('Plan Ready for Review'),
+      'its own plan dialog after the approve',
+    );
+    expect(dialog).toContain('1. Accept plan and continue in Autopilot execution mode');
+    expect(s.carrying('call_exit_1')).toEqual([]);
+    expect(existsSync(path.join(p.repo.dir, GREETING_FILE))).toBe(false);
+
+    await s.terminal.press('Enter');
     expect(await s.resultOf('call_exit_1')).toContain('Plan approved');
     expect(await s.resultOf('call_work')).toContain(WORK_MARKER);
-    expect((await s.agent.exited).code).toBe(0);
+    await s.terminal.waitForScreen((screen) => screen.includes('Task complete'), 'the task complete');
     expect(readFileSync(path.join(p.repo.dir, GREETING_FILE), 'utf8')).toBe(GREETING);
 
-    // Their hook file is as it was, and their hook saw every tool call ours did.
+    // Their hook file is as it was, and their hook saw the tool calls ours did.
     expect(readFileSync(path.join(p.repo.dir, '.github/hooks/audit.json'), 'utf8')).toBe(theirs);
     const seen = readFileSync(audit, 'utf8')
       .split('\n')

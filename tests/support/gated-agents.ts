@@ -72,6 +72,17 @@ interface Launch {
   env: Record<string, string>;
 }
 
+/** Copilot CLI without a GitHub login, its model a chat-completions upstream at `origin` (headless or in its UI). */
+export function copilotOffline(origin: string): Record<string, string> {
+  return {
+    COPILOT_OFFLINE: 'true',
+    COPILOT_PROVIDER_BASE_URL: `${origin}/v1`,
+    COPILOT_PROVIDER_TYPE: 'openai',
+    COPILOT_PROVIDER_API_KEY: 'mock-key',
+    COPILOT_MODEL: MODEL['copilot-cli'],
+  };
+}
+
 /**
  * How each agent runs headless offline with `hooks`, writing its configuration
  * into `home` (or, for Copilot CLI, whose hooks are the repository's, telling
@@ -141,13 +152,7 @@ const LAUNCH: Record<GatedAgent, (o: GatedRunOptions, home: string, work: string
     bin: 'copilot',
     // Repository hooks load in -p mode only for a trusted folder.
     args: ['-p', o.prompt, '--trust-folder', '--allow-all-tools', '--disable-client-telemetry'],
-    env: {
-      COPILOT_OFFLINE: 'true',
-      COPILOT_PROVIDER_BASE_URL: `${o.origin}/v1`,
-      COPILOT_PROVIDER_TYPE: 'openai',
-      COPILOT_PROVIDER_API_KEY: 'mock-key',
-      COPILOT_MODEL: MODEL['copilot-cli'],
-    },
+    env: copilotOffline(o.origin),
   }),
 };
 
