@@ -130,6 +130,19 @@ describe('gatehouse hook copilot-cli (preToolUse)', () => {
     expect([code, stdout, stderr]).toEqual([0, '', '']);
   });
 
+  it("serves the session's plan.md from the mounted COPILOT_HOME (remote mode); approve answers allow, exit 0", async () => {
+    const h = hook('copilot-cli', copilotEvent(dir, 'exit_plan_mode', 's-1'), { COPILOT_HOME: copilotHome });
+    const url = await h.url();
+    expect(await (await fetch(`${url}api/plan`)).json()).toMatchObject({
+      plan: PLAN,
+      origin: 'copilot-cli',
+      permissionMode: 'plan',
+    });
+    expect(await post(`${url}api/approve`, {})).toBe(200);
+    const { code, stdout } = await h.exited;
+    expect([code, JSON.parse(stdout)]).toEqual([0, { permissionDecision: 'allow' }]);
+  });
+
   it("reviews the session's plan.md for exit_plan_mode through a hub (--hub); deny answers deny with the feedback", async () => {
     const client = startClient(['hook', 'copilot-cli', '--hub', hub.url], {
       hub: hub.url,

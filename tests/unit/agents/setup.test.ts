@@ -149,6 +149,32 @@ describe('gatehouse setup <agent>', () => {
     );
   });
 
+  it("merges Copilot's hook into the repository's hooks file, keeping the user's hooks and the code gate", async () => {
+    const { repo, setup, read } = await world();
+    const file = path.join(repo, '.github', 'hooks', 'gatehouse.json');
+    await mkdir(path.dirname(file), { recursive: true });
+    const audit = { type: 'command', bash: './audit.sh', timeoutSec: 10 };
+    const codeGate = { type: 'command', bash: 'gatehouse hook copilot-cli --gate code', timeoutSec: 600 };
+    await writeFile(file, JSON.stringify({ version: 1, hooks: { preToolUse: [audit], agentStop: [codeGate] } }));
+    expect(await setup('copilot-cli')).toMatchObject({ code: 0, stdout: expect.stringMatching(/^updated /) as string });
+    expect(JSON.parse(await read(file))).toEqual({
+      version: 1,
+      hooks: {
+        preToolUse: [
+          audit,
+          {
+            type: 'command',
+            bash: 'gatehouse hook copilot-cli',
+            powershell: 'gatehouse hook copilot-cli',
+            timeoutSec: 86400,
+          },
+        ],
+        agentStop: [codeGate],
+      },
+    });
+    expect((await setup('copilot-cli')).stdout).toMatch(/^unchanged /);
+  });
+
   it('leaves a malformed file untouched, writes nothing, and says which file and where (exit 1)', async () => {
     const { home, setup, read } = await world();
     const file = path.join(home, '.claude', 'settings.json');
