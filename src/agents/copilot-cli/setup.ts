@@ -46,7 +46,7 @@ export const setup: AgentSetup = {
         ? []
         : [
             'runs for every tool; only exit_plan_mode is reviewed',
-            'the terminal UI still shows "Plan Ready for Review" after an approve',
+            'after an approve the terminal UI still shows its "Plan Ready for Review": the plan runs once accepted there',
             'repository hooks run only in a folder Copilot CLI trusts',
           ];
     return { file, command, problems, notes };
