@@ -32,6 +32,8 @@ const GREETING = 'hello, world\n';
 const GREETING_FILE = 'src/greeting.txt';
 const PROMPT = 'Plan a greeting file for this project';
 const PLAN_MARKER = 'plan-written-';
+/** A case's whole run: about 20 s here on a quiet machine, several times that on a loaded one. */
+const SESSION_TIMEOUT_MS = 240_000;
 const WORK_MARKER = 'greeting-written';
 
 type Result = { id: string; text: string };
@@ -235,7 +237,7 @@ async function planTui(p: ReturnType<typeof project>) {
     60_000,
   );
   await terminal.press('Enter');
-  await terminal.waitForScreen((s) => /Plan · /.test(s), 'plan mode in the status line');
+  await terminal.waitForScreen((s) => /Plan · /.test(s), 'plan mode in the status line', 60_000);
   await terminal.submit(PROMPT);
   return { terminal, ...watched };
 }
@@ -254,89 +256,98 @@ async function shownPlan(url: string): Promise<Record<string, unknown>> {
 }
 
 describe('the plan gate in the real Copilot CLI (setup copilot-cli, preToolUse on exit_plan_mode)', () => {
-  it('a fresh repository: setup installs the hook; denied with feedback, the agent revises; approved, it carries the plan out', async () => {
-    const p = project();
-    const installed = await p.setup('copilot-cli');
-    expect(installed).toEqual({
-      code: 0,
-      stdout: `created ${p.repo.dir}/.github/hooks/gatehouse.json: hooks.preToolUse: gatehouse hook copilot-cli\n`,
-    });
-    const check = await p.setup('--check');
-    expect(check.stdout).toContain(
-      `copilot-cli  project  installed, would run (${p.repo.dir}/.github/hooks/gatehouse.json: gatehouse hook copilot-cli)`,
-    );
+  it(
+    'a fresh repository: setup installs the hook; denied with feedback, the agent revises; approved, it carries the plan out',
+    async () => {
+      const p = project();
+      const installed = await p.setup('copilot-cli');
+      expect(installed).toEqual({
+        code: 0,
+        stdout: `created ${p.repo.dir}/.github/hooks/gatehouse.json: hooks.preToolUse: gatehouse hook copilot-cli\n`,
+      });
+      const check = await p.setup('--check');
+      expect(check.stdout).toContain(
+        `copilot-cli  project  installed, would run (${p.repo.dir}/.github/hooks/gatehouse.json: gatehouse hook copilot-cli)`,
+      );
 
-    const s = planSession(p);
-    // The shell tool that wrote the plan passed the same hook at once: its output is back.
-    const first = await s.review(1);
-    expect(await shownPlan(first)).toMatchObject({ plan: PLAN_1, origin: 'copilot-cli', permissionMode: 'plan' });
-    expect(await s.resultOf('call_plan_1')).toContain(`${PLAN_MARKER}1`);
-    expect(await decide(first, 'deny', { feedback: FEEDBACK })).toBe(200);
+      const s = planSession(p);
+      // The shell tool that wrote the plan passed the same hook at once: its output is back.
+      const first = await s.review(1);
+      expect(await shownPlan(first)).toMatchObject({ plan: PLAN_1, origin: 'copilot-cli', permissionMode: 'plan' });
+      expect(await s.resultOf('call_plan_1')).toContain(`${PLAN_MARKER}1`);
+      expect(await decide(first, 'deny', { feedback: FEEDBACK })).toBe(200);
 
-    // What the agent did next: exit_plan_mode's result is the feedback, and it wrote a revised plan.
-    expect(await s.resultOf('call_exit_1')).toContain(`Denied by preToolUse hook: ${FEEDBACK}`);
-    const second = await s.review(2);
-    expect(await shownPlan(second)).toMatchObject({ plan: PLAN_2, origin: 'copilot-cli' });
-    expect(existsSync(path.join(p.repo.dir, GREETING_FILE))).toBe(false);
-    expect(await decide(second, 'approve')).toBe(200);
+      // What the agent did next: exit_plan_mode's result is the feedback, and it wrote a revised plan.
+      expect(await s.resultOf('call_exit_1')).toContain(`Denied by preToolUse hook: ${FEEDBACK}`);
+      const second = await s.review(2);
+      expect(await shownPlan(second)).toMatchObject({ plan: PLAN_2, origin: 'copilot-cli' });
+      expect(existsSync(path.join(p.repo.dir, GREETING_FILE))).toBe(false);
+      expect(await decide(second, 'approve')).toBe(200);
 
-    // Approved: exit_plan_mode succeeds and the agent carries the plan out.
-    expect(await s.resultOf('call_exit_2')).toContain('Plan approved');
-    expect(await s.resultOf('call_work')).toContain(WORK_MARKER);
-    const { code } = await s.agent.exited;
-    expect(code).toBe(0);
-    expect(readFileSync(path.join(p.repo.dir, GREETING_FILE), 'utf8')).toBe(GREETING);
-    // Two reviews, both of exit_plan_mode: the shell calls were never put before the reviewer.
-    expect([...p.hookLog().matchAll(/Plan review: /g)]).toHaveLength(2);
-    expect(s.trapped()).toEqual([]);
-  });
+      // Approved: exit_plan_mode succeeds and the agent carries the plan out.
+      expect(await s.resultOf('call_exit_2')).toContain('Plan approved');
+      expect(await s.resultOf('call_work')).toContain(WORK_MARKER);
+      const { code } = await s.agent.exited;
+      expect(code).toBe(0);
+      expect(readFileSync(path.join(p.repo.dir, GREETING_FILE), 'utf8')).toBe(GREETING);
+      // Two reviews, both of exit_plan_mode: the shell calls were never put before the reviewer.
+      expect([...p.hookLog().matchAll(/Plan review: /g)]).toHaveLength(2);
+      expect(s.trapped()).toEqual([]);
+    },
+    SESSION_TIMEOUT_MS,
+  );
 
-  it("the terminal UI, in a repository with hooks of its own: they stay and still run; approved in the browser, Copilot's own dialog still asks, and accepted there the agent carries the plan out", async () => {
-    const p = project();
-    const audit = path.join(p.tools, 'audit.jsonl');
-    const theirs = `${JSON.stringify(
-      {
-        version: 1,
-        hooks: { preToolUse: [{ type: 'command', bash: `{ cat; echo; } >> '${audit}'`, timeoutSec: 10 }] },
-      },
-      null,
-      2,
-    )}\n`;
-    p.repo.write('.github/hooks/audit.json', theirs).commitAll('audit hook');
-    expect(await p.setup('copilot-cli')).toEqual({
-      code: 0,
-      stdout: `created ${p.repo.dir}/.github/hooks/gatehouse.json: hooks.preToolUse: gatehouse hook copilot-cli\n`,
-    });
-    expect((await p.setup('copilot-cli')).stdout).toMatch(/^unchanged /);
-    expect((await p.setup('--check')).stdout).toContain('copilot-cli  project  installed, would run');
+  it(
+    "the terminal UI, in a repository with hooks of its own: they stay and still run; approved in the browser, Copilot's own dialog still asks, and accepted there the agent carries the plan out",
+    async () => {
+      const p = project();
+      const audit = path.join(p.tools, 'audit.jsonl');
+      const theirs = `${JSON.stringify(
+        {
+          version: 1,
+          hooks: { preToolUse: [{ type: 'command', bash: `{ cat; echo; } >> '${audit}'`, timeoutSec: 10 }] },
+        },
+        null,
+        2,
+      )}\n`;
+      p.repo.write('.github/hooks/audit.json', theirs).commitAll('audit hook');
+      expect(await p.setup('copilot-cli')).toEqual({
+        code: 0,
+        stdout: `created ${p.repo.dir}/.github/hooks/gatehouse.json: hooks.preToolUse: gatehouse hook copilot-cli\n`,
+      });
+      expect((await p.setup('copilot-cli')).stdout).toMatch(/^unchanged /);
+      expect((await p.setup('--check')).stdout).toContain('copilot-cli  project  installed, would run');
 
-    const s = await planTui(p);
-    const review = await s.review(1);
-    expect(await shownPlan(review)).toMatchObject({ plan: PLAN_1, origin: 'copilot-cli' });
-    expect(await decide(review, 'approve')).toBe(200);
-    // The hook allowed exit_plan_mode, and Copilot CLI shows its own dialog: nothing goes on until the user answers it.
-    const dialog = await s.terminal.waitForScreen(
-      (screen) => screen.includes('Plan Ready for Review'),
-      'its own plan dialog after the approve',
-    );
-    expect(dialog).toContain('1. Accept plan and continue in Autopilot execution mode');
-    expect(s.carrying('call_exit_1')).toEqual([]);
-    expect(existsSync(path.join(p.repo.dir, GREETING_FILE))).toBe(false);
+      const s = await planTui(p);
+      const review = await s.review(1);
+      expect(await shownPlan(review)).toMatchObject({ plan: PLAN_1, origin: 'copilot-cli' });
+      expect(await decide(review, 'approve')).toBe(200);
+      // The hook allowed exit_plan_mode; Copilot CLI shows its own dialog, and nothing goes on until it is answered.
+      const dialog = await s.terminal.waitForScreen(
+        (screen) => screen.includes('Plan Ready for Review'),
+        'its own plan dialog after the approve',
+        60_000,
+      );
+      expect(dialog).toContain('1. Accept plan and continue in Autopilot execution mode');
+      expect(s.carrying('call_exit_1')).toEqual([]);
+      expect(existsSync(path.join(p.repo.dir, GREETING_FILE))).toBe(false);
 
-    await s.terminal.press('Enter');
-    expect(await s.resultOf('call_exit_1')).toContain('Plan approved');
-    expect(await s.resultOf('call_work')).toContain(WORK_MARKER);
-    await s.terminal.waitForScreen((screen) => screen.includes('Task complete'), 'the task complete');
-    expect(readFileSync(path.join(p.repo.dir, GREETING_FILE), 'utf8')).toBe(GREETING);
+      await s.terminal.press('Enter');
+      expect(await s.resultOf('call_exit_1')).toContain('Plan approved');
+      expect(await s.resultOf('call_work')).toContain(WORK_MARKER);
+      await s.terminal.waitForScreen((screen) => screen.includes('Task complete'), 'the task complete', 60_000);
+      expect(readFileSync(path.join(p.repo.dir, GREETING_FILE), 'utf8')).toBe(GREETING);
 
-    // Their hook file is as it was, and their hook saw the tool calls ours did.
-    expect(readFileSync(path.join(p.repo.dir, '.github/hooks/audit.json'), 'utf8')).toBe(theirs);
-    const seen = readFileSync(audit, 'utf8')
-      .split('\n')
-      .filter((l) => l.trim() !== '')
-      .map((l) => (JSON.parse(l) as { toolName: string }).toolName);
-    expect(seen).toEqual(expect.arrayContaining(['bash', 'exit_plan_mode']));
-    expect([...p.hookLog().matchAll(/Plan review: /g)]).toHaveLength(1);
-    expect(s.trapped()).toEqual([]);
-  });
+      // Their hook file is as it was, and their hook saw the tool calls ours did.
+      expect(readFileSync(path.join(p.repo.dir, '.github/hooks/audit.json'), 'utf8')).toBe(theirs);
+      const seen = readFileSync(audit, 'utf8')
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => (JSON.parse(l) as { toolName: string }).toolName);
+      expect(seen).toEqual(expect.arrayContaining(['bash', 'exit_plan_mode']));
+      expect([...p.hookLog().matchAll(/Plan review: /g)]).toHaveLength(1);
+      expect(s.trapped()).toEqual([]);
+    },
+    SESSION_TIMEOUT_MS,
+  );
 });
