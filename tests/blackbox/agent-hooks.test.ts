@@ -122,6 +122,26 @@ describe('gatehouse hook codex (Stop)', () => {
     const { code, stdout } = await h.exited;
     expect([code, JSON.parse(stdout)]).toEqual([0, { systemMessage: CODEX_TIMEOUT_MESSAGE }]);
   });
+
+  it('through a hub (--hub): the plan is a review of its Codex session; approve lets the turn end ({})', async () => {
+    const event: Record<string, unknown> = {
+      ...codexStop('plan-turn-stop-2', path.join(transcripts, 'plan.jsonl')),
+      cwd: dir,
+    };
+    const client = startClient(['hook', 'codex', '--hub', hub.url], {
+      hub: hub.url,
+      cwd: dir,
+      home: dir,
+      stdin: JSON.stringify(event),
+    });
+    const id = /\/r\/([^/]+)\//.exec(await client.url)?.[1];
+    const { body } = await hubCall(hub.url, 'GET', 'api/reviews');
+    const review = (body['pending'] as Record<string, unknown>[]).find((r) => r['id'] === id);
+    expect(review).toMatchObject({ origin: 'codex', session: event['session_id'], title: 'Add tests v2' });
+    expect(await decide(hub.url, id, 'approve')).toBe(200);
+    const { code, stdout } = await client.exited;
+    expect([code, JSON.parse(stdout)]).toEqual([0, {}]);
+  });
 });
 
 describe('gatehouse hook copilot-cli (preToolUse)', () => {
