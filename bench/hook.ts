@@ -8,6 +8,7 @@
  * Aim: under 150 ms. BENCH_ROUNDS changes the rounds (50).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
+import os from 'node:os';
 import path from 'node:path';
 import { copilotEvent } from '../tests/support/agent-events.ts';
 import { median } from './stats.ts';
@@ -29,6 +30,7 @@ function timed(args: string[], input: string): number {
   return ms;
 }
 
+const loadBefore = os.loadavg()[0] ?? NaN;
 const hook: number[] = [];
 const baseline: number[] = [];
 for (let round = 0; round < ROUNDS; round++) {
@@ -42,7 +44,10 @@ for (let round = 0; round < ROUNDS; round++) {
 
 const ratios = hook.map((h, i) => h / (baseline[i] ?? NaN));
 const f = (ms: number) => `${ms.toFixed(1)} ms`;
-console.log(`bench:hook: ${ROUNDS} rounds, Copilot preToolUse on "bash" (not for the gate), node ${process.version}`);
+console.log(
+  `bench:hook: ${ROUNDS} rounds, Copilot preToolUse on "bash" (not for the gate), node ${process.version}, ` +
+    `${os.availableParallelism()} cores, load average ${loadBefore.toFixed(1)} -> ${(os.loadavg()[0] ?? NaN).toFixed(1)}`,
+);
 console.log(
   `  gatehouse hook copilot-cli   median ${f(median(hook))}  max ${f(Math.max(...hook))}  min ${f(Math.min(...hook))}`,
 );

@@ -1,8 +1,13 @@
 #!/usr/bin/env node
+import { enableCompileCache } from 'node:module';
 import type { Command, CommandContext } from './command.ts';
 import { SIGNAL_EXIT_CODES } from './command.ts';
 import { ConfigError } from './config/errors.ts';
-import { packageVersion } from './package-root.ts';
+
+// Node keeps the compiled modules loaded from here on in its cache on disk (as tsc
+// does): an agent runs `gatehouse hook` for every tool call, and compiling them is
+// a good part of the time a hook that passes at once takes.
+enableCompileCache();
 
 const USAGE = `Usage:
   gatehouse plan [FILE|-] [--origin AGENT] [--timeout 30m] [--decision-file PATH] [--port N]
@@ -44,6 +49,7 @@ async function main(): Promise<number> {
     return name === undefined ? 1 : 0;
   }
   if (name === '--version' || name === '-v') {
+    const { packageVersion } = await import('./package-root.ts');
     process.stdout.write(`${packageVersion()}\n`);
     return 0;
   }

@@ -8,7 +8,6 @@
  * which the browser page shares). An agent's module stays light (no server,
  * no config loader): a hook that passes at once loads nothing else.
  */
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Agent as SwitchTarget } from '../review/contract.ts';
 import { isObject, type JsonObject } from '../json.ts';
@@ -242,6 +241,7 @@ export function fileProblem(error: unknown): string {
 
 /** The plan in `file` (an agent wrote it there); a missing or empty file is a HookEventError. */
 export async function readPlanFile(file: string): Promise<string> {
+  const { readFile } = await import('node:fs/promises');
   let plan: string;
   try {
     plan = await readFile(file, 'utf8');

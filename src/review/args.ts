@@ -1,6 +1,9 @@
-import { parseArgs } from 'node:util';
 import { ConfigError } from '../config/errors.ts';
 import type { REVIEW_FLAGS } from '../config/review.ts';
+
+// Not an import: an ESM import of node:util evaluates every lazy part of it (30 of
+// Node's own modules more), which each hook call, even one that passes at once, would pay.
+const { parseArgs } = process.getBuiltinModule('node:util');
 
 export type ReviewFlag = (typeof REVIEW_FLAGS)[number];
 

@@ -16,7 +16,6 @@ import {
   type AgentSpec,
 } from '../agent.ts';
 import { stopHookProtocol } from '../stop-hook.ts';
-import { readTurnPlan } from './transcript.ts';
 
 /** Shown to the user when a review timed out: the turn ends, Codex asks its own question. */
 export const CODEX_TIMEOUT_MESSAGE =
@@ -62,6 +61,7 @@ export const codex: AgentSpec = {
       const cwd = eventCwd(e);
       let turn;
       try {
+        const { readTurnPlan } = await import('./transcript.ts');
         turn = await readTurnPlan(transcript, eventString(e, 'turn_id'));
       } catch (error) {
         throw new HookEventError(`cannot read the transcript ${transcript}: ${fileProblem(error)}`);

@@ -1,5 +1,4 @@
 /** Gemini CLI: its BeforeTool hook on exit_plan_mode; the plan is a file in its plans folder. */
-import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { isObject } from '../../json.ts';
 import {
@@ -24,6 +23,7 @@ function within(outer: string, inner: string): boolean {
 
 /** The real path of `file`, or of its nearest existing parent joined with the rest (Gemini's own containment check). */
 async function realOrSelf(file: string): Promise<string> {
+  const { realpath } = await import('node:fs/promises');
   try {
     return await realpath(file);
   } catch {
