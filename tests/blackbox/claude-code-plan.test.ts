@@ -2,14 +2,18 @@
  * The plan gate in the real interactive Claude Code: the pinned CLI (tests/agents), or the
  * one GATEHOUSE_CLAUDE_CODE names (`npm run test:agents-latest`: the newest on the registry).
  * Its terminal UI runs in tmux in plan mode against a scripted Anthropic upstream on
- * loopback, whose model writes the plan file Claude Code names and calls ExitPlanMode;
- * `gatehouse hook claude-code` (this tree's source) is the PermissionRequest hook in the
- * throwaway HOME's settings. The reviewer decides through the review API (on the hook's own
+ * loopback, whose model writes the plan file Claude Code names and calls ExitPlanMode.
+ * `gatehouse setup claude-code` (this tree's source, `gatehouse` on PATH) installs the
+ * PermissionRequest hook in the throwaway HOME, fresh or with settings of the user's own,
+ * which must survive and keep working. The reviewer decides through the review API (on the hook's own
  * server, or on a hub), and each case asserts what the agent did next: the ExitPlanMode
  * result in its next request upstream, and its screen (mode, no dialog of its own).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import type { ModelResponse } from '../../src/proxy/translate/model.ts';
 import { installClaudeCode, startNetworkTrap, type NetworkTrap } from '../support/agents.ts';
@@ -64,7 +68,12 @@ function planModel(body: Record<string, unknown>): ModelResponse | undefined {
   return call(SEARCH_ID, 'ToolSearch', { query: 'select:ExitPlanMode' });
 }
 
+const run = promisify(execFile);
+const CLI = path.join(ROOT, 'src', 'cli.ts');
+
 let claude: { bin: string; version: string };
+/** A folder with `gatehouse` as a user has it on PATH, this tree's CLI. */
+let bin: string;
 let upstream: ScriptedUpstream;
 let trap: NetworkTrap;
 let hub: HubContainer;
@@ -74,11 +83,16 @@ beforeAll(async () => {
   console.log(`[claude-code-plan] Claude Code ${claude.version}`);
   trap = await startNetworkTrap();
   upstream = await startScriptedUpstream('127.0.0.1', planModel);
+  bin = mkdtempSync(path.join(tmpdir(), 'gatehouse-bin-'));
+  // Its stderr (the review URL line and log) is kept in the HOME: Claude Code shows none of it.
+  const script = `#!/bin/sh\nexec '${process.execPath}' '${CLI}' "$@" 2>>"$HOME/hook.log"\n`;
+  writeFileSync(path.join(bin, 'gatehouse'), script, { mode: 0o755 });
 });
 afterAll(async () => {
   await (hub as HubContainer | undefined)?.stop();
   await (upstream as ScriptedUpstream | undefined)?.close();
   await (trap as NetworkTrap | undefined)?.close();
+  if ((bin as string | undefined) !== undefined) rmSync(bin, { recursive: true, force: true });
 });
 
 interface Session {
@@ -89,30 +103,52 @@ interface Session {
   next(): Promise<Record<string, unknown>>;
 }
 
-/** The hook's stderr (its review URL line and log), kept in the HOME: Claude Code shows none of it. */
+/** The hook's stderr (its review URL line and log), kept in the HOME by `gatehouse` on PATH. */
 const hookLog = (home: string) => path.join(home, 'hook.log');
+/** Where the user's own prompt hook writes. */
+const promptLog = (home: string) => path.join(home, 'prompts.log');
+const settingsFile = (home: string) => path.join(home, '.claude', 'settings.json');
+
+/** Settings the user had before setup: a permission rule and a hook of their own. */
+function usersSettings(home: string): Record<string, unknown> {
+  const command = `echo submitted >> '${promptLog(home)}'`;
+  return {
+    permissions: { allow: ['Bash(ls:*)'] },
+    hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command }] }] },
+  };
+}
 
 function readHookLog(tui: ClaudeTui): string {
   return existsSync(hookLog(tui.home)) ? readFileSync(hookLog(tui.home), 'utf8') : '';
 }
 
-/** Starts Claude Code in plan mode with the hook (`hookArgs` added), asks for a plan, and waits for its review URL. */
-async function planSession(hookArgs: string[], env: Record<string, string> = {}): Promise<Session> {
-  const hook = [process.execPath, path.join(ROOT, 'src', 'cli.ts'), 'hook', 'claude-code', ...hookArgs];
+/**
+ * Starts Claude Code in plan mode in a HOME (`fresh`, or with the user's own settings) where
+ * `gatehouse setup claude-code` (`setupArgs` added) installed the hook, asks for a plan, and
+ * waits for its review URL.
+ */
+async function planSession(
+  home: 'fresh' | 'existing',
+  setupArgs: string[] = [],
+  env: Record<string, string> = {},
+): Promise<Session> {
   const tui = await startClaudeTui({
     bin: claude.bin,
     baseUrl: `http://127.0.0.1:${upstream.port}`,
     trap,
     args: ['--permission-mode', 'plan'],
     // Local mode opens the reviewer's browser: here `true` takes the URL and does nothing.
-    env: { BROWSER: 'true', ...env },
-    settings: (home) => {
-      const command = `${hook.map((w) => `'${w}'`).join(' ')} 2>>'${hookLog(home)}'`;
-      return {
-        hooks: {
-          PermissionRequest: [{ matcher: 'ExitPlanMode', hooks: [{ type: 'command', command, timeout: 300 }] }],
-        },
-      };
+    env: { BROWSER: 'true', PATH: `${bin}:${process.env['PATH'] ?? '/usr/bin:/bin'}`, ...env },
+    ...(home === 'existing' && { settings: usersSettings }),
+    prepare: async (dir) => {
+      const { stdout } = await run(process.execPath, [CLI, 'setup', 'claude-code', ...setupArgs], {
+        env: { ...process.env, HOME: dir },
+      });
+      const hook = setupArgs.length === 0 ? 'gatehouse hook claude-code' : 'gatehouse hook claude-code --hub';
+      const verb = home === 'fresh' ? 'created' : 'updated';
+      expect(stdout).toContain(
+        `${verb} ~/.claude/settings.json: hooks.PermissionRequest (matcher ExitPlanMode): ${hook}`,
+      );
     },
   });
   onTestFinished(async (context) => {
@@ -131,6 +167,11 @@ async function planSession(hookArgs: string[], env: Record<string, string> = {})
     },
     { timeout: 30_000, interval: 250 },
   );
+  if (home === 'existing') {
+    // The user's own settings survived setup, and Claude Code still runs their hook.
+    expect(JSON.parse(readFileSync(settingsFile(tui.home), 'utf8'))).toMatchObject(usersSettings(tui.home));
+    expect(readFileSync(promptLog(tui.home), 'utf8')).toBe('submitted\n');
+  }
   return {
     tui,
     url,
@@ -180,9 +221,9 @@ async function expectApproved(s: Session): Promise<string> {
   return screen;
 }
 
-describe(`the plan gate in Claude Code's terminal UI`, () => {
+describe(`the plan gate in Claude Code's terminal UI, installed by gatehouse setup`, () => {
   it('approve: the agent leaves plan mode at once; ExitPlanMode succeeds; no dialog of its own', async () => {
-    const s = await planSession([]);
+    const s = await planSession('fresh');
     const shown = (await (await fetch(new URL('api/plan', s.url))).json()) as { plan: string; permissionMode: string };
     expect(shown).toMatchObject({ plan: PLAN, permissionMode: 'plan' });
     expect(await decideLocally(s.url, 'approve', {})).toBe(200);
@@ -190,13 +231,13 @@ describe(`the plan gate in Claude Code's terminal UI`, () => {
   });
 
   it('approve with a permission mode chosen by the reviewer: the session is in that mode afterwards', async () => {
-    const s = await planSession([]);
+    const s = await planSession('existing');
     expect(await decideLocally(s.url, 'approve', { permissionMode: 'acceptEdits' })).toBe(200);
     expect(await expectApproved(s)).toContain('accept edits on');
   });
 
   it("deny with feedback: the feedback is ExitPlanMode's error, and the agent stays in plan mode", async () => {
-    const s = await planSession([]);
+    const s = await planSession('existing');
     const feedback = 'Put the greeting in src/, not the project root';
     expect(await decideLocally(s.url, 'deny', { feedback })).toBe(200);
     const result = toolResult(await s.next(), EXIT_ID);
@@ -208,7 +249,7 @@ describe(`the plan gate in Claude Code's terminal UI`, () => {
   });
 
   it('approve on a hub (--hub): the same answer, the agent goes on', async () => {
-    const s = await planSession(['--hub', hub.url], { GATEHOUSE_HUB_TOKEN: SUBMIT_TOKEN });
+    const s = await planSession('existing', ['--hub', hub.url], { GATEHOUSE_HUB_TOKEN: SUBMIT_TOKEN });
     const id = /\/r\/([^/]+)\//.exec(s.url)?.[1];
     expect(await decide(hub.url, id, 'approve')).toBe(200);
     await expectApproved(s);

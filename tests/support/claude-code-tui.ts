@@ -19,8 +19,10 @@ export interface ClaudeTuiOptions {
   /** The scripted upstream's origin. */
   baseUrl: string;
   trap: NetworkTrap;
-  /** `~/.claude/settings.json` of the throwaway HOME (hooks, …). */
-  settings: (home: string) => Record<string, unknown>;
+  /** `~/.claude/settings.json` of the throwaway HOME (hooks, …); none when absent (a fresh home). */
+  settings?: (home: string) => Record<string, unknown>;
+  /** Runs in the HOME before Claude Code starts (e.g. `gatehouse setup`). */
+  prepare?: (home: string) => Promise<void>;
   args: string[];
   env?: Record<string, string>;
 }
@@ -47,10 +49,13 @@ function firstRunDone(work: string): Record<string, unknown> {
 export async function startClaudeTui(options: ClaudeTuiOptions): Promise<ClaudeTui> {
   const home = realpathSync(mkdtempSync(path.join(tmpdir(), 'gatehouse-claude-tui-')));
   const work = path.join(home, 'work');
-  mkdirSync(path.join(home, '.claude'), { recursive: true });
   mkdirSync(work);
   writeFileSync(path.join(home, '.claude.json'), JSON.stringify(firstRunDone(work)));
-  writeFileSync(path.join(home, '.claude', 'settings.json'), JSON.stringify(options.settings(home)));
+  if (options.settings) {
+    mkdirSync(path.join(home, '.claude'));
+    writeFileSync(path.join(home, '.claude', 'settings.json'), JSON.stringify(options.settings(home)));
+  }
+  await options.prepare?.(home);
   const proxy = options.trap.url;
   const env: Record<string, string> = {
     PATH: process.env['PATH'] ?? '/usr/bin:/bin',
