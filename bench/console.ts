@@ -3,16 +3,22 @@
  * 720,000 of them, in the usage file the memory backend keeps), through the proxy run as its CLI: how long the
  * spend query takes (aim ≤ 200 ms) and how long Chromium takes from opening /console to its totals table
  * (aim ≤ 1 s). Prints the median and the range of BENCH_ROUNDS (default 9) rounds of each.
+ *
+ * BENCH_REDIS=1 is the same month kept in Redis (proxy.state.backend redis): a redis-server of the bench's own on a
+ * free loopback port (Debian's `redis-server`: `apt-get install -y redis-server`), filled as replicas write it.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
+import { createLogger } from '../src/log.ts';
+import { RedisConnection } from '../src/proxy/state/redis.ts';
 import type { UsageSum } from '../src/proxy/usage/query.ts';
-import { sqliteUsage } from '../src/proxy/usage/store.ts';
+import { redisUsage } from '../src/proxy/usage/redis.ts';
+import { sqliteUsage, type UsageBackend } from '../src/proxy/usage/store.ts';
+import { freePort, startRedisServer } from './servers.ts';
 import { median } from './stats.ts';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 9);
@@ -22,18 +28,29 @@ const DAYS = 30;
 const HOUR = 3_600_000;
 const ADMIN = 'bench-console-admin-key-0123456789';
 const ROOT = path.resolve(import.meta.dirname, '..');
+const REDIS = process.env['BENCH_REDIS'] === '1';
+/** The prefix the proxy keeps its state under by default (proxy.state.key_prefix). */
+const PREFIX = 'gatehouse:';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-bench-console-'));
 const db = path.join(dir, 'usage.db');
+const redis = REDIS ? await startRedisServer(dir) : undefined;
+const children: ChildProcess[] = redis ? [redis.proc] : [];
 
-/** A month of hourly rows, a transaction a day. */
+/** A month of hourly rows: a batch (a transaction, a MULTI) an hour, as the proxy writes them. */
 async function fill(): Promise<number> {
-  const usage = sqliteUsage(db);
+  let usage: UsageBackend;
+  let conn: RedisConnection | undefined;
+  if (redis) {
+    conn = new RedisConnection(redis.url, 60_000, createLogger('silent'));
+    await conn.ready(10_000);
+    usage = redisUsage(conn, PREFIX, redis.url);
+  } else usage = sqliteUsage(db);
   const end = Date.now() - (Date.now() % HOUR);
   let rows = 0;
   for (let day = DAYS; day > 0; day--) {
-    const sums: UsageSum[] = [];
     for (let h = 0; h < 24; h++) {
+      const sums: UsageSum[] = [];
       const hour = new Date(end - (day * 24 - h) * HOUR).toISOString().slice(0, 13);
       for (let k = 0; k < KEYS; k++) {
         for (let m = 0; m < MODELS; m++) {
@@ -54,20 +71,13 @@ async function fill(): Promise<number> {
           });
         }
       }
+      await usage.write({ id: hour, sums });
+      rows += sums.length;
     }
-    await usage.write({ id: String(day), sums });
-    rows += sums.length;
   }
   await usage.close();
+  await conn?.close();
   return rows;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 const ms = (xs: number[]) =>
@@ -76,7 +86,7 @@ const ms = (xs: number[]) =>
 const filled = performance.now();
 const rows = await fill();
 console.log(
-  `usage file: ${rows.toLocaleString('en-US')} hourly rows in ${((performance.now() - filled) / 1000).toFixed(1)} s`,
+  `${redis ? 'redis' : 'usage file'}: ${rows.toLocaleString('en-US')} hourly rows in ${((performance.now() - filled) / 1000).toFixed(1)} s`,
 );
 
 const port = await freePort();
@@ -89,7 +99,12 @@ const keys = Array.from({ length: KEYS }, (_, k) => ({
 writeFileSync(
   path.join(dir, 'proxy.json'),
   JSON.stringify({
-    proxy: { port, auth_mode: 'strict', keys: [{ name: 'ops', key_env: 'ADMIN_KEY', admin: true }, ...keys] },
+    proxy: {
+      port,
+      auth_mode: 'strict',
+      keys: [{ name: 'ops', key_env: 'ADMIN_KEY', admin: true }, ...keys],
+      ...(redis ? { state: { backend: 'redis', redis_url: redis.url } } : {}),
+    },
   }),
 );
 const proxy = spawn(process.execPath, [path.join(ROOT, 'src', 'cli.ts'), 'proxy', '--config', 'proxy.json'], {
@@ -97,6 +112,7 @@ const proxy = spawn(process.execPath, [path.join(ROOT, 'src', 'cli.ts'), 'proxy'
   env: { ...process.env, ADMIN_KEY: ADMIN, PROXY_USAGE_DB: db, LOG_LEVEL: 'warn' },
   stdio: 'ignore',
 });
+children.unshift(proxy);
 const base = `http://127.0.0.1:${port}`;
 for (let i = 0; ; i++) {
   // Any answer will do: with auth_mode strict even /healthz wants a key.
@@ -144,7 +160,12 @@ try {
     await page
       .locator('[data-testid="spend-totals"] tbody tr')
       .nth(KEYS - 1)
-      .waitFor();
+      .waitFor()
+      .catch(async (error: unknown) => {
+        throw new Error(`the Spend page did not render; it shows: ${(await page.innerText('body')).slice(0, 500)}`, {
+          cause: error,
+        });
+      });
     await page.locator('[data-testid="spend-chart"] canvas').waitFor();
     renders.push(performance.now() - started);
     await page.close();
@@ -153,7 +174,9 @@ try {
   await context.close();
   rmSync(profile, { recursive: true, force: true });
 } finally {
-  proxy.kill('SIGTERM');
-  await new Promise((resolve) => proxy.once('exit', resolve));
+  for (const child of children) {
+    child.kill('SIGTERM');
+    await new Promise((resolve) => child.once('exit', resolve));
+  }
   rmSync(dir, { recursive: true, force: true });
 }

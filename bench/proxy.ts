@@ -58,13 +58,14 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Pool } from 'undici';
 import WebSocket from 'ws';
+import { freePort, startRedisServer } from './servers.ts';
 import { median, medianInterval } from './stats.ts';
 
 const API_KEY = 'bench-key';
@@ -268,14 +269,6 @@ function child(args: string[]): Promise<{ proc: ChildProcess; port: number }> {
     proc.once('message', (port) => resolve({ proc, port: port as number }));
     proc.once('exit', (code) => reject(new Error(`bench child ${args[0]} exited with ${code}`)));
   });
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 interface GatehouseOptions {
@@ -642,32 +635,6 @@ function pairedRatio(ours: Result[], base: Result[]): string {
 function pairedDifference(ours: Result[], base: Result[], field: 'p50' | 'cpu', scale = 1, unit = 'ms'): string {
   const differences = ours.map((r, i) => (r[field] - (base[i]?.[field] ?? NaN)) * scale);
   return overRounds(differences, unit === 'ms' ? 3 : 1, ` ${unit}`, true);
-}
-
-/** A redis-server of its own on a free loopback port, AOF on; resolves once it answers. */
-async function startRedisServer(dir: string): Promise<{ proc: ChildProcess; url: string }> {
-  const port = await freePort();
-  const data = path.join(dir, 'redis');
-  mkdirSync(data);
-  const proc = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--dir', data, '--appendonly', 'yes', '--save', ''],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  await new Promise<void>((resolve, reject) => {
-    let output = '';
-    proc.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('Ready to accept connections')) resolve();
-    });
-    const failed = (why: string) =>
-      reject(new Error(`redis-server did not start (apt-get install -y redis-server): ${why}`));
-    proc.on('error', (error) => failed(error.message));
-    proc.on('exit', () => failed(output));
-  });
-  return { proc, url: `redis://127.0.0.1:${port}` };
 }
 
 function medianResult(results: Result[]): Result {

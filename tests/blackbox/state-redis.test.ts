@@ -8,8 +8,12 @@ import { createLogger } from '../../src/log.ts';
 import { RedisConnection, redisState, redisStore } from '../../src/proxy/state/redis.ts';
 import { startRedisContainer, type RedisContainer } from '../support/redis-container.ts';
 import { sharedStateContract } from '../unit/proxy/state/shared-contract.ts';
-import { sumUsage, usageQuery } from '../../src/proxy/usage/query.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { sumUsage, usageQuery, type SeriesQuery, type SeriesSum } from '../../src/proxy/usage/query.ts';
 import { redisUsage } from '../../src/proxy/usage/redis.ts';
+import { sqliteUsage, type UsageBatch } from '../../src/proxy/usage/store.ts';
 
 let redis: RedisContainer;
 beforeAll(async () => {
@@ -125,6 +129,62 @@ describe('Redis usage', () => {
       expect(rows[0]).toMatchObject({ group: 'alice', requests: 4, input_tokens: 60, avg_ms: 125.3 });
       expect(rows[0]).toMatchObject({ cost_usd: 0.025, unpriced_requests: 2 });
       expect(rows[1]).toMatchObject({ group: 'bob', requests: 2, errors: 2 });
+    } finally {
+      await conn.close();
+    }
+  });
+
+  /** The spend answers of the usage file for the same batches, in one order. */
+  async function fromFile(batches: UsageBatch[], queries: SeriesQuery[]): Promise<SeriesSum[][]> {
+    const dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-spend-'));
+    const file = sqliteUsage(path.join(dir, 'usage.db'));
+    try {
+      for (const batch of batches) await file.write(batch);
+      return await Promise.all(queries.map(async (q) => sorted(await file.series(q))));
+    } finally {
+      await file.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  const sorted = (sums: SeriesSum[]) =>
+    sums
+      .map((s) => ({ ...s, cost: Math.round(s.cost * 1e9) / 1e9 }))
+      .sort((a, b) => (a.bucket + a.group < b.bucket + b.group ? -1 : 1));
+
+  it("keeps the console's spend sums as it writes, and sums hours from before them from the hourly hashes", async () => {
+    const conn = await connect();
+    try {
+      const prefix = `u-${randomUUID()}:`;
+      const at = (hoursAgo: number) => new Date(Date.now() - hoursAgo * 3_600_000).toISOString().slice(0, 13);
+      const old = { id: randomUUID(), sums: [sum('alice', at(50)), sum('bob', at(49), 429), sum('alice', at(2))] };
+      await redisUsage(conn, prefix, 'test').write(old);
+      // As a Redis written before spend sums were kept: the hourly hashes alone.
+      const spend = await conn.client.keys(`${prefix}spend*`);
+      expect(spend.length).toBeGreaterThan(1);
+      await conn.client.del(spend);
+      const usage = redisUsage(conn, prefix, 'test');
+      // The hour after this one is the first the spend sums hold whole.
+      const later = [sum('dave', at(-2)), { ...sum('carol', at(0)), model: 'o3' }];
+      const now = { id: randomUUID(), sums: [sum('alice', at(0)), ...later] };
+      await usage.write(now);
+      const queries: SeriesQuery[] = (['hour', 'day'] as const).flatMap((bucket) =>
+        (['key', 'model', 'upstream'] as const).map((by) => ({
+          from: Date.now() - 3 * 86_400_000,
+          to: Date.now() + 4 * 3_600_000,
+          bucket,
+          by,
+        })),
+      );
+      const expected = await fromFile([old, now], queries);
+      for (const [i, q] of queries.entries())
+        expect(sorted(await usage.series(q)), q.bucket + q.by).toEqual(expected[i]);
+      // From a fresh Redis on, every bucket is read from the spend sums.
+      const fresh = redisUsage(conn, `u-${randomUUID()}:`, 'test');
+      await fresh.write(old);
+      const [byKey] = queries;
+      expect(sorted(await fresh.series(byKey as SeriesQuery))).toEqual(
+        (await fromFile([old], [byKey as SeriesQuery]))[0],
+      );
     } finally {
       await conn.close();
     }

@@ -78,12 +78,15 @@ export class RedisConnection {
     this.#reconnected.push(listener);
   }
 
-  /** Runs one call on the client, failing with RedisTimeoutError when it takes longer than the command timeout. */
-  call<T>(run: (client: RedisClient) => Promise<T>): Promise<T> {
+  /**
+   * Runs one call on the client, failing with RedisTimeoutError when it takes longer than the command timeout (or
+   * `timeoutMs`, for a read no request waits on).
+   */
+  call<T>(run: (client: RedisClient) => Promise<T>, timeoutMs = this.#timeoutMs): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
-        reject(new RedisTimeoutError(`redis did not answer within ${this.#timeoutMs} ms`));
-      }, this.#timeoutMs);
+        reject(new RedisTimeoutError(`redis did not answer within ${timeoutMs} ms`));
+      }, timeoutMs);
       run(this.client)
         .then(resolve, reject)
         .finally(() => clearTimeout(timer));
@@ -119,7 +122,7 @@ export interface Script {
   sha: string;
 }
 
-const script = (text: string): Script => ({ text, sha: createHash('sha1').update(text).digest('hex') });
+export const script = (text: string): Script => ({ text, sha: createHash('sha1').update(text).digest('hex') });
 
 /**
  * What the scripts of SharedState share, in front of each. ARGV[1] is now, ARGV[2] the step now is in.

@@ -138,7 +138,7 @@ function addSpend(db: DatabaseSync): void {
 }
 
 /** A batch's sums as spend rows: summed per span, grouping, bucket and group, so each is written once. */
-function spendRows(sums: readonly UsageSum[]): SpendRow[] {
+export function spendRows(sums: readonly UsageSum[]): SpendRow[] {
   const rows = new Map<string, SpendRow>();
   for (const s of sums) {
     for (const span of BUCKETS) {
@@ -158,7 +158,7 @@ function spendRows(sums: readonly UsageSum[]): SpendRow[] {
   return [...rows.values()];
 }
 
-type SpendRow = [span: Bucket, by: SpendGroup, bucket: string, group: string, number, number, number, number];
+export type SpendRow = [span: Bucket, by: SpendGroup, bucket: string, group: string, number, number, number, number];
 
 /**
  * Opens (creating) the usage file; WAL lets `gatehouse usage` read while the proxy writes. synchronous=NORMAL:
