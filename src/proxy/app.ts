@@ -201,7 +201,7 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
     ['GET', '/healthz', healthz()],
     ['POST', '/v1/api/event_logging', telemetrySink()],
     ['POST', '/v1/api/event_logging/batch', telemetrySink()],
-    ['POST', '/internal/warmup', warmup(models, admission)],
+    ['POST', '/internal/warmup', warmup(models, admission, spending)],
     ['POST', '/v1/models/detect', detectModel(models)],
     ['GET', METRICS_PATH, config.metricsPublic ? metricsEndpoint(metrics) : admin(metricsEndpoint(metrics))],
     ['GET', '/internal/usage', admin(usageEndpoint(options.usage))],

@@ -1,11 +1,12 @@
 import type { EffectiveAuthMode } from './config/index.ts';
 import { needsKey } from './auth.ts';
 import { parseJsonObject, readBody } from './body.ts';
-import type { ProxyContext, ProxyMiddleware } from './context.ts';
+import type { ProxyContext, ProxyMiddleware, TokenUsage } from './context.ts';
 import { proxyErrors } from './errors.ts';
 import type { Admission } from './keys.ts';
 import type { ProxyMetrics } from './metrics.ts';
 import type { ModelRouter } from './routing.ts';
+import type { Spending } from './spending.ts';
 import { sendUpstream, type Upstream, type UpstreamRequest } from './upstreams.ts';
 import { usageQuery, type UsageQuery, type UsageRow } from './usage/query.ts';
 import type { UsageStore } from './usage/store.ts';
@@ -82,26 +83,29 @@ interface WarmupResult {
   error?: string;
 }
 
-/** One warmup request; with a model, the tokens its answer reports (0 when it reports none or failed). */
-async function warm(upstream: Upstream, model: string | undefined): Promise<{ result: WarmupResult; tokens: number }> {
+/** One warmup request; with a model, the usage its answer reports (none when it reports none or failed). */
+async function warm(
+  upstream: Upstream,
+  model: string | undefined,
+): Promise<{ result: WarmupResult; usage: TokenUsage | undefined }> {
   const request = warmupRequest(upstream, model);
   const started = performance.now();
   const result: WarmupResult = { upstream: upstream.config.name, model: model ?? null, status: null, latency_ms: 0 };
-  let tokens = 0;
+  let usage: TokenUsage | undefined;
   try {
     const response = await sendUpstream(upstream, { ...request, headers: { 'content-type': 'application/json' } });
     const text = await response.body.text();
     result.status = response.statusCode;
     if (response.statusCode >= 400) result.error = `upstream answered ${response.statusCode}`;
     else if (model !== undefined) {
-      const usage = upstream.protocol.usage(text);
-      tokens = usage ? usage.input + usage.output : 0;
+      const read = upstream.protocol.usage(text);
+      if (read) usage = { ...read, cacheWrite: read.cacheWrite ?? 0, estimated: false };
     }
   } catch (error) {
     result.error = (error as Error).message;
   }
   result.latency_ms = Math.round(performance.now() - started);
-  return { result, tokens };
+  return { result, usage };
 }
 
 /** What a warmup with a model reserves: a one-word prompt and a one-token answer, with room to spare. */
@@ -112,25 +116,28 @@ const WARMUP_TOKENS = 16;
  * upstream (which loads it); without, each upstream's model list (which opens
  * the pooled connection and checks the key, spending no tokens). A key's
  * entry holds as for any request: with a model, its models, rpm, tpm and
- * budget (its tokens counted); without, its rpm.
+ * budgets; the upstream bills that request, so it is a model request like any
+ * other, its tokens and cost counted (usage, metrics, budgets) as its answer
+ * reports them. Without a model, its rpm.
  */
-export function warmup(router: ModelRouter, admission: Admission): ProxyMiddleware {
+export function warmup(router: ModelRouter, admission: Admission, spending: Spending): ProxyMiddleware {
   return async (ctx) => {
     const model = optionalModel(await smallJson(ctx, true));
-    const { key } = ctx.state;
+    const { state } = ctx;
     let results: WarmupResult[];
     if (model !== undefined) {
-      const reservation = key && (await admission.admit(key, model, WARMUP_TOKENS));
+      state.model = model;
+      // Given back when the request ends unless an answer's usage settles it (request log → Spending).
+      if (state.key) state.reservation = await admission.admit(state.key, model, WARMUP_TOKENS);
       const resolution = router.resolve(model);
-      if (!resolution) {
-        if (reservation) await admission.settle(reservation, 0);
-        throw proxyErrors.modelNotFound(model);
-      }
-      const { result, tokens } = await warm(resolution.upstream, resolution.mappedModel);
-      if (reservation) await admission.settle(reservation, tokens);
+      if (!resolution) throw proxyErrors.modelNotFound(model);
+      state.upstream = resolution.upstream.config.name;
+      state.upstreamModel = resolution.mappedModel;
+      const { result, usage } = await warm(resolution.upstream, resolution.mappedModel);
+      if (usage) await spending.answered(state, usage);
       results = [result];
     } else {
-      if (key) await admission.admitRequest(key);
+      if (state.key) await admission.admitRequest(state.key);
       results = (await Promise.all(router.upstreams.map((u) => warm(u, undefined)))).map((w) => w.result);
     }
     ctx.body = { success: results.every((r) => r.error === undefined), results };

@@ -7,7 +7,13 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HOST_FROM_CONTAINER, startProxyContainer, type ProxyContainer } from '../support/proxy-container.ts';
+import {
+  HOST_FROM_CONTAINER,
+  startProxyContainer,
+  startProxyContainers,
+  stopAll,
+  type ProxyContainer,
+} from '../support/proxy-container.ts';
 import { COST, LLAMA_PRICE, startPricedUpstream, type PricedUpstream } from '../support/priced-upstream.ts';
 import { rawRequest } from '../support/raw-http.ts';
 import { startRedisContainer, type RedisContainer } from '../support/redis-container.ts';
@@ -15,6 +21,7 @@ import { startRedisContainer, type RedisContainer } from '../support/redis-conta
 const run = promisify(execFile);
 const OPERATOR = 'operator-cost-key-0123456789';
 const BUDGETED = 'budgeted-cost-key-0123456789';
+const WARM = 'warm-cost-key-0123456789';
 
 function proxyConfig(port: number, budgetUsd: number) {
   const at = (vendor: string) => `http://${HOST_FROM_CONTAINER}:${port}/${vendor}`;
@@ -46,7 +53,11 @@ function proxyConfig(port: number, budgetUsd: number) {
         },
       ],
       prices: [LLAMA_PRICE],
-      keys: [{ name: 'budgeted', key_env: 'BUDGETED_KEY', budget_usd: budgetUsd, budget_period: 'day' }],
+      keys: [
+        { name: 'budgeted', key_env: 'BUDGETED_KEY', budget_usd: budgetUsd, budget_period: 'day' },
+        // Two of Anthropic's answers ($0.00244 each) take it past its budget.
+        { name: 'warm', key_env: 'WARM_KEY', budget_usd: 0.003, budget_period: 'day' },
+      ],
     },
   };
 }
@@ -108,6 +119,7 @@ describe('cost of each family, whole answers and streams (container, memory back
     proxy = await startProxyContainer(proxyConfig(upstream.port, 0.005), {
       PROXY_API_KEY: OPERATOR,
       BUDGETED_KEY: BUDGETED,
+      WARM_KEY: WARM,
     });
   });
   afterAll(async () => {
@@ -242,6 +254,23 @@ describe('cost of each family, whole answers and streams (container, memory back
       error: { type: 'rate_limit_error' },
     });
   });
+
+  it("a warmup of a model is a model request the upstream bills: its cost is counted in usage and the key's budget", async () => {
+    const warmup = () =>
+      fetch(`${proxy.base}/internal/warmup`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${WARM}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'claude-3-5-haiku-20241022' }),
+      });
+    expect((await warmup()).status).toBe(200);
+    const [row] = await usageBy(proxy.base, 'key', '&key=warm');
+    expect(row).toMatchObject({ group: 'warm', requests: 1, input_tokens: 3100 });
+    expect(row?.cost_usd).toBeCloseTo(COST.anthropic, 9);
+    expect((await warmup()).status).toBe(200);
+    const refused = await warmup();
+    expect(refused.status).toBe(429);
+    expect(await refused.text()).toContain("This API key's dollar budget is used up");
+  });
 });
 
 describe('dollar budgets shared by two replicas (containers, Redis backend)', () => {
@@ -253,14 +282,15 @@ describe('dollar budgets shared by two replicas (containers, Redis backend)', ()
     const env = {
       PROXY_API_KEY: OPERATOR,
       BUDGETED_KEY: BUDGETED,
+      WARM_KEY: WARM,
       PROXY_STATE_BACKEND: 'redis',
       PROXY_REDIS_URL: redis.urlFromContainer,
     };
-    replicas = await Promise.all([0, 1].map(() => startProxyContainer(proxyConfig(upstream.port, 0.005), env)));
+    const config = proxyConfig(upstream.port, 0.005);
+    replicas = await startProxyContainers([0, 1].map(() => ({ config, env })));
   });
   afterAll(async () => {
-    await Promise.all((replicas as ProxyContainer[] | undefined)?.map((r) => r.stop()) ?? []);
-    await (redis as RedisContainer | undefined)?.stop();
+    await stopAll([...((replicas as ProxyContainer[] | undefined) ?? []), redis]);
   });
 
   /** The dollars the budgeted key has spent this period, as the console's Keys page reads them. */

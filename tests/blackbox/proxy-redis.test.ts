@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeUpstream } from '../support/fake-upstream.ts';
-import { HOST_FROM_CONTAINER, startProxyContainer, type ProxyContainer } from '../support/proxy-container.ts';
+import { HOST_FROM_CONTAINER, startProxyContainers, type ProxyContainer } from '../support/proxy-container.ts';
 import { startRedisContainer, type RedisContainer } from '../support/redis-container.ts';
 import { CHAT_ONLY_MODEL } from '../support/sdk-matrix.ts';
 import { startScriptedUpstream, type ScriptedUpstream } from '../support/scripted-upstream.ts';
@@ -72,10 +72,10 @@ beforeAll(async () => {
     SHARED_KEY: KEYS.shared,
     COLLEAGUE_KEY: KEYS.colleague,
   });
-  [allow, deny] = await Promise.all([
-    startProxyContainer(config, env('allow')),
-    startProxyContainer(config, env('deny')),
-  ]);
+  [allow, deny] = (await startProxyContainers([
+    { config, env: env('allow') },
+    { config, env: env('deny') },
+  ])) as [ProxyContainer, ProxyContainer];
 });
 afterAll(async () => {
   for (const proxy of [allow, deny] as (ProxyContainer | undefined)[]) await proxy?.stop();

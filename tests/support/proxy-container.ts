@@ -46,6 +46,27 @@ export async function startProxyContainer(
   };
 }
 
+/**
+ * Several proxies started at once (replicas): all of them, or none left running. A proxy that fails to start
+ * stops the ones that did before its error is thrown, which a test's afterAll, never given them, could not.
+ */
+export async function startProxyContainers(
+  proxies: readonly { config: unknown; env?: Record<string, string> }[],
+): Promise<ProxyContainer[]> {
+  const started = await Promise.allSettled(proxies.map(({ config, env }) => startProxyContainer(config, env)));
+  const failed = started.find((s) => s.status === 'rejected');
+  if (!failed) return started.map((s) => (s as PromiseFulfilledResult<ProxyContainer>).value);
+  await stopAll(started.map((s) => (s.status === 'fulfilled' ? s.value : undefined)));
+  throw failed.reason;
+}
+
+/** Stops each (those not started are skipped), every one even when another fails; then throws the first failure. */
+export async function stopAll(stoppable: readonly ({ stop(): Promise<unknown> } | undefined)[]): Promise<void> {
+  const stopped = await Promise.allSettled(stoppable.map((s) => (s ? s.stop() : Promise.resolve())));
+  const failed = stopped.find((s) => s.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
 /** A port on the host that nothing listens on (an upstream that is down). */
 export async function closedPort(): Promise<number> {
   const server = createServer();
