@@ -65,7 +65,16 @@ export interface ToolDef {
   description?: string;
   /** JSON Schema of the arguments object. */
   parameters: Record<string, unknown>;
+  /**
+   * A freeform tool (OpenAI's `custom` tool: its input is one string, not JSON arguments), carried to every
+   * protocol as a function of one string parameter, CUSTOM_INPUT; its calls' arguments are `{"input": text}`.
+   * `format` is its input format as the client gave it (text, or a grammar), also told in the description.
+   */
+  custom?: { format?: JsonObject };
 }
+
+/** The one parameter of a freeform tool's function. */
+export const CUSTOM_INPUT = 'input';
 
 export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
 

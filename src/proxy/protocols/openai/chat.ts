@@ -1,6 +1,7 @@
 /** OpenAI chat completions (`/v1/chat/completions`) ⇄ the internal form. */
 import { UPSTREAM_ERROR_KIND } from '../../errors.ts';
 import {
+  CUSTOM_INPUT,
   TranslateError,
   type Adapter,
   type Conversation,
@@ -13,6 +14,7 @@ import {
   type StreamEncoder,
   type StreamEvent,
   type ToolChoice,
+  type ToolDef,
   type Usage,
 } from '../../translate/model.ts';
 import {
@@ -95,10 +97,67 @@ export function decodeToolChoice(choice: unknown): ToolChoice | undefined {
   if (choice === undefined || choice === null) return undefined;
   if (choice === 'auto' || choice === 'none' || choice === 'required') return choice;
   if (isObject(choice)) {
-    const fn = isObject(choice.function) ? choice.function : choice;
+    const fn = isObject(choice.function) ? choice.function : isObject(choice.custom) ? choice.custom : choice;
     if (typeof fn.name === 'string') return { name: fn.name };
   }
   throw new TranslateError('tool_choice is not valid');
+}
+
+/**
+ * A tool of the request: a function, or a freeform `custom` tool (Copilot CLI's apply_patch), which becomes a
+ * function of one string parameter whose description says the input's format, so that every protocol can offer it.
+ */
+function decodeTool(raw: unknown, i: number): ToolDef {
+  const t = obj(raw, `tools[${i}]`);
+  if (t.type !== 'custom') {
+    const fn = obj(t.function, `tools[${i}].function`);
+    return compact({
+      name: str(fn.name, `tools[${i}].function.name`),
+      description: optStr(fn.description, `tools[${i}].function.description`),
+      parameters: objectSchema(fn.parameters),
+    });
+  }
+  const custom = obj(t.custom, `tools[${i}].custom`);
+  const format = custom.format === undefined ? undefined : obj(custom.format, `tools[${i}].custom.format`);
+  const grammar = format?.type === 'grammar' ? obj(format.grammar, `tools[${i}].custom.format.grammar`) : undefined;
+  const description = [
+    optStr(custom.description, `tools[${i}].custom.description`),
+    grammar &&
+      `The input must match this ${str(grammar.syntax, `tools[${i}].custom.format.grammar.syntax`)} grammar:\n` +
+        str(grammar.definition, `tools[${i}].custom.format.grammar.definition`),
+  ].filter((line) => line !== undefined);
+  return compact({
+    name: str(custom.name, `tools[${i}].custom.name`),
+    description: description.length > 0 ? description.join('\n\n') : undefined,
+    parameters: {
+      type: 'object',
+      properties: { [CUSTOM_INPUT]: { type: 'string', description: 'The whole input, as freeform text.' } },
+      required: [CUSTOM_INPUT],
+    },
+    custom: compact({ format }),
+  });
+}
+
+/** A freeform tool's input from its call's arguments (`{"input": text}`); arguments of another shape as they are. */
+function customInput(args: string): string {
+  try {
+    const parsed: unknown = JSON.parse(args);
+    if (isObject(parsed) && typeof parsed[CUSTOM_INPUT] === 'string') return parsed[CUSTOM_INPUT];
+  } catch {
+    // Not JSON: the model wrote the input itself.
+  }
+  return args;
+}
+
+/** The names of the request's freeform tools, whose calls go back to the client as custom tool calls. */
+const customTools = (conv: Conversation): Set<string> =>
+  new Set(conv.tools?.flatMap((t) => (t.custom ? [t.name] : [])) ?? []);
+
+/** A call as chat completions carry it: a function's arguments, or a freeform tool's input. */
+function callOut(p: { id: string; name: string; arguments: string }, custom: Set<string>): JsonObject {
+  return custom.has(p.name)
+    ? { id: p.id, type: 'custom', custom: { name: p.name, input: customInput(p.arguments) } }
+    : { id: p.id, type: 'function', function: { name: p.name, arguments: p.arguments } };
 }
 
 export function decodeRequest(body: JsonObject): Conversation {
@@ -122,12 +181,21 @@ export function decodeRequest(body: JsonObject): Conversation {
           parts.push({ type: 'reasoning', text: reasoning, provider: 'openai' });
         parts.push(...decodeContent(m.content, `${what}.content`));
         arr(m.tool_calls, `${what}.tool_calls`).forEach((rc, j) => {
-          const c = obj(rc, `${what}.tool_calls[${j}]`);
-          const fn = obj(c.function, `${what}.tool_calls[${j}].function`);
+          const at = `${what}.tool_calls[${j}]`;
+          const c = obj(rc, at);
+          const id = str(c.id, `${at}.id`);
+          if (c.type === 'custom') {
+            const custom = obj(c.custom, `${at}.custom`);
+            const input = str(custom.input, `${at}.custom.input`);
+            const name = str(custom.name, `${at}.custom.name`);
+            parts.push({ type: 'tool_call', id, name, arguments: JSON.stringify({ [CUSTOM_INPUT]: input }) });
+            return;
+          }
+          const fn = obj(c.function, `${at}.function`);
           parts.push({
             type: 'tool_call',
-            id: str(c.id, `${what}.tool_calls[${j}].id`),
-            name: str(fn.name, `${what}.tool_calls[${j}].function.name`),
+            id,
+            name: str(fn.name, `${at}.function.name`),
             arguments: argsText(fn.arguments),
           });
         });
@@ -161,18 +229,7 @@ export function decodeRequest(body: JsonObject): Conversation {
     temperature: optNum(body.temperature, 'temperature'),
     topP: optNum(body.top_p, 'top_p'),
     stop: stopList(body.stop, 'stop'),
-    tools:
-      body.tools === undefined || body.tools === null
-        ? undefined
-        : arr(body.tools, 'tools').map((rt, i) => {
-            const t = obj(rt, `tools[${i}]`);
-            const fn = obj(t.function, `tools[${i}].function`);
-            return compact({
-              name: str(fn.name, `tools[${i}].function.name`),
-              description: optStr(fn.description, `tools[${i}].function.description`),
-              parameters: objectSchema(fn.parameters),
-            });
-          }),
+    tools: body.tools === undefined || body.tools === null ? undefined : arr(body.tools, 'tools').map(decodeTool),
     toolChoice: decodeToolChoice(body.tool_choice),
     parallelToolCalls: optBool(body.parallel_tool_calls, 'parallel_tool_calls'),
     responseFormat: rf === undefined ? undefined : decodeResponseFormat(rf.type, js, 'response_format.json_schema'),
@@ -322,9 +379,8 @@ export function decodeResponse(body: JsonObject): ModelResponse {
 export function encodeResponse(res: ModelResponse, conv: Conversation): JsonObject {
   const text = res.parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
   const reasoning = res.parts.flatMap((p) => (p.type === 'reasoning' ? [p.text] : [])).join('');
-  const calls = res.parts.flatMap((p) =>
-    p.type === 'tool_call' ? [{ id: p.id, type: 'function', function: { name: p.name, arguments: p.arguments } }] : [],
-  );
+  const custom = customTools(conv);
+  const calls = res.parts.flatMap((p) => (p.type === 'tool_call' ? [callOut(p, custom)] : []));
   return {
     id: res.id,
     object: 'chat.completion',
@@ -425,9 +481,26 @@ class ChatStreamEncoder implements StreamEncoder {
   private readonly created = Math.floor(Date.now() / 1000);
   private started = false;
   private usage: Usage | undefined;
+  private readonly custom: Set<string>;
+  /**
+   * Freeform tool calls under way, by index: their arguments (`{"input": …}` JSON) kept until the call ends, then
+   * sent as the call's input in one delta.
+   */
+  private readonly pending = new Map<number, string>();
 
   constructor(conv: Conversation) {
     this.conv = conv;
+    this.custom = customTools(conv);
+  }
+
+  /** The inputs of the freeform calls under way, which the event after their last arguments ends. */
+  private flush(): string {
+    let out = '';
+    for (const [index, args] of this.pending) {
+      out += this.chunk({ tool_calls: [{ index, custom: { input: customInput(args) } }] });
+    }
+    this.pending.clear();
+    return out;
   }
 
   private prefix = '';
@@ -444,11 +517,18 @@ class ChatStreamEncoder implements StreamEncoder {
   }
 
   encode(e: StreamEvent): string {
-    let head = '';
+    if (e.type === 'tool_args') {
+      const args = this.pending.get(e.index);
+      if (args !== undefined) {
+        this.pending.set(e.index, args + e.delta);
+        return '';
+      }
+    }
+    let head = this.pending.size > 0 ? this.flush() : '';
     if (!this.started && e.type !== 'error') {
       this.started = true;
       if (e.type === 'start') this.id = e.id;
-      head = this.chunk({ role: 'assistant', content: '' });
+      head += this.chunk({ role: 'assistant', content: '' });
     }
     switch (e.type) {
       case 'start':
@@ -458,6 +538,11 @@ class ChatStreamEncoder implements StreamEncoder {
       case 'reasoning':
         return e.text === '' ? head : head + this.chunk({ reasoning_content: e.text });
       case 'tool_start':
+        if (this.custom.has(e.name)) {
+          this.pending.set(e.index, '');
+          const call = { index: e.index, id: e.id, type: 'custom', custom: { name: e.name, input: '' } };
+          return head + this.chunk({ tool_calls: [call] });
+        }
         return (
           head +
           this.chunk({
