@@ -34,6 +34,19 @@ export function validateItem<T>(key: string, raw: unknown, schema: convict.Schem
   return config.getProperties();
 }
 
+/** An item's setting it must have: convict's null default, typed as the value its format checks. */
+export const required = <T>(doc: string, format: convict.SchemaObj<T>['format']): convict.SchemaObj<T> => ({
+  doc,
+  format,
+  default: null,
+});
+
+/** An item's setting it may leave out: undefined when absent (a format is not run on an absent setting). */
+export const optional = <T>(
+  doc: string,
+  format: convict.SchemaObj<T | undefined>['format'],
+): convict.SchemaObj<T | undefined> => ({ doc, format, default: undefined });
+
 /** Fails on the second item whose `name` an earlier one has. */
 export function uniqueNames(key: string, items: { name: string }[], what: string): void {
   const seen = new Set<string>();

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { fail } from '../../config/shape.ts';
-import { uniqueNames, validateItem } from '../../config/items.ts';
+import { optional, required, uniqueNames, validateItem } from '../../config/items.ts';
 
 /**
  * `proxy.keys`: a key per person or service, with what it may use. The key
@@ -38,60 +38,33 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2}))?$/;
 
 const keySchema = {
-  name: { doc: 'Who holds it, in logs, metrics and usage.', format: 'item-name', default: null as unknown as string },
-  key_env: {
-    doc: 'The environment variable holding the key.',
-    format: 'optional-env-name',
-    default: undefined as string | undefined,
-  },
-  key_sha256: {
-    doc: "The key's SHA-256, hex.",
-    format: (value: unknown): void => {
-      if (value !== undefined && (typeof value !== 'string' || !SHA256_HEX.test(value.toLowerCase()))) {
-        throw new Error('must be 64 hexadecimal digits (the SHA-256 of the key)');
-      }
-    },
-    default: undefined as string | undefined,
-  },
-  // Formats are not run on an absent optional setting (default undefined).
-  models: {
-    doc: 'Model names or globs it may use (default: all).',
-    format: 'globs',
-    default: undefined as string[] | undefined,
-  },
-  mcp_servers: {
-    doc: 'MCP server names or globs (of proxy.mcp.servers) it may use (default: all).',
-    format: 'globs',
-    default: undefined as string[] | undefined,
-  },
-  rpm: {
-    doc: 'Requests per minute (model, MCP and warmup requests).',
-    format: 'positive-int',
-    default: undefined as number | undefined,
-  },
-  tpm: { doc: 'Tokens (in + out) per minute.', format: 'positive-int', default: undefined as number | undefined },
-  budget_tokens: {
-    doc: 'Tokens (in + out) per budget_period.',
-    format: 'positive-int',
-    default: undefined as number | undefined,
-  },
-  budget_usd: {
-    doc: 'USD per budget_period, at the prices of the models used.',
-    format: 'optional-positive-number',
-    default: undefined as number | undefined,
-  },
-  budget_period: {
-    doc: 'day or month (UTC), of budget_tokens and budget_usd.',
-    format: (value: unknown): void => {
+  name: required<string>('Who holds it, in logs, metrics and usage.', 'item-name'),
+  key_env: optional<string>('The environment variable holding the key.', 'optional-env-name'),
+  key_sha256: optional<string>("The key's SHA-256, hex.", (value: unknown): void => {
+    if (value !== undefined && (typeof value !== 'string' || !SHA256_HEX.test(value.toLowerCase()))) {
+      throw new Error('must be 64 hexadecimal digits (the SHA-256 of the key)');
+    }
+  }),
+  models: optional<string[]>('Model names or globs it may use (default: all).', 'globs'),
+  mcp_servers: optional<string[]>(
+    'MCP server names or globs (of proxy.mcp.servers) it may use (default: all).',
+    'globs',
+  ),
+  rpm: optional<number>('Requests per minute (model, MCP and warmup requests).', 'positive-int'),
+  tpm: optional<number>('Tokens (in + out) per minute.', 'positive-int'),
+  budget_tokens: optional<number>('Tokens (in + out) per budget_period.', 'positive-int'),
+  budget_usd: optional<number>('USD per budget_period, at the prices of the models used.', 'optional-positive-number'),
+  budget_period: optional<BudgetPeriod>(
+    'day or month (UTC), of budget_tokens and budget_usd.',
+    (value: unknown): void => {
       if (value !== undefined && !BUDGET_PERIODS.includes(value as BudgetPeriod)) {
         throw new Error(`must be one of ${BUDGET_PERIODS.join(', ')}`);
       }
     },
-    default: undefined as BudgetPeriod | undefined,
-  },
-  expires_at: {
-    doc: 'ISO 8601 date or time with an offset; refused from then on.',
-    format: (value: unknown): void => {
+  ),
+  expires_at: optional<string | Date>(
+    'ISO 8601 date or time with an offset; refused from then on.',
+    (value: unknown): void => {
       if (value === undefined) return;
       // YAML reads an unquoted timestamp as a Date.
       if (value instanceof Date && !Number.isNaN(value.getTime())) return;
@@ -99,8 +72,7 @@ const keySchema = {
         throw new Error('must be an ISO 8601 date or date-time with an offset, e.g. 2027-01-31T00:00:00Z');
       }
     },
-    default: undefined as string | Date | undefined,
-  },
+  ),
   disabled: { doc: 'Refused while true.', format: 'strict-boolean', default: false },
   admin: { doc: 'May read /metrics and /internal/usage.', format: 'strict-boolean', default: false },
 };

@@ -1,4 +1,4 @@
-import { validateItem } from '../../config/items.ts';
+import { optional, required, validateItem } from '../../config/items.ts';
 
 /**
  * `proxy.prices`: prices that override or add to the price table package's, by model glob (the model the
@@ -14,19 +14,17 @@ export interface PriceRule {
 }
 
 const priceSchema = {
-  model: { doc: 'A model name or glob.', format: 'non-empty-string', default: null as unknown as string },
-  input_per_mtok: { doc: 'USD per million input tokens.', format: 'price', default: null as unknown as number },
-  output_per_mtok: { doc: 'USD per million output tokens.', format: 'price', default: null as unknown as number },
-  cache_read_per_mtok: {
-    doc: 'USD per million input tokens read from the prompt cache (default: the input price).',
-    format: 'optional-price',
-    default: undefined as number | undefined,
-  },
-  cache_write_per_mtok: {
-    doc: 'USD per million input tokens written to the prompt cache (default: the input price).',
-    format: 'optional-price',
-    default: undefined as number | undefined,
-  },
+  model: required<string>('A model name or glob.', 'non-empty-string'),
+  input_per_mtok: required<number>('USD per million input tokens.', 'price'),
+  output_per_mtok: required<number>('USD per million output tokens.', 'price'),
+  cache_read_per_mtok: optional<number>(
+    'USD per million input tokens read from the prompt cache (default: the input price).',
+    'optional-price',
+  ),
+  cache_write_per_mtok: optional<number>(
+    'USD per million input tokens written to the prompt cache (default: the input price).',
+    'optional-price',
+  ),
 };
 
 /** Checks `proxy.prices` item by item: an entry that cannot be read refuses to start, naming it. */
