@@ -334,5 +334,11 @@ describe('dollar budgets shared by two replicas (containers, Redis backend)', ()
         timeout: 5_000,
       })
       .toBeCloseTo(3 * COST.anthropic, 9);
+    // The console's Spend page, read from the other replica, sums both replicas' answers from Redis's spend sums.
+    const spend = await fetch(`${(replicas[0] as ProxyContainer).base}/internal/console/spend?by=key&bucket=day`, {
+      headers: { authorization: `Bearer ${OPERATOR}` },
+    });
+    const { totals } = (await spend.json()) as { totals: { group: string; cost_usd: number | null }[] };
+    expect(totals.find((t) => t.group === 'budgeted')?.cost_usd).toBeCloseTo(3 * COST.anthropic, 9);
   });
 });

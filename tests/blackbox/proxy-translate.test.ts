@@ -60,6 +60,34 @@ describe('gatehouse proxy (container): translation', () => {
     );
   });
 
+  it("carries a chat client's freeform custom tool (Copilot CLI's apply_patch) to an Anthropic upstream", async () => {
+    const before = upstream.requests.length;
+    const grammar = { syntax: 'lark', definition: 'start: begin_patch hunk+ end_patch' };
+    // The request's shape as Copilot CLI sends it: functions, then the freeform tool.
+    const res = await fetch(`${proxy.base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
+      body: JSON.stringify({
+        model: 'claude-test',
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [
+          { type: 'function', function: { name: 'bash', parameters: { type: 'object', properties: {} } } },
+          {
+            type: 'custom',
+            custom: { name: 'apply_patch', description: 'Edit files.', format: { type: 'grammar', grammar } },
+          },
+        ],
+      }),
+    });
+    expect(res.status, await res.clone().text()).toBe(200);
+    const sent = upstream.requests.slice(before).find((r) => r.protocol === 'anthropic');
+    expect((sent?.body.tools as unknown[] | undefined)?.[1]).toMatchObject({
+      name: 'apply_patch',
+      description: expect.stringContaining('lark grammar:\nstart: begin_patch hunk+ end_patch') as unknown,
+      input_schema: { type: 'object', properties: { input: { type: 'string' } }, required: ['input'] },
+    });
+  });
+
   it('answers an unknown previous_response_id with 404 in the Responses shape', async () => {
     const res = await post('/v1/responses', { model: 'claude-test', input: 'hi', previous_response_id: 'resp_nope' });
     expect(res.status).toBe(404);

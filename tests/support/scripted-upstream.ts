@@ -135,19 +135,10 @@ function adapterFor(protocol: UpstreamProtocol, url: string): ClientAdapter {
   return isResponses(url) ? openaiResponses : ADAPTERS[protocol];
 }
 
-/**
- * A request's conversation as its adapter reads it, or undefined when it reads none. Chat
- * tools other than functions (Copilot CLI's freeform `custom` apply_patch), which the
- * adapter refuses, are left out: the scripted model never calls them.
- */
+/** A request's conversation as its adapter reads it, or undefined when it reads none. */
 function decode(adapter: ClientAdapter, url: string, body: Record<string, unknown>): Conversation | undefined {
-  const tools = body.tools;
-  const known =
-    adapter === openaiChat && Array.isArray(tools)
-      ? { ...body, tools: tools.filter((t) => (t as { type?: unknown }).type === 'function') }
-      : body;
   try {
-    return adapter.decodeRequest(known, { model: /models\/([^:]+)/.exec(url)?.[1] ?? 'agent' });
+    return adapter.decodeRequest(body, { model: /models\/([^:]+)/.exec(url)?.[1] ?? 'agent' });
   } catch {
     return undefined;
   }
