@@ -50,6 +50,11 @@ export interface ProxyState {
    */
   reservation?: Reservation;
   model?: string;
+  /**
+   * The model a warmup asked its upstream for: not a model request of the client's (its log line names no model),
+   * but one the upstream bills, so usage and metrics count it under this model.
+   */
+  warmedModel?: string;
   /** The upstream that served the response. */
   upstream?: string;
   /** The model that upstream was asked for (an alias's target): what its cost is priced as. */

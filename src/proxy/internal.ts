@@ -126,7 +126,7 @@ export function warmup(router: ModelRouter, admission: Admission, spending: Spen
     const { state } = ctx;
     let results: WarmupResult[];
     if (model !== undefined) {
-      state.model = model;
+      state.warmedModel = model;
       // Given back when the request ends unless an answer's usage settles it (request log → Spending).
       if (state.key) state.reservation = await admission.admit(state.key, model, WARMUP_TOKENS);
       const resolution = router.resolve(model);

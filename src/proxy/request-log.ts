@@ -80,6 +80,7 @@ export function requestLog(
     res.on('close', () => {
       const ms = performance.now() - started;
       const { usage } = state;
+      const counted = state.model ?? state.warmedModel;
       const record: RequestRecord = {
         at: Date.now(),
         method: ctx.method,
@@ -89,7 +90,7 @@ export function requestLog(
         key: state.key,
         reservation: state.reservation,
         model: state.model,
-        countedModel: state.model === undefined ? undefined : countedAs(state.model),
+        countedModel: counted === undefined ? undefined : countedAs(counted),
         upstream: state.upstream,
         // A client gone before any answer: nginx's 499 ("client closed request").
         status: res.headersSent ? res.statusCode : 499,
