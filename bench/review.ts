@@ -26,7 +26,7 @@ import { gunzipSync } from 'node:zlib';
 import Router from '@koa/router';
 import { Agent, request } from 'undici';
 import { createReviewApp } from '../src/review/app.ts';
-import { DecisionGate } from '../src/review/instance.ts';
+import { DecisionGate } from '../src/review/decision.ts';
 import { planRoutes, type PlanDecision } from '../src/review/plan/routes.ts';
 import { silentLog, testReviewConfig } from '../tests/support/review.ts';
 import { median } from './stats.ts';

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 import { enableCompileCache } from 'node:module';
-import type { Command, CommandContext } from './command.ts';
+import type { Command } from './command.ts';
 import { SIGNAL_EXIT_CODES } from './command.ts';
 import { ConfigError } from './config/errors.ts';
+import type { ReviewContext, SinkFactory } from './review/sink.ts';
 
 // Node keeps the compiled modules loaded from here on in its cache on disk (as tsc
 // does): an agent runs `gatehouse hook` for every tool call, and compiling them is
@@ -42,6 +43,13 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   healthcheck: async () => (await import('./healthcheck.ts')).runHealthcheck,
 };
 
+/** Where a review's decision goes: the hub in --hub (GATEHOUSE_HUB_URL), else this process's stdout. */
+const decisionSink: SinkFactory = async (config, io, log) => {
+  const { hubUrl } = config;
+  if (hubUrl === null) return (await import('./review/sink.ts')).localSink(config, io, log);
+  return (await import('./hub/client.ts')).hubSink({ ...config, hubUrl }, io, log);
+};
+
 async function main(): Promise<number> {
   const [name, ...argv] = process.argv.slice(2);
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
@@ -62,7 +70,8 @@ async function main(): Promise<number> {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => controller.abort(signal));
   }
-  const ctx: CommandContext = {
+  // Every command gets the process; the review commands also where their decisions go.
+  const ctx: ReviewContext = {
     argv,
     env: process.env,
     cwd: process.cwd(),
@@ -71,6 +80,7 @@ async function main(): Promise<number> {
     stderr: process.stderr,
     shutdown: controller.signal,
     onHangup: (listener) => process.on('SIGHUP', listener),
+    decisionSink,
   };
   try {
     const command = await load();

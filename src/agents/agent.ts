@@ -11,7 +11,7 @@
 import path from 'node:path';
 import type { Agent as SwitchTarget } from '../review/contract.ts';
 import { isObject, type JsonObject } from '../json.ts';
-import type { DecisionCodec } from '../review/instance.ts';
+import type { DecisionCodec } from '../review/decision.ts';
 import { TIMEOUT_DECISION } from '../review/plan/decision.ts';
 import type { PlanDecision } from '../review/plan/routes.ts';
 

@@ -1,5 +1,5 @@
-import type { CommandContext } from '../command.ts';
 import { ConfigError } from '../config/errors.ts';
+import type { ReviewContext } from '../review/sink.ts';
 import { parseReviewArgs, type ParsedReviewArgs } from '../review/args.ts';
 import { readAll, writeLine } from '../stdio.ts';
 import type { HookRead } from './agent.ts';
@@ -43,7 +43,7 @@ function gateOf(argv: string[]): { gate: 'plan' | 'code'; rest: string[] } {
  * with the reason on stderr and the agent's exit code for it: never an
  * unreviewed plan going ahead, never a user stuck.
  */
-export async function runHook(ctx: CommandContext): Promise<number> {
+export async function runHook(ctx: ReviewContext): Promise<number> {
   const [name = '', ...rest] = ctx.argv;
   if (name === '--help' || name === '-h') {
     ctx.stderr.write(USAGE);

@@ -24,7 +24,7 @@ import { hubErrors } from './errors.ts';
 import type { Hub } from './hub.ts';
 import { hubDocument } from './pages.ts';
 import type { HubStore } from './store.ts';
-import { newReview, readSubmission } from './submission.ts';
+import { readSubmission } from './submission.ts';
 
 /** The longest a decision long-poll is held open (`?wait=` is capped to it). */
 export const MAX_WAIT_SECONDS = 60;
@@ -117,7 +117,7 @@ function events(hub: Hub): HubMiddleware {
 function submit(hub: Hub): HubMiddleware {
   return (ctx: HubContext) => {
     const key = ctx.get('idempotency-key');
-    const submission = newReview(readSubmission(ctx.request.body), Date.now(), {
+    const submission = readSubmission(ctx.request.body, Date.now(), {
       requestKey: key ? key.slice(0, 200) : null,
       baseUrl: hub.baseUrl(requestOrigin(ctx)),
       submitter: ctx.state.submitter ?? '',

@@ -3,14 +3,14 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { SIGNAL_EXIT_CODES, type CommandContext } from '../command.ts';
+import { SIGNAL_EXIT_CODES } from '../command.ts';
 import type { ReviewConfig } from '../config/review.ts';
 import { isObject } from '../json.ts';
-import { readCodeDecision } from '../review/code/routes.ts';
-import { deliverDecision, type DecisionCodec } from '../review/instance.ts';
-import { readPlanDecision } from '../review/plan/routes.ts';
+import type { DecisionCodec } from '../review/decision.ts';
+import { deliverDecision } from '../review/instance.ts';
+import type { DecisionSink, ReviewIo } from '../review/sink.ts';
 import { readBody, type FieldReader } from '../review/validate.ts';
-import type { KindDecisions, KindSubmissions, ReviewKind, SubmissionResponse } from './contract.ts';
+import type { ReviewKind, SubmissionResponse } from './contract.ts';
 
 /** How long one decision request waits on the hub before asking again. */
 const POLL_WAIT_SECONDS = 30;
@@ -24,30 +24,22 @@ const BACKOFF_MAX_MS = 5_000;
  */
 export const GIVE_UP_AFTER_DEADLINE_MS = 60_000;
 
-/** The branch checked out in `dir`'s repository, shown in the hub's inbox; '' outside a repository. */
-export async function branchOf(dir: string, home: string): Promise<string> {
-  try {
-    const { GitRepository } = await import('../git/repository.ts');
-    return (await GitRepository.open(dir, { home }).context()).currentBranch;
-  } catch {
-    return '';
-  }
-}
-
 /** The hub refused a request: a 4xx, with its `{"error"}` message. Not retried. */
 export class HubRefusal extends Error {
   override readonly name = 'HubRefusal';
 }
 
-export interface HubReviewOptions<K extends ReviewKind> {
+export interface HubReviewOptions<D> {
   config: ReviewConfig & { hubUrl: URL };
-  io: Pick<CommandContext, 'stdout' | 'stderr' | 'shutdown'>;
+  io: ReviewIo;
   log: Logger;
   /** Shown in the URL line, e.g. `Plan review`. */
   title: string;
   /** The body of `POST /api/reviews`, without `session` and `timeoutMs` (added here from the configuration). */
-  submission: Omit<KindSubmissions[K], 'session' | 'timeoutMs'> & { kind: K };
-  codec: DecisionCodec<KindDecisions[K]>;
+  submission: { kind: ReviewKind; [field: string]: unknown };
+  codec: DecisionCodec<D>;
+  /** The kind's decision as the hub answers it, checked (its record's `readDecision`). */
+  readDecision: (body: FieldReader) => D;
 }
 
 /** `POST /api/reviews`' answer, checked. */
@@ -58,12 +50,6 @@ function readSubmissionResponse(body: FieldReader): SubmissionResponse {
     version: body.requiredNumber('version', { integer: true, min: 1 }),
   };
 }
-
-/** Each kind's decision as the hub answers it, checked. */
-const DECISION_READERS: { [K in ReviewKind]: (body: FieldReader) => KindDecisions[K] } = {
-  plan: readPlanDecision,
-  code: readCodeDecision,
-};
 
 /** A hub's JSON answer read into the contract's type; one that does not fit is an error, never a guess. */
 async function readAnswer<T>(response: Response, read: (body: FieldReader) => T): Promise<T> {
@@ -85,8 +71,8 @@ async function readAnswer<T>(response: Response, read: (body: FieldReader) => T)
  * the only one to decide, timeouts included, so a waiter can never print an
  * answer other than the hub's.
  */
-export async function runHubReview<K extends ReviewKind>(options: HubReviewOptions<K>): Promise<number> {
-  const { config, io, log, title, submission, codec } = options;
+export async function runHubReview<D>(options: HubReviewOptions<D>): Promise<number> {
+  const { config, io, log, title, submission, codec, readDecision } = options;
   const early = signalExitCode(io.shutdown);
   if (early !== undefined) return early;
   if (config.decisionFile) await mkdir(path.dirname(config.decisionFile), { recursive: true });
@@ -125,7 +111,7 @@ export async function runHubReview<K extends ReviewKind>(options: HubReviewOptio
       const poll = `api/reviews/${encodeURIComponent(id)}/decision?wait=${POLL_WAIT_SECONDS}`;
       const answer = await hub.request(poll, { method: 'GET' }, { timeoutMs: (POLL_WAIT_SECONDS + 15) * 1000 });
       if (answer.status === 200) {
-        const decision = await readAnswer(answer, DECISION_READERS[submission.kind]);
+        const decision = await readAnswer(answer, readDecision);
         return await deliverDecision(decision, { config, io, log, codec });
       }
       await answer.body?.cancel();
@@ -141,6 +127,17 @@ export async function runHubReview<K extends ReviewKind>(options: HubReviewOptio
     }
     throw error;
   }
+}
+
+/** Reviews submitted to the hub at `config.hubUrl` and decided there. */
+export function hubSink(config: ReviewConfig & { hubUrl: URL }, io: ReviewIo, log: Logger): DecisionSink {
+  return {
+    async decide({ kind, payload, about, codec }) {
+      const submission = { kind: kind.name, ...(await about()), ...(await payload()), origin: config.origin };
+      const readDecision = (body: FieldReader) => kind.readDecision(body);
+      return runHubReview({ config, io, log, title: kind.title, submission, codec, readDecision });
+    },
+  };
 }
 
 /** The exit code for a shutdown signal that has arrived, or undefined while none has. */

@@ -9,19 +9,17 @@ import type { HubConfig } from '../config/hub.ts';
 import type { Origin, ReviewConfig } from '../config/review.ts';
 import { hostAllowed } from '../http/host-guard.ts';
 import { createReviewApp } from '../review/app.ts';
-import { codeDecisionCodec } from '../review/code/command.ts';
-import { codeReviewRoutes, type CodeDecision } from '../review/code/routes.ts';
 import type { VersionsResponse } from '../review/contract.ts';
 import { reviewErrors } from '../review/errors.ts';
-import { DecisionGate, MAX_TIMER_MS } from '../review/instance.ts';
-import { planRoutes, type PlanDecision } from '../review/plan/routes.ts';
-import { TIMEOUT_DECISION } from '../review/plan/decision.ts';
+import { DecisionGate } from '../review/decision.ts';
+import { MAX_TIMER_MS } from '../review/instance.ts';
+import type { KindRouteOptions } from '../review/kind.ts';
+import { REVIEW_KINDS, type DecisionOf, type KindName } from '../review/kinds.ts';
 import { decisionOutcome, ReviewSpans } from '../review/spans.ts';
 import type { ReviewSummary } from './contract.ts';
 import type { ReviewEvent } from './notify.ts';
 import { hubDocument } from './pages.ts';
-import type { HubStore, NewReview, StoredReview } from './store.ts';
-import { submittedRepository, type CodePayload, type PlanPayload } from './submission.ts';
+import type { HubStore, NewReview, ReviewRecord, StoredReview } from './store.ts';
 
 /**
  * A review's gate on the hub: the decision is committed to the store inside
@@ -47,13 +45,14 @@ class StoredGate<D> extends DecisionGate<D> {
 }
 
 interface LiveReview {
-  gate: DecisionGate<unknown>;
+  /** Ends the review's gate with its kind's timeout decision (see #arm). */
+  timeout: () => void;
   handler: ReturnType<Koa['callback']>;
 }
 
 /** The outcome word of a stored decision (see ReviewSummary.outcome). */
-function outcomeOf(review: StoredReview): string | null {
-  return review.decision === null ? null : decisionOutcome(review.decision);
+function outcomeOf<K extends KindName>(review: ReviewRecord<K>): string | null {
+  return review.decision === null ? null : REVIEW_KINDS[review.kind].outcome(review.decision);
 }
 
 export interface HubOptions {
@@ -124,7 +123,7 @@ export class Hub {
     return plain && hostAllowed(url.host, this.#config.allowedHosts) ? url.href : fallback;
   }
 
-  summary(review: StoredReview): ReviewSummary {
+  summary(review: ReviewRecord): ReviewSummary {
     return {
       id: review.id,
       url: new URL(`r/${review.id}/`, this.#servedBase(review.baseUrl)).href,
@@ -143,7 +142,7 @@ export class Hub {
   }
 
   /** Stores a submission (committed before this returns) and announces it. */
-  submit(submission: NewReview): { review: StoredReview; created: boolean } {
+  submit(submission: NewReview): { review: ReviewRecord; created: boolean } {
     const result = this.#store.insert(randomBytes(12).toString('base64url'), submission, this.#now());
     if (result.created) {
       const { id, kind, session, version } = result.review;
@@ -161,7 +160,12 @@ export class Hub {
    * it: undefined for an unknown review (or, given `submitter`, one another
    * submitter made), null when still pending.
    */
-  async waitForDecision(id: string, waitMs: number, signal: AbortSignal, submitter?: string): Promise<unknown> {
+  async waitForDecision(
+    id: string,
+    waitMs: number,
+    signal: AbortSignal,
+    submitter?: string,
+  ): Promise<DecisionOf<KindName> | null | undefined> {
     if (submitter !== undefined && this.#store.submitterOf(id) !== submitter) return undefined;
     const now = this.#store.decisionOf(id);
     if (now !== null || waitMs <= 0) return now;
@@ -184,7 +188,7 @@ export class Hub {
   }
 
   /** Records `decision` unless the review already has one; true when this call decided it. */
-  #commit(id: string, decision: unknown): boolean {
+  #commit(id: string, decision: DecisionOf<KindName>): boolean {
     if (!this.#store.decide(id, decision, this.#now())) return false;
     clearTimeout(this.#deadlines.get(id));
     this.#deadlines.delete(id);
@@ -199,14 +203,13 @@ export class Hub {
     return true;
   }
 
-  #arm(review: StoredReview): void {
+  #arm(review: ReviewRecord): void {
     if (review.deadline === null || review.decision !== null) return;
     const fire = () => {
       this.#deadlines.delete(review.id);
-      const decision = review.kind === 'plan' ? TIMEOUT_DECISION : codeDecisionCodec.timeout();
       // A timer has no caller to answer: what goes wrong here is logged, never thrown into the process.
       try {
-        if (this.#commit(review.id, decision)) this.#live.get(review.id)?.gate.close(decision);
+        if (this.#commit(review.id, REVIEW_KINDS[review.kind].codec.timeout())) this.#live.get(review.id)?.timeout();
       } catch (error) {
         this.#log.error({ err: error, review: review.id }, 'deadline not recorded');
       }
@@ -216,18 +219,17 @@ export class Hub {
   }
 
   /** What a later version shows of the one before it. */
-  previousVersion(review: StoredReview): VersionsResponse {
+  previousVersion(review: ReviewRecord): VersionsResponse {
     const before = this.#store.previousVersion(review);
     if (before === undefined) return { version: review.version, previous: null };
-    const decision = before.decision as { feedback?: string | null } | null;
     return {
       version: review.version,
       previous: {
         id: before.id,
         version: before.version,
-        plan: before.kind === 'plan' ? (before.payload as PlanPayload).plan : null,
+        plan: textOf(before),
         outcome: outcomeOf(before),
-        feedback: decision?.feedback ?? null,
+        feedback: before.decision?.feedback ?? null,
       },
     };
   }
@@ -255,27 +257,34 @@ export class Hub {
       timeoutMs: null,
       decisionFile: null,
     };
-    const gate = new StoredGate<unknown>((decision) => this.#commit(review.id, decision));
-    if (review.decision !== null) gate.close(review.decision);
-    else this.#spans.served(review);
-    let routes: Router;
-    if (review.kind === 'plan') {
-      const { plan, permissionMode } = review.payload as PlanPayload;
-      routes = planRoutes({ plan, permissionMode, config, log })(gate as DecisionGate<PlanDecision>);
-    } else {
-      const payload = review.payload as CodePayload;
-      const repo = submittedRepository(payload);
-      const { diffType, gitContext } = payload;
-      routes = codeReviewRoutes({ repo, diffType, offered: gitContext.diffOptions, config, log })(
-        gate as DecisionGate<CodeDecision>,
-      );
-    }
+    const { routes, timeout } = servedKind(review, { config, log }, (decision) => this.#commit(review.id, decision));
+    if (review.decision === null) this.#spans.served(review);
     routes.get('/api/versions', (ctx) => {
       ctx.body = this.previousVersion(this.#store.get(review.id) ?? review);
     });
     // The hub's Host allowlist, not the review settings': the hub already checked the Host, and must pass it on.
     const allowedHosts = this.#config.allowedHosts;
     const app = createReviewApp({ config, log, routes, document: () => hubDocument('review'), allowedHosts });
-    return { gate, handler: app.callback() };
+    return { timeout, handler: app.callback() };
   }
+}
+
+/**
+ * A stored review's routes, served by its kind behind a gate that commits the
+ * decision to the store (closed already when the review is decided).
+ */
+function servedKind<K extends KindName>(
+  review: StoredReview<K>,
+  options: KindRouteOptions,
+  commit: (decision: DecisionOf<K>) => boolean,
+): { routes: Router; timeout: () => void } {
+  const kind = REVIEW_KINDS[review.kind];
+  const gate = new StoredGate<DecisionOf<K>>(commit);
+  if (review.decision !== null) gate.close(review.decision);
+  return { routes: kind.routes(review.payload, options)(gate), timeout: () => gate.close(kind.codec.timeout()) };
+}
+
+/** The text a later version is compared with. */
+function textOf<K extends KindName>(review: StoredReview<K>): string | null {
+  return REVIEW_KINDS[review.kind].text(review.payload);
 }

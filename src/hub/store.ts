@@ -1,35 +1,57 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import type { ReviewHeader } from './contract.ts';
+import { isKindName, REVIEW_KINDS, type DecisionOf, type KindName, type PayloadOf } from '../review/kinds.ts';
+import { readBody } from '../review/validate.ts';
 
-/**
- * What a submitter sends, as stored (the kind's content stays opaque JSON
- * here). A session, its versions and a request key belong to one submitter,
- * and a submitter reads only its own.
- */
-export interface NewReview extends ReviewHeader {
-  /** The kind's content: `{plan, permissionMode}` or `{diffType, diffs, gitContext}`. */
-  payload: unknown;
+/** What every submission names besides its kind and content. */
+interface SubmittedFields {
+  title: string;
+  origin: string;
+  project: string;
+  branch: string;
+  session: string;
+  /**
+   * Who submitted it (their token's name): a session, its versions and a
+   * request key belong to one submitter, and a submitter reads only its own.
+   */
+  submitter: string;
   /** When the review ends with a timeout decision (epoch ms), or null. */
   deadline: number | null;
-  /** The submitter's idempotency key: a retried submission finds the review it created. */
-  requestKey: string | null;
   /** The hub's URL as the submitter reached it (or hub.public_url): review URLs are built on it. */
   baseUrl: string;
 }
 
-export interface StoredReview extends Omit<NewReview, 'requestKey'> {
+/** What a submitter sends, as stored: a kind and its content (see src/review/kinds.ts). */
+export type NewReview<K extends KindName = KindName> = {
+  [P in K]: SubmittedFields & {
+    kind: P;
+    payload: PayloadOf<P>;
+    /** The submitter's idempotency key: a retried submission finds the review it created. */
+    requestKey: string | null;
+  };
+}[K];
+
+interface StoredFields extends SubmittedFields {
   id: string;
   version: number;
   createdAt: number;
-  /** The decision JSON (the kind's decision), or null while pending. */
-  decision: unknown;
   decidedAt: number | null;
 }
 
-/** A row as read: the columns renamed to StoredReview's fields, integers as bigints, the JSON columns still text. */
-type Row = Omit<StoredReview, 'payload' | 'decision' | 'version' | 'createdAt' | 'deadline' | 'decidedAt'> & {
+/** A review as the inbox lists it (its content not read): the kind's decision, or null while pending. */
+export type ReviewRecord<K extends KindName = KindName> = {
+  [P in K]: StoredFields & { kind: P; decision: DecisionOf<P> | null };
+}[K];
+
+/** A review with its content. */
+export type StoredReview<K extends KindName = KindName> = {
+  [P in K]: StoredFields & { kind: P; payload: PayloadOf<P>; decision: DecisionOf<P> | null };
+}[K];
+
+/** A row as read: the columns renamed to the fields, integers as bigints, the JSON columns still text. */
+type Row = Omit<StoredFields, 'version' | 'createdAt' | 'deadline' | 'decidedAt'> & {
+  kind: string;
   payload?: string;
   decision: string | null;
   version: bigint;
@@ -86,16 +108,35 @@ function exact(value: bigint, column: string): number {
 }
 
 /** A row read into a review; throws when a column cannot be read. */
-function fromRow({ payload, decision, version, createdAt, deadline, decidedAt, ...row }: Row): StoredReview {
-  return {
+function fromRow({ kind, payload: _, decision, version, createdAt, deadline, decidedAt, ...row }: Row): ReviewRecord {
+  if (!isKindName(kind)) throw new TypeError(`kind ${JSON.stringify(kind)} is not a kind of review this hub serves`);
+  const fields: StoredFields = {
     ...row,
     version: exact(version, 'version'),
     createdAt: exact(createdAt, 'created_at'),
     deadline: deadline === null ? null : exact(deadline, 'deadline'),
     decidedAt: decidedAt === null ? null : exact(decidedAt, 'decided_at'),
-    payload: payload === undefined ? undefined : JSON.parse(payload),
-    decision: decision === null ? null : JSON.parse(decision),
   };
+  return recorded(kind, fields, decision);
+}
+
+/**
+ * A decision column as its kind's decision. The hub is its only writer (a
+ * kind's routes or its timeout, committed through the review's gate), so it
+ * is read back as written; one that does not parse sets its row aside.
+ */
+function recorded<K extends KindName>(kind: K, fields: StoredFields, decision: string | null): ReviewRecord<K> {
+  return { ...fields, kind, decision: decision === null ? null : (JSON.parse(decision) as DecisionOf<K>) };
+}
+
+/** A row read with its content, which its kind's reader checks again; throws when a column cannot be read. */
+function withPayload(row: Row): StoredReview {
+  if (row.payload === undefined) throw new TypeError('the payload was not read');
+  return withContent(fromRow(row), JSON.parse(row.payload));
+}
+
+function withContent<K extends KindName>(review: ReviewRecord<K>, payload: unknown): StoredReview<K> {
+  return { ...review, payload: REVIEW_KINDS[review.kind].readPayload(readBody(payload)) };
 }
 
 /** Columns added since the first schema, added to an older database when it is opened. */
@@ -151,13 +192,13 @@ export class HubStore {
   }
 
   /** The reviews a query finds, its integers read as bigints so that none can throw; unreadable rows set aside. */
-  #reviews(sql: string, ...params: (string | number)[]): StoredReview[] {
+  #read<R>(read: (row: Row) => R, sql: string, ...params: (string | number)[]): R[] {
     const statement = this.#prepare(sql);
     statement.setReadBigInts(true);
-    const reviews: StoredReview[] = [];
+    const reviews: R[] = [];
     for (const row of statement.all(...params) as unknown as Row[]) {
       try {
-        reviews.push(fromRow(row));
+        reviews.push(read(row));
       } catch (error) {
         const problem = (error as Error).message;
         // The request key goes too: a retry of that submission makes a new review instead of meeting this one.
@@ -168,11 +209,19 @@ export class HubStore {
     return reviews;
   }
 
+  #reviews(sql: string, ...params: (string | number)[]): ReviewRecord[] {
+    return this.#read(fromRow, sql, ...params);
+  }
+
+  #withPayloads(sql: string, ...params: (string | number)[]): StoredReview[] {
+    return this.#read(withPayload, sql, ...params);
+  }
+
   /**
    * Stores a new review as the next version of its session; a submission
    * retried with the same request key answers the review it already made.
    */
-  insert(id: string, review: NewReview, now: number): { review: StoredReview; created: boolean } {
+  insert(id: string, review: NewReview, now: number): { review: ReviewRecord; created: boolean } {
     // A key is the submitter's own: the same key from another submitter is another submission.
     const requestKey = review.requestKey === null ? null : JSON.stringify([review.submitter, review.requestKey]);
     if (requestKey !== null) {
@@ -209,11 +258,11 @@ export class HubStore {
 
   /** One review with its payload, or undefined. */
   get(id: string): StoredReview | undefined {
-    return this.#reviews(`SELECT ${SUMMARY}, payload FROM reviews WHERE ${READABLE} AND id = ?`, id)[0];
+    return this.#withPayloads(`SELECT ${SUMMARY}, payload FROM reviews WHERE ${READABLE} AND id = ?`, id)[0];
   }
 
   /** The decision of a review: undefined when there is no such review, null while pending. */
-  decisionOf(id: string): unknown {
+  decisionOf(id: string): DecisionOf<KindName> | null | undefined {
     return this.#reviews(`SELECT ${SUMMARY} FROM reviews WHERE ${READABLE} AND id = ?`, id)[0]?.decision;
   }
 
@@ -222,7 +271,7 @@ export class HubStore {
     return this.#reviews(`SELECT ${SUMMARY} FROM reviews WHERE ${READABLE} AND id = ?`, id)[0]?.submitter;
   }
 
-  /** Records the decision unless one is already recorded; true when this call recorded it. */
+  /** Records the decision (its kind's, as JSON) unless one is already recorded; true when this call recorded it. */
   decide(id: string, decision: unknown, now: number): boolean {
     const update = this.#prepare(
       `UPDATE reviews SET decision = ?, decided_at = ? WHERE id = ? AND ${READABLE} AND decision IS NULL`,
@@ -231,22 +280,22 @@ export class HubStore {
   }
 
   /** The version before this one in the same session (with its payload), if any. */
-  previousVersion(review: StoredReview): StoredReview | undefined {
+  previousVersion(review: ReviewRecord): StoredReview | undefined {
     if (review.session === '' || review.version <= 1) return undefined;
     const select = `SELECT ${SUMMARY}, payload FROM reviews
       WHERE ${READABLE} AND submitter = ? AND session = ? AND version = ?`;
-    return this.#reviews(select, review.submitter, review.session, review.version - 1)[0];
+    return this.#withPayloads(select, review.submitter, review.session, review.version - 1)[0];
   }
 
   /** Every pending review, oldest first (without payloads). */
-  pending(): StoredReview[] {
+  pending(): ReviewRecord[] {
     return this.#reviews(
       `SELECT ${SUMMARY} FROM reviews WHERE ${READABLE} AND decision IS NULL ORDER BY created_at, rowid`,
     );
   }
 
   /** The latest decided reviews, newest first (without payloads). */
-  recentlyDecided(limit: number): StoredReview[] {
+  recentlyDecided(limit: number): ReviewRecord[] {
     const select = `SELECT ${SUMMARY} FROM reviews WHERE ${READABLE} AND decision IS NOT NULL
       ORDER BY decided_at DESC, rowid DESC LIMIT ?`;
     return this.#reviews(select, limit);

@@ -121,3 +121,13 @@ export class FieldReader {
 export function readBody(body: unknown): FieldReader {
   return new FieldReader(bodyObject(body));
 }
+
+/** The longest short text a submission names (a title, a branch, a mode). */
+export const SHORT_TEXT_MAX = 200;
+
+/** An optional one-line text of at most SHORT_TEXT_MAX characters, trimmed; `fallback` when empty or absent. */
+export function shortText(body: FieldReader, key: string, fallback: string): string {
+  const value = body.optionalString(key)?.trim() ?? '';
+  if (value.length > SHORT_TEXT_MAX) throw reviewErrors.invalidField(key, `at most ${SHORT_TEXT_MAX} characters`);
+  return value || fallback;
+}

@@ -1,6 +1,6 @@
 /** Claude Code: its PermissionRequest hook on ExitPlanMode. */
 import { isObject, type JsonObject } from '../../json.ts';
-import type { DecisionCodec } from '../../review/instance.ts';
+import type { DecisionCodec } from '../../review/decision.ts';
 import type { PlanDecision } from '../../review/plan/routes.ts';
 import {
   eventCwd,

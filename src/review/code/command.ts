@@ -1,13 +1,15 @@
 import path from 'node:path';
-import type { CommandContext } from '../../command.ts';
 import { loadReviewConfig, type ReviewConfig } from '../../config/review.ts';
 import { createLogger } from '../../log.ts';
 import { parseReviewArgs } from '../args.ts';
-import type { DecisionCodec, ReviewAbout } from '../instance.ts';
+import type { DecisionCodec } from '../decision.ts';
+import type { ReviewAbout } from '../instance.ts';
+import type { ReviewContext } from '../sink.ts';
 import { DIFF_TYPES, type DiffType } from '../../git/diff-type.ts';
 import { ThreadedRepository } from '../../git/thread.ts';
-import type { CodeSubmission, SubmittedDiff } from '../../hub/contract.ts';
+import type { SubmittedDiff } from '../../hub/contract.ts';
 import { gitContextOf } from '../contract.ts';
+import type { CodePayload } from './kind.ts';
 import type { CodeDecision } from './routes.ts';
 
 const USAGE = `Usage: gatehouse code-review [--repo DIR] [--diff-type uncommitted|staged|last-commit|branch]
@@ -19,19 +21,12 @@ Prints {"feedback","annotations","agentSwitch"} as one JSON line on stdout and e
 on --timeout it prints {"decision":"timeout",...} and exits 3; 1 on error.
 `;
 
-/** `gatehouse code-review`'s output: the feedback as sent; exit 0, or 3 on timeout. */
-export const codeDecisionCodec: DecisionCodec<CodeDecision> = {
-  timeout: () => ({ decision: 'timeout', feedback: null, annotations: [], agentSwitch: null }),
-  encode: (decision) => decision,
-  exitCode: (decision) => (decision.decision === 'timeout' ? 3 : 0),
-};
-
 /**
- * A hub submission of a work tree: every diff type, computed here by our
+ * What a hub is sent of a work tree: every diff type, computed here by our
  * engine (the hub has no repository), so the reviewer can still switch.
  */
-async function codeSubmission(repo: ThreadedRepository, diffType: DiffType): Promise<CodeSubmission> {
-  const context = await repo.context();
+async function codePayload(repo: ThreadedRepository, diffType: DiffType): Promise<CodePayload> {
+  const gitContext = await repo.context();
   const diffs = Object.fromEntries(
     await Promise.all(
       DIFF_TYPES.map(async (type): Promise<[DiffType, SubmittedDiff]> => {
@@ -44,18 +39,19 @@ async function codeSubmission(repo: ThreadedRepository, diffType: DiffType): Pro
       }),
     ),
   );
-  return { ...(await codeAbout(repo)), diffType, diffs, gitContext: gitContextOf(context) };
+  return { diffType, diffs, gitContext: gitContextOf(gitContext) };
 }
 
 /** A code review as the inbox and notifications name it: `<project> (<branch>)`. */
-async function codeAbout(repo: ThreadedRepository): Promise<ReviewAbout & { kind: 'code' }> {
+async function codeAbout(repo: ThreadedRepository): Promise<Omit<ReviewAbout, 'kind'>> {
   const project = path.basename(repo.workdir);
   const branch = (await repo.context()).currentBranch;
-  return { kind: 'code', title: `${project} (${branch})`, project, branch };
+  return { title: `${project} (${branch})`, project, branch };
 }
 
 export interface CodeReviewRun {
-  ctx: Pick<CommandContext, 'stdout' | 'stderr' | 'shutdown'>;
+  /** The process and where the decision goes (its DecisionSink). */
+  ctx: ReviewContext;
   config: ReviewConfig;
   /** The open work tree (the caller closes it). */
   repo: ThreadedRepository;
@@ -64,37 +60,34 @@ export interface CodeReviewRun {
 }
 
 /**
- * One code review of an open work tree until its decision: served here, or
- * submitted to the hub in `config.hubUrl` with every diff type computed here
- * (shared by `code-review` and the code gate of `hook <agent> --gate code`).
+ * One code review of an open work tree until its decision, through the
+ * context's DecisionSink: served here, or submitted to a hub with every diff
+ * type computed here (shared by `code-review` and the code gate of
+ * `hook <agent> --gate code`).
  */
 export async function reviewCode({ ctx, config: loaded, repo, codec, onListening }: CodeReviewRun): Promise<number> {
-  const [{ runReview }, { codeReviewRoutes }] = await Promise.all([import('../instance.ts'), import('./routes.ts')]);
+  const [{ sinkFor }, { codeReviewRoutes }, { code }] = await Promise.all([
+    import('../sink.ts'),
+    import('./routes.ts'),
+    import('./kind.ts'),
+  ]);
   // Images may be served from the reviewed work tree.
   const config = { ...loaded, projectDir: repo.workdir };
   const log = createLogger(config.logLevel);
   log.info({ repo: repo.workdir, diffType: config.diffType }, 'code review of a git work tree');
-  if (config.hubUrl !== null) {
-    const { runHubReview } = await import('../../hub/client.ts');
-    const submission = { ...(await codeSubmission(repo, config.diffType)), origin: config.origin };
-    const hubConfig = { ...config, hubUrl: config.hubUrl };
-    return await runHubReview({ config: hubConfig, io: ctx, log, title: 'Code review', submission, codec });
-  }
-  return await runReview({
-    config,
-    io: ctx,
-    log,
-    title: 'Code review',
-    kind: 'code',
+  const sink = await sinkFor(ctx, config, log);
+  return await sink.decide({
+    kind: code,
     routes: codeReviewRoutes({ repo, diffType: config.diffType, config, log }),
+    payload: () => codePayload(repo, config.diffType),
+    about: () => codeAbout(repo),
     codec,
     onListening,
-    about: () => codeAbout(repo),
   });
 }
 
 /** `gatehouse code-review`: one code review of a git work tree, answered with feedback in the browser. */
-export async function runCodeReview(ctx: CommandContext, onListening?: (url: string) => void): Promise<number> {
+export async function runCodeReview(ctx: ReviewContext, onListening?: (url: string) => void): Promise<number> {
   const flags = ['port', 'origin', 'timeout', 'decision-file', 'repo', 'diff-type', 'hub', 'session'] as const;
   const args = parseReviewArgs(ctx.argv, flags, 0);
   if (args.help) {
@@ -104,14 +97,15 @@ export async function runCodeReview(ctx: CommandContext, onListening?: (url: str
   const loaded = loadReviewConfig({ args: args.configArgs, env: ctx.env, projectDir: ctx.cwd });
   // A missing or broken repository stops here, before anything listens. The engine runs on a thread of
   // its own, started first: it loads the engine while this thread loads the server.
-  const [repo] = await Promise.all([
+  const [repo, { code }] = await Promise.all([
     ThreadedRepository.open(loaded.repo, { home: loaded.home }),
-    import('../instance.ts'),
+    import('./kind.ts'),
+    import('../sink.ts'),
     import('./routes.ts'),
   ]);
   try {
     await repo.context();
-    return await reviewCode({ ctx, config: loaded, repo, codec: codeDecisionCodec, onListening });
+    return await reviewCode({ ctx, config: loaded, repo, codec: code.codec, onListening });
   } finally {
     await repo.close();
   }

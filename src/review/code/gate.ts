@@ -11,13 +11,13 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { CodeGateHook, GateOutcome, TurnEnd } from '../../agents/agent.ts';
-import type { CommandContext } from '../../command.ts';
 import { loadReviewConfig, type Origin, type ReviewConfig } from '../../config/review.ts';
 import { gitErrors } from '../../git/errors.ts';
 import { openRepository } from '../../git/repo.ts';
 import { parseReviewArgs } from '../args.ts';
 import { CODE_APPROVAL, type Annotation } from '../contract.ts';
-import type { DecisionCodec } from '../instance.ts';
+import type { DecisionCodec } from '../decision.ts';
+import type { ReviewContext } from '../sink.ts';
 import { readAll } from '../../stdio.ts';
 import type { CodeDecision } from './routes.ts';
 
@@ -138,7 +138,8 @@ export function gateCodec(
 const FLAGS = ['port', 'timeout', 'decision-file', 'hub', 'max-rounds'] as const;
 
 export interface CodeGateOptions {
-  ctx: CommandContext;
+  /** The process and where the review's decision goes (its DecisionSink). */
+  ctx: ReviewContext;
   /** The agent, as `gatehouse hook` names it: the review's origin. */
   agent: Origin;
   hook: CodeGateHook;
@@ -149,7 +150,7 @@ export interface CodeGateOptions {
 
 /** Answers the agent at once, as a review's decision is delivered (stdout line, --decision-file). */
 async function answerNow(
-  ctx: CommandContext,
+  ctx: ReviewContext,
   config: ReviewConfig,
   hook: CodeGateHook,
   outcome: GateOutcome,

@@ -20,7 +20,7 @@ import {
   type FeedbackResponse,
 } from '../contract.ts';
 import { reviewErrors } from '../errors.ts';
-import type { DecisionGate } from '../instance.ts';
+import type { DecisionGate } from '../decision.ts';
 import { readBody, type FieldReader } from '../validate.ts';
 import { fromGit } from './git-errors.ts';
 import { diffLines } from './lines.ts';

@@ -1,10 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { CommandContext } from '../../command.ts';
 import { loadReviewConfig } from '../../config/review.ts';
 import { parseReviewArgs } from '../args.ts';
 import { readAll } from '../../stdio.ts';
-import { planDecisionCodec, servePlan } from './serve.ts';
+import type { ReviewContext } from '../sink.ts';
+import { planDecisionCodec } from './kind.ts';
+import { servePlan } from './serve.ts';
 
 const USAGE = `Usage: gatehouse plan [FILE|-] [--origin AGENT] [--timeout 30m] [--decision-file PATH] [--port N]
                       [--hub URL] [--session KEY]
@@ -14,7 +15,7 @@ Prints the decision as one JSON line on stdout; exit 0 approved, 2 denied, 3 tim
 `;
 
 /** The plan text from FILE, or stdin for `-`; an empty plan is an error. */
-async function readPlan(source: string, ctx: CommandContext): Promise<string> {
+async function readPlan(source: string, ctx: ReviewContext): Promise<string> {
   let plan: string;
   if (source === '-') {
     if ((ctx.stdin as { isTTY?: boolean }).isTTY)
@@ -42,7 +43,7 @@ async function readPlan(source: string, ctx: CommandContext): Promise<string> {
 }
 
 /** `gatehouse plan [FILE|-]`: one plan review, decided in the browser. */
-export async function runPlan(ctx: CommandContext): Promise<number> {
+export async function runPlan(ctx: ReviewContext): Promise<number> {
   const args = parseReviewArgs(ctx.argv, ['port', 'origin', 'timeout', 'decision-file', 'hub', 'session'], 1);
   if (args.help) {
     ctx.stderr.write(USAGE);

@@ -14,7 +14,7 @@ import type {
   VaultsResponse,
 } from '../contract.ts';
 import { reviewErrors } from '../errors.ts';
-import type { DecisionGate } from '../instance.ts';
+import type { DecisionGate } from '../decision.ts';
 import { folderProblem, resolveInsideRoots, userPath } from '../paths.ts';
 import { readBody, type FieldReader } from '../validate.ts';
 import { localDate, planSlug, writeNewFile } from './files.ts';

@@ -4,7 +4,8 @@ import pino, { type Logger } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { close, listen } from '../../../src/http/server.ts';
 import { runHubReview } from '../../../src/hub/client.ts';
-import { planDecisionCodec } from '../../../src/review/plan/serve.ts';
+import { planDecisionCodec } from '../../../src/review/plan/kind.ts';
+import { readPlanDecision } from '../../../src/review/plan/routes.ts';
 import type { ReviewConfig } from '../../../src/config/review.ts';
 import { testReviewConfig } from '../../support/review.ts';
 
@@ -40,6 +41,7 @@ function planOn(
     title: 'Plan review',
     submission: { kind: 'plan', plan: '# P\n' },
     codec: planDecisionCodec,
+    readDecision: readPlanDecision,
   });
 }
 
@@ -83,6 +85,7 @@ describe('runHubReview', () => {
       title: 'Plan review',
       submission: { kind: 'plan', plan: '# P\n' },
       codec: planDecisionCodec,
+      readDecision: readPlanDecision,
     });
     expect(code).toBe(2);
     expect(JSON.parse(stdout.text())).toEqual(DECISION);

@@ -13,7 +13,7 @@ beforeEach(async () => {
 });
 afterEach(() => rm(dir, { recursive: true, force: true }));
 
-const plan = (overrides: Partial<NewReview> = {}): NewReview => ({
+const plan = (overrides: Partial<NewReview<'plan'>> = {}): NewReview<'plan'> => ({
   kind: 'plan',
   title: 'A plan',
   origin: 'claude-code',
@@ -33,7 +33,10 @@ describe('HubStore', () => {
     const store = new HubStore(file);
     expect(store.insert('a', plan({ session: 's' }), 1).review.version).toBe(1);
     expect(store.insert('b', plan({ session: 'other' }), 2).review.version).toBe(1);
-    expect(store.insert('c', plan({ session: 's', payload: { plan: '# C\n' } }), 3).review.version).toBe(2);
+    expect(
+      store.insert('c', plan({ session: 's', payload: { plan: '# C\n', permissionMode: 'default' } }), 3).review
+        .version,
+    ).toBe(2);
     expect(store.insert('d', plan(), 4).review.version).toBe(1);
     const c = store.get('c');
     expect(c).toMatchObject({ id: 'c', version: 2, payload: { plan: '# C\n' }, createdAt: 3 });
@@ -115,8 +118,8 @@ describe('HubStore', () => {
 
   it("keeps each submitter's sessions, versions and request keys apart", () => {
     const store = new HubStore(file);
-    const alice = (o: Partial<NewReview>) => plan({ submitter: 'alice', session: 's', ...o });
-    const bob = (o: Partial<NewReview>) => plan({ submitter: 'bob', session: 's', ...o });
+    const alice = (o: Partial<NewReview<'plan'>>) => plan({ submitter: 'alice', session: 's', ...o });
+    const bob = (o: Partial<NewReview<'plan'>>) => plan({ submitter: 'bob', session: 's', ...o });
     expect(store.insert('a1', alice({ requestKey: 'k' }), 1).review.version).toBe(1);
     // The same session name and the same key from bob are bob's own: version 1, a new review.
     expect(store.insert('b1', bob({ requestKey: 'k' }), 2)).toMatchObject({ created: true, review: { version: 1 } });

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ReviewConfig } from '../../../src/config/review.ts';
 import { runReview } from '../../../src/review/instance.ts';
 import { planRoutes } from '../../../src/review/plan/routes.ts';
-import { planDecisionCodec } from '../../../src/review/plan/serve.ts';
+import { planDecisionCodec } from '../../../src/review/plan/kind.ts';
 import { capture, silentLog, testReviewConfig } from '../../support/review.ts';
 
 const PLAN = '# Add Caching Layer\n\n1. Add Redis\n2. Wire it in\n';

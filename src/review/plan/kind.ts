@@ -1,0 +1,38 @@
+import type { DecisionCodec } from '../decision.ts';
+import type { ReviewKind } from '../kind.ts';
+import { reviewErrors } from '../errors.ts';
+import { shortText } from '../validate.ts';
+import { TIMEOUT_DECISION } from './decision.ts';
+import { planRoutes, readPlanDecision, type PlanDecision } from './routes.ts';
+
+/** A plan review's content. */
+export interface PlanPayload {
+  plan: string;
+  /** The host agent's permission mode, as it reported it. */
+  permissionMode: string;
+}
+
+/** `gatehouse plan`'s output: the decision itself; exit 0 approved, 2 denied, 3 timeout. */
+export const planDecisionCodec: DecisionCodec<PlanDecision> = {
+  timeout: () => TIMEOUT_DECISION,
+  encode: (decision) => decision,
+  exitCode: (decision) => ({ approved: 0, denied: 2, timeout: 3 })[decision.decision],
+};
+
+/** A Markdown plan, approved or denied with feedback. */
+export const plan: ReviewKind<'plan', PlanPayload, PlanDecision> = {
+  name: 'plan',
+  title: 'Plan review',
+  label: 'Plan',
+  readPayload(body) {
+    const text = body.requiredString('plan');
+    if (text.trim() === '') throw reviewErrors.invalidField('plan', 'a non-empty string');
+    return { plan: text, permissionMode: shortText(body, 'permissionMode', 'default') };
+  },
+  branch: () => '',
+  routes: ({ plan, permissionMode }, { config, log }) => planRoutes({ plan, permissionMode, config, log }),
+  readDecision: readPlanDecision,
+  codec: planDecisionCodec,
+  outcome: (decision) => decision.decision,
+  text: (payload) => payload.plan,
+};
