@@ -20,6 +20,8 @@ const USAGE = `Usage:
   gatehouse hook <agent> --gate code [--max-rounds 3] [--hub URL]   (the code gate at the end of a turn)
   gatehouse code-review [--repo DIR] [--diff-type uncommitted|staged|last-commit|branch] [--timeout 30m] [--decision-file PATH]
                         [--hub URL] [--session KEY]
+  gatehouse annotate FILE [--gate] [--timeout 30m] [--decision-file PATH] [--port N] [--hub URL] [--session KEY]
+                        (review any Markdown file in the plan review's annotation UI)
   gatehouse hub [--port N]              (the review hub; see docs/hub.md)
   gatehouse proxy [--config FILE] [--check]   (--check: load the configuration strictly, print OK or the error, exit)
   gatehouse keys new NAME [--models GLOB,…] [--rpm N] [--tpm N] [--budget-tokens N] [--budget-usd N]
@@ -36,6 +38,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   hook: async () => (await import('./agents/hook.ts')).runHook,
   setup: async () => (await import('./agents/setup/command.ts')).runSetup,
   'code-review': async () => (await import('./review/code/command.ts')).runCodeReview,
+  annotate: async () => (await import('./review/annotate/command.ts')).runAnnotate,
   hub: async () => (await import('./hub/command.ts')).runHub,
   proxy: async () => (await import('./proxy/command.ts')).runProxy,
   keys: async () => (await import('./proxy/keys-command.ts')).runKeys,

@@ -6,9 +6,9 @@
  * review API (src/review/contract.ts). Plain types and constants only: this
  * module is bundled into the page, so it imports nothing that needs Node.
  */
-import type { CodeDecision, DiffType, GitContext, Origin, PlanDecision } from '../review/contract.ts';
+import type { AnnotateDecision, CodeDecision, DiffType, GitContext, Origin, PlanDecision } from '../review/contract.ts';
 
-export const REVIEW_KINDS = ['plan', 'code'] as const;
+export const REVIEW_KINDS = ['plan', 'code', 'annotate'] as const;
 export type ReviewKind = (typeof REVIEW_KINDS)[number];
 
 /** What a review is about and who sent it: what a submission sets and the inbox lists. */
@@ -57,10 +57,21 @@ export interface CodeSubmission extends SubmissionCommon {
   gitContext: GitContext;
 }
 
+/** A Markdown file to annotate (`gatehouse annotate`). */
+export interface AnnotateSubmission extends SubmissionCommon {
+  kind: 'annotate';
+  document: string;
+  /** The file as named on the command line; `document` when absent. */
+  file?: string;
+  /** Approve or deny (true), or send annotations only (false, the default). */
+  gate?: boolean;
+}
+
 /** The submission of each kind. */
 export interface KindSubmissions {
   plan: PlanSubmission;
   code: CodeSubmission;
+  annotate: AnnotateSubmission;
 }
 
 /** `POST /api/reviews` (with an optional `Idempotency-Key` header). */
@@ -82,6 +93,7 @@ export interface DecisionQuery {
 export interface KindDecisions {
   plan: PlanDecision;
   code: CodeDecision;
+  annotate: AnnotateDecision;
 }
 
 /** The answer of `GET /api/reviews/:id/decision` once decided (200); 204 with no body while pending. */

@@ -236,7 +236,28 @@ export interface CodeDecision {
   agentSwitch: string | null;
 }
 
-// ---- Both servers ----
+/** What an annotation review decides (the line `gatehouse annotate` prints); `feedback` null when none was sent. */
+export interface AnnotateDecision {
+  decision: 'approved' | 'denied' | 'feedback' | 'timeout';
+  feedback: string | null;
+}
+
+// ---- Annotation review of a Markdown file (`gatehouse annotate`) ----
+
+/**
+ * `GET /api/document`. Without `gate` the review ends with `POST /api/feedback`
+ * (`{feedback}`: the annotations as Markdown); with it, `POST /api/approve` or
+ * `POST /api/deny` (each `{feedback?}`). Each answers `{"ok": true}`.
+ */
+export interface DocumentResponse {
+  document: string;
+  /** The file as the reviewer named it on the command line. */
+  file: string;
+  gate: boolean;
+  origin: Origin;
+}
+
+// ---- Every review server ----
 
 export interface Agent {
   id: string;

@@ -4,6 +4,7 @@
  * line here.
  */
 import type { ReviewKind as KindInContract } from '../hub/contract.ts';
+import { annotate } from './annotate/kind.ts';
 import { code } from './code/kind.ts';
 import type { ReviewKind } from './kind.ts';
 import { plan } from './plan/kind.ts';
@@ -12,6 +13,7 @@ import { plan } from './plan/kind.ts';
 const REGISTRY = {
   plan,
   code,
+  annotate,
 } satisfies Record<KindInContract, unknown>;
 
 export type KindName = keyof typeof REGISTRY;

@@ -139,7 +139,9 @@ describe('reviews on the hub keep the review server contract', () => {
       hubCall(h.url, 'POST', 'api/reviews', body, { ...asSubmitter, ...headers });
     const refused = (error: unknown) => ({ status: 400, body: { error } });
     expect(await post({})).toMatchObject({ status: 400, body: { error: 'Missing field kind' } });
-    expect(await post({ kind: 'poem' })).toMatchObject(refused('Invalid field kind: must be one of plan, code'));
+    expect(await post({ kind: 'poem' })).toMatchObject(
+      refused('Invalid field kind: must be one of plan, code, annotate'),
+    );
     expect(await post({ kind: 'plan' })).toMatchObject({ status: 400, body: { error: 'Missing field plan' } });
     const blank = refused('Invalid field plan: must be a non-empty string');
     expect(await post({ kind: 'plan', plan: '  ' })).toMatchObject(blank);

@@ -11,6 +11,7 @@ import type {
   DiffResponse,
   DiffSwitchRequest,
   DiffSwitchResponse,
+  DocumentResponse,
   FeedbackRequest,
   FeedbackResponse,
   PlanResponse,
@@ -28,6 +29,7 @@ export type {
   DiffResponse,
   DiffSwitchRequest,
   DiffType,
+  DocumentResponse,
   Origin,
   PlanResponse,
 } from '../../src/review/contract.ts';
@@ -88,16 +90,24 @@ async function post<T>(path: string, body: unknown): Promise<T> {
   );
 }
 
-export type Review = { kind: 'plan'; data: PlanResponse } | { kind: 'code'; data: DiffResponse };
+export type Review =
+  | { kind: 'plan'; data: PlanResponse }
+  | { kind: 'code'; data: DiffResponse }
+  | { kind: 'annotate'; data: DocumentResponse };
 
 /**
  * Which server this page belongs to. An unknown path answers with this very
  * page (the SPA fallback), so the server that is not this one answers HTML.
  */
 export async function loadReview(): Promise<Review> {
-  const [plan, diff] = await Promise.allSettled([get<PlanResponse>('api/plan'), get<DiffResponse>('api/diff')]);
+  const [plan, diff, doc] = await Promise.allSettled([
+    get<PlanResponse>('api/plan'),
+    get<DiffResponse>('api/diff'),
+    get<DocumentResponse>('api/document'),
+  ]);
   if (plan.status === 'fulfilled') return { kind: 'plan', data: plan.value };
   if (diff.status === 'fulfilled') return { kind: 'code', data: diff.value };
+  if (doc.status === 'fulfilled') return { kind: 'annotate', data: doc.value };
   const reason: unknown = diff.reason instanceof ApiError && diff.reason.status !== 200 ? diff.reason : plan.reason;
   throw reason instanceof Error ? reason : new Error(String(reason));
 }

@@ -24,7 +24,7 @@ const planHeadings: Record<PlanAnnotation['kind'], string> = {
   global: 'General comment',
 };
 
-function planItem(a: PlanAnnotation, n: number): string {
+function planItem(a: PlanAnnotation, n: number, noun = 'plan'): string {
   const parts = [`### ${n}. ${planHeadings[a.kind]}`];
   if (a.kind !== 'global') parts.push(blockquote(a.quote.trim()));
   const text = a.text.trim();
@@ -32,7 +32,9 @@ function planItem(a: PlanAnnotation, n: number): string {
     parts.push('Replace the quoted passage with:', fenced(text));
   } else if (a.kind === 'delete') {
     parts.push(
-      text === '' ? 'Remove the quoted passage from the plan.' : `Remove the quoted passage from the plan. ${text}`,
+      text === ''
+        ? `Remove the quoted passage from the ${noun}.`
+        : `Remove the quoted passage from the ${noun}. ${text}`,
     );
   } else if (text !== '') {
     parts.push(text);
@@ -51,6 +53,18 @@ export function planFeedback(annotations: readonly PlanAnnotation[]): string {
       `The reviewer did not approve this plan yet. Address each of the ${count} below, then present the revised plan.`,
       ...items,
     ].join('\n\n') + '\n'
+  );
+}
+
+/** The annotations of a document (`gatehouse annotate`) as Markdown: empty when there are none. */
+export function documentFeedback(annotations: readonly PlanAnnotation[], file: string): string {
+  if (annotations.length === 0) return '';
+  const items = inDocumentOrder(annotations).map((a, i) => planItem(a, i + 1, 'document'));
+  const count = annotations.length === 1 ? '1 item' : `${annotations.length} items`;
+  return (
+    [`# Review of ${file}`, `The reviewer annotated this document: ${count} below, in document order.`, ...items].join(
+      '\n\n',
+    ) + '\n'
   );
 }
 

@@ -3,7 +3,7 @@
 import { render, type JSX } from 'preact';
 import { useEffect, useLayoutEffect, useState } from 'preact/hooks';
 import type { PlanAnnotation } from './annotations.ts';
-import { hubPage, INBOX_URL, loadReview, onHub, type DiffResponse } from './api.ts';
+import { hubPage, INBOX_URL, loadReview, onHub, type DiffResponse, type DocumentResponse } from './api.ts';
 import { decodeShare, isShareFragment } from './share.ts';
 import { applyTheme } from './theme.ts';
 import { CodeReview } from './ui/code-review.tsx';
@@ -17,7 +17,8 @@ type Screen =
   | { kind: 'loading' }
   | { kind: 'error'; message: string }
   | { kind: 'plan'; data: PlanReviewProps['data']; shared?: { annotations: PlanAnnotation[] } }
-  | { kind: 'code'; data: DiffResponse };
+  | { kind: 'code'; data: DiffResponse }
+  | { kind: 'annotate'; data: DocumentResponse };
 
 async function load(): Promise<Screen> {
   if (isShareFragment(location.hash)) {
@@ -28,8 +29,7 @@ async function load(): Promise<Screen> {
       shared: { annotations: shared.annotations },
     };
   }
-  const review = await loadReview();
-  return review.kind === 'plan' ? { kind: 'plan', data: review.data } : { kind: 'code', data: review.data };
+  return loadReview();
 }
 
 function App(): JSX.Element {
@@ -43,6 +43,7 @@ function App(): JSX.Element {
       document.title = `${screen.shared ? 'Shared plan' : 'Plan review'}: ${/^#\s+(.+)$/m.exec(screen.data.plan)?.[1]?.trim() ?? 'plan'}`;
     if (screen.kind === 'code')
       document.title = `Code review: ${screen.data.gitContext.currentBranch || screen.data.gitRef}`;
+    if (screen.kind === 'annotate') document.title = `Annotate: ${screen.data.file}`;
   }, [screen]);
   useEffect(() => {
     const start = (): void => {
@@ -94,6 +95,15 @@ function App(): JSX.Element {
       );
     case 'code':
       return <CodeReview data={screen.data} settings={settings} updateSettings={updateSettings} />;
+    case 'annotate':
+      return (
+        <PlanReview
+          data={{ plan: screen.data.document, origin: screen.data.origin, sharingEnabled: false }}
+          annotate={{ file: screen.data.file, gate: screen.data.gate }}
+          settings={settings}
+          updateSettings={updateSettings}
+        />
+      );
   }
 }
 

@@ -10,7 +10,7 @@ import {
   type PlanAnnotationKind,
 } from '../annotations.ts';
 import { api, onHub, type ApproveRequest, type DecisionResponse, type PlanResponse } from '../api.ts';
-import { planFeedback } from '../feedback.ts';
+import { documentFeedback, planFeedback } from '../feedback.ts';
 import type { TocEntry } from '../markdown.ts';
 import { PERMISSION_MODES, initialPermissionMode, parseTags, type PermissionMode, type Settings } from '../settings.ts';
 import { encodeShare } from '../share.ts';
@@ -54,9 +54,15 @@ export interface PlanReviewProps {
   updateSettings: (changes: Partial<Settings>) => void;
   /** A shared link: show the plan and annotations, decide nothing. */
   shared?: { annotations: PlanAnnotation[] };
+  /**
+   * A Markdown file under review (`gatehouse annotate`), not an agent's plan:
+   * no agent settings; with a gate it is approved or denied, without one the
+   * reviewer sends the annotations.
+   */
+  annotate?: { file: string; gate: boolean };
 }
 
-type Result = { decision: 'approved' | 'denied'; response: DecisionResponse };
+type Result = { decision: 'approved' | 'denied' | 'feedback'; response: DecisionResponse };
 
 function approveBody(plan: string, s: Settings): ApproveRequest {
   const body: ApproveRequest = {
@@ -81,8 +87,11 @@ function excerpt(text: string, max = 160): string {
 }
 
 export function PlanReview(props: PlanReviewProps): JSX.Element {
-  const { data, settings } = props;
+  const { data, settings, annotate } = props;
   const readOnly = props.shared !== undefined;
+  const noun = annotate ? 'document' : 'plan';
+  const feedbackText = (): string =>
+    annotate ? documentFeedback(annotations, annotate.file) : planFeedback(annotations);
   const [annotations, setAnnotations] = useState<PlanAnnotation[]>(props.shared?.annotations ?? []);
   const [activeId, setActiveId] = useState<string>();
   const [selected, setSelected] = useState<Selected>();
@@ -93,7 +102,7 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
   const [permissionMode, setPermissionMode] = useState(() =>
     initialPermissionMode(settings.permissionMode, data.permissionMode),
   );
-  const agents = useAgents(data.origin === 'opencode' && !readOnly);
+  const agents = useAgents(data.origin === 'opencode' && !readOnly && annotate === undefined);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState('');
   const [result, setResult] = useState<Result>();
@@ -153,15 +162,22 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
     setActiveId(id);
   };
 
-  const decide = async (decision: 'approved' | 'denied', feedback?: string): Promise<void> => {
+  const decide = async (decision: Result['decision'], feedback?: string): Promise<void> => {
     if (busy || result !== undefined) return;
     setBusy(true);
     setError('');
     try {
       const planSave = approveBody(data.plan, settings).planSave;
+      const words = feedback?.trim() ? { feedback } : {};
       let response: DecisionResponse;
-      if (decision === 'denied') {
-        response = await api.deny({ ...(feedback?.trim() ? { feedback } : {}), ...(planSave ? { planSave } : {}) });
+      if (annotate !== undefined) {
+        // A document's review sends words only: no plan to save, no agent to steer.
+        const notes = feedbackText();
+        if (decision === 'feedback') response = await api.feedback(words);
+        else if (decision === 'denied') response = await api.deny(words);
+        else response = await api.approve(notes === '' ? {} : { feedback: notes });
+      } else if (decision === 'denied') {
+        response = await api.deny({ ...words, ...(planSave ? { planSave } : {}) });
       } else {
         const body = approveBody(data.plan, settings);
         if (data.origin === 'claude-code') body.permissionMode = permissionMode;
@@ -189,7 +205,7 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
   };
 
   const approve = (): void => {
-    if (annotations.length > 0 && data.origin === 'claude-code') setDialog('confirm-approve');
+    if (annotations.length > 0 && data.origin === 'claude-code' && annotate === undefined) setDialog('confirm-approve');
     else void decide('approved');
   };
 
@@ -202,20 +218,29 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
   useSubmitKey(
     readOnly || result !== undefined || dialog !== undefined || draft !== undefined
       ? undefined
-      : () => (annotations.length > 0 ? setDialog('feedback') : approve()),
+      : () =>
+          annotations.length > 0 || (annotate !== undefined && !annotate.gate) ? setDialog('feedback') : approve(),
   );
 
   if (result !== undefined) {
     const { response } = result;
     return (
       <Done
-        title={result.decision === 'approved' ? 'Plan approved' : 'Feedback sent'}
+        title={
+          result.decision === 'approved'
+            ? `${annotate ? 'Document' : 'Plan'} approved`
+            : result.decision === 'feedback'
+              ? 'Annotations sent'
+              : 'Feedback sent'
+        }
         detail={
           <>
             <p>
-              {result.decision === 'approved'
-                ? 'The agent was told to go ahead.'
-                : 'The agent received your feedback and will revise the plan.'}
+              {annotate
+                ? 'Your decision and annotations were returned to whoever asked for the review.'
+                : result.decision === 'approved'
+                  ? 'The agent was told to go ahead.'
+                  : 'The agent received your feedback and will revise the plan.'}
             </p>
             {response.savedPath !== undefined && (
               <p>
@@ -241,8 +266,8 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
   return (
     <div class="app plan-app">
       <Topbar
-        title={readOnly ? 'Shared plan' : 'Plan review'}
-        origin={data.origin}
+        title={readOnly ? 'Shared plan' : annotate ? `Annotate ${annotate.file}` : 'Plan review'}
+        origin={annotate ? undefined : data.origin}
         settings={settings}
         updateSettings={props.updateSettings}
       >
@@ -250,6 +275,25 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
           <a class="btn" href={location.pathname}>
             Open the live review
           </a>
+        ) : annotate?.gate === false ? (
+          <button
+            type="button"
+            class="btn primary primary-action"
+            disabled={busy}
+            onClick={() => setDialog('feedback')}
+            title="Ctrl/⌘+Enter"
+            aria-keyshortcuts="Control+Enter Meta+Enter"
+          >
+            Send annotations{annotations.length > 0 ? ` (${annotations.length})` : ''}
+          </button>
+        ) : annotate ? (
+          <DecisionButtons
+            count={annotations.length}
+            feedbackFirst={annotations.length > 0}
+            busy={busy}
+            onFeedback={() => setDialog('feedback')}
+            onApprove={approve}
+          />
         ) : (
           <>
             {data.origin === 'claude-code' && (
@@ -392,7 +436,7 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
             <p class="muted empty">
               {readOnly
                 ? 'No annotations.'
-                : 'Select text in the plan to comment on it, mark it for deletion or propose a replacement.'}
+                : `Select text in the ${noun} to comment on it, mark it for deletion or propose a replacement.`}
             </p>
           )}
           <ol class="ann-list">
@@ -419,9 +463,9 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
                           type="button"
                           class="link"
                           onClick={() => jumpTo(a)}
-                          aria-label={`Show in plan: ${excerpt(a.quote, 60)}`}
+                          aria-label={`Show in ${noun}: ${excerpt(a.quote, 60)}`}
                         >
-                          Show in plan
+                          Show in {noun}
                         </button>
                       )}
                     </div>
@@ -456,12 +500,22 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
       </div>
       {dialog === 'feedback' && (
         <FeedbackDialog
-          title="Send feedback to the agent"
-          initial={planFeedback(annotations)}
-          placeholder="What should change in the plan? (empty: “Plan rejected by user”)"
+          title={
+            annotate
+              ? annotate.gate
+                ? 'Deny, with your feedback'
+                : 'Send your annotations'
+              : 'Send feedback to the agent'
+          }
+          initial={feedbackText()}
+          placeholder={
+            annotate
+              ? 'What should change in the document? (may be empty)'
+              : 'What should change in the plan? (empty: “Plan rejected by user”)'
+          }
           busy={busy}
           error={error}
-          onSend={(text) => void decide('denied', text)}
+          onSend={(text) => void decide(annotate?.gate === false ? 'feedback' : 'denied', text)}
           onClose={() => setDialog(undefined)}
         />
       )}
