@@ -3,19 +3,13 @@ import path from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { isKindName, REVIEW_KINDS, type DecisionOf, type KindName, type PayloadOf } from '../review/kinds.ts';
 import { readBody } from '../review/validate.ts';
+import type { ReviewHeader } from './contract.ts';
 
-/** What every submission names besides its kind and content. */
-interface SubmittedFields {
-  title: string;
-  origin: string;
-  project: string;
-  branch: string;
-  session: string;
-  /**
-   * Who submitted it (their token's name): a session, its versions and a
-   * request key belong to one submitter, and a submitter reads only its own.
-   */
-  submitter: string;
+/**
+ * What every submission names besides its kind and content. A session, its
+ * versions and a request key belong to one submitter, and a submitter reads only its own.
+ */
+interface SubmittedFields extends Omit<ReviewHeader, 'kind'> {
   /** When the review ends with a timeout decision (epoch ms), or null. */
   deadline: number | null;
   /** The hub's URL as the submitter reached it (or hub.public_url): review URLs are built on it. */

@@ -63,3 +63,17 @@ export interface DecisionCodec<D> {
    */
   record?(decision: D): Promise<void>;
 }
+
+/** A codec that prints the decision as it is, with an exit code for each of its words (plan, annotate). */
+export function printedAsIs<D extends { decision: string }>(
+  timeout: D,
+  exitCodes: Readonly<Record<D['decision'], number>>,
+): DecisionCodec<D> {
+  // Every word has its code (the type says so); read as a plain table, a word from nowhere would be an error, 1.
+  const codes: Readonly<Record<string, number>> = exitCodes;
+  return {
+    timeout: () => timeout,
+    encode: (decision) => decision,
+    exitCode: (decision) => codes[decision.decision] ?? 1,
+  };
+}

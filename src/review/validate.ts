@@ -52,6 +52,13 @@ export class FieldReader {
     return value;
   }
 
+  /** A string with more than white space in it (a plan, a document). */
+  requiredText(key: string): string {
+    const value = this.requiredString(key);
+    if (value.trim() === '') throw reviewErrors.invalidField(join(this.path, key), 'a non-empty string');
+    return value;
+  }
+
   optionalBoolean(key: string): boolean | undefined {
     const value = this.#present(key);
     if (value !== undefined && typeof value !== 'boolean') {

@@ -1,23 +1,23 @@
 // `gatehouse annotate FILE [--gate]`: any Markdown file in the plan review's annotation UI, in Chromium against the
 // CLI a user runs: local without and with the gate, and submitted to a hub (`gatehouse hub`) with --hub.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  annotateSelection,
   browserSuite,
   decisionOf,
   naturalWidth,
   newPage,
-  ROOT,
   screenshot,
-  selectText,
   startReview,
   tempDir,
   unlabelledControls,
 } from '../support/browser.ts';
-import { freePort, lastLine, REVIEWER_TOKEN, startClient, SUBMIT_TOKEN } from '../support/hub.ts';
+import { lastLine, REVIEWER_TOKEN, spawnHub, startClient } from '../support/hub.ts';
+import { PNG } from '../support/images.ts';
 
 const SPEC = `# Storage layout
 
@@ -29,12 +29,6 @@ Every tenant gets its own bucket, named after the tenant id.
 
 Objects are kept for ninety days, then moved to cold storage.
 `;
-
-// The smallest valid PNG: 1×1, one red pixel.
-const PNG = Buffer.from(
-  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
-  'base64',
-);
 
 const suite = browserSuite();
 let project: string;
@@ -52,13 +46,8 @@ afterAll(() => {
   rmSync(project, { recursive: true, force: true });
 });
 
-async function comment(page: Page, text: string, body: string): Promise<void> {
-  await selectText(page, '.plan-doc', text);
-  await page.getByRole('toolbar', { name: 'Annotate selection' }).getByRole('button', { name: 'Comment' }).click();
-  const editor = page.locator('.popover textarea');
-  await editor.fill(body);
-  await editor.press('Control+Enter');
-  await expect.poll(() => page.locator('.popover').count()).toBe(0);
+function comment(page: Page, text: string, body: string): Promise<void> {
+  return annotateSelection(page, '.plan-doc', text, 'Comment', body);
 }
 
 describe('gatehouse annotate in the browser', () => {
@@ -105,27 +94,9 @@ describe('gatehouse annotate in the browser', () => {
   });
 
   it('with --hub and --gate: decided in the hub, denied with feedback; the client prints it and exits 2', async () => {
-    const port = await freePort();
-    const base = `http://127.0.0.1:${port}/`;
-    const started = spawn(process.execPath, [path.join(ROOT, 'src', 'cli.ts'), 'hub', '--port', String(port)], {
-      env: {
-        PATH: process.env['PATH'] ?? '',
-        HOME: suite.home,
-        HUB_SUBMIT_TOKENS: SUBMIT_TOKEN,
-        HUB_REVIEWER_TOKENS: REVIEWER_TOKEN,
-        HUB_DB_PATH: path.join(suite.home, 'annotate-hub.db'),
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    hub = started;
-    await new Promise<void>((resolve, reject) => {
-      let err = '';
-      started.stderr.on('data', (d: Buffer) => {
-        err += d.toString();
-        if (err.includes('Review hub: ')) resolve();
-      });
-      started.once('exit', (code) => reject(new Error(`the hub exited (${code}):\n${err}`)));
-    });
+    const started = await spawnHub(suite.home, { HUB_DB_PATH: path.join(suite.home, 'annotate-hub.db') });
+    hub = started.child;
+    const base = started.base;
     const client = startClient(['annotate', 'docs/spec.md', '--gate'], { hub: base, cwd: project, home: suite.home });
     const url = await client.url;
     const { page, errors } = await newPage(suite.browser);

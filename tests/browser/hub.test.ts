@@ -1,11 +1,11 @@
 // The hub's inbox (live, filtered, counted in the title) and a plan's versions, in Chromium against a hub run as
 // the CLI a user runs (`gatehouse hub`), with CLI clients submitting to it.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserSuite, newPage, ROOT, screenshot, unlabelledControls } from '../support/browser.ts';
-import { decide, freePort, lastLine, REVIEWER_TOKEN, startClient, SUBMIT_TOKEN, type Client } from '../support/hub.ts';
+import { browserSuite, newPage, screenshot, unlabelledControls } from '../support/browser.ts';
+import { decide, lastLine, REVIEWER_TOKEN, spawnHub, startClient, SUBMIT_TOKEN, type Client } from '../support/hub.ts';
 
 const suite = browserSuite();
 /** A second, named submitter token: its reviews show `billing-ci`. */
@@ -15,26 +15,10 @@ let base: string;
 const clients: Client[] = [];
 
 beforeAll(async () => {
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}/`;
-  hub = spawn(process.execPath, [path.join(ROOT, 'src', 'cli.ts'), 'hub', '--port', String(port)], {
-    env: {
-      PATH: process.env['PATH'] ?? '',
-      HOME: suite.home,
-      HUB_SUBMIT_TOKENS: `${SUBMIT_TOKEN},billing-ci:${BILLING_TOKEN}`,
-      HUB_REVIEWER_TOKENS: REVIEWER_TOKEN,
-      GATEHOUSE_PLAN_DIR: path.join(suite.home, 'plans'),
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    let err = '';
-    hub.stderr?.on('data', (d: Buffer) => {
-      err += d.toString();
-      if (err.includes('Review hub: ')) resolve();
-    });
-    hub.once('exit', (code) => reject(new Error(`the hub exited (${code}):\n${err}`)));
-  });
+  ({ child: hub, base } = await spawnHub(suite.home, {
+    HUB_SUBMIT_TOKENS: `${SUBMIT_TOKEN},billing-ci:${BILLING_TOKEN}`,
+    GATEHOUSE_PLAN_DIR: path.join(suite.home, 'plans'),
+  }));
 });
 
 afterAll(() => {

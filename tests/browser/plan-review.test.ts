@@ -2,8 +2,10 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  annotateSelection,
   browserSuite,
   type Attributed,
   decisionOf,
@@ -77,21 +79,8 @@ async function planReview(args: string[] = [], env: Record<string, string> = {})
   return { review, page, errors };
 }
 
-async function annotate(
-  page: import('playwright-core').Page,
-  text: string,
-  action: 'Comment' | 'Delete' | 'Replace',
-  body: string,
-): Promise<void> {
-  await selectText(page, '.plan-doc', text);
-  await page
-    .getByRole('toolbar', { name: 'Annotate selection' })
-    .getByRole('button', { name: action, exact: true })
-    .click();
-  const editor = page.locator('.popover textarea');
-  await editor.fill(body);
-  await editor.press('Control+Enter');
-  await expect.poll(() => page.locator('.popover').count()).toBe(0);
+function annotate(page: Page, text: string, action: 'Comment' | 'Delete' | 'Replace', body: string): Promise<void> {
+  return annotateSelection(page, '.plan-doc', text, action, body);
 }
 
 describe('plan review in the browser', () => {

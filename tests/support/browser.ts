@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 
 export const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const SCREENS = path.join(ROOT, 'test-results', 'screens');
@@ -164,6 +164,25 @@ export async function selectText(page: Page, selector: string, text: string): Pr
   await page.mouse.up();
   const selected = await page.evaluate<string>('window.getSelection().toString()');
   if (selected !== text) throw new Error(`selected "${selected}" instead of "${text}"`);
+}
+
+/** Selects `text` in `selector`, picks `action` on the selection's toolbar and saves `body`, as a reviewer would. */
+export async function annotateSelection(
+  page: Page,
+  selector: string,
+  text: string,
+  action: 'Comment' | 'Delete' | 'Replace',
+  body: string,
+): Promise<void> {
+  await selectText(page, selector, text);
+  await page
+    .getByRole('toolbar', { name: 'Annotate selection' })
+    .getByRole('button', { name: action, exact: true })
+    .click();
+  const editor = page.locator('.popover textarea');
+  await editor.fill(body);
+  await editor.press('Control+Enter');
+  await expect.poll(() => page.locator('.popover').count()).toBe(0);
 }
 
 /** Pastes or drops a file onto an element, as the clipboard or a drag from the desktop would. */

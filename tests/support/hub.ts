@@ -91,6 +91,33 @@ export async function startHub(options: HubOptions = {}): Promise<HubContainer> 
   };
 }
 
+/** `gatehouse hub` run from this tree on a free loopback port, as a user runs it, once it says where it listens. */
+export async function spawnHub(
+  home: string,
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; base: string }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [path.join(ROOT, 'src', 'cli.ts'), 'hub', '--port', String(port)], {
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOME: home,
+      HUB_SUBMIT_TOKENS: SUBMIT_TOKEN,
+      HUB_REVIEWER_TOKENS: REVIEWER_TOKEN,
+      ...env,
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+      if (err.includes('Review hub: ')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`the hub exited (${code}):\n${err}`)));
+  });
+  return { child, base: `http://127.0.0.1:${port}/` };
+}
+
 export interface Client {
   child: ChildProcess;
   /** The review URL the client printed on stderr. */

@@ -1,10 +1,10 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { loadReviewConfig } from '../../config/review.ts';
 import { createLogger } from '../../log.ts';
 import { parseReviewArgs } from '../args.ts';
 import { branchOf } from '../branch.ts';
 import { sinkFor, type ReviewContext } from '../sink.ts';
+import { readTextFile } from '../text-file.ts';
 import { annotate } from './kind.ts';
 import { annotateRoutes } from './routes.ts';
 
@@ -18,21 +18,7 @@ With --gate they approve or deny: exit 0 approved, 2 denied. 3 timeout, 1 error.
 
 /** The file's text; a missing, unreadable or empty file is an error that names it. */
 async function readDocument(file: string): Promise<string> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const why =
-      code === 'ENOENT'
-        ? 'no such file'
-        : code === 'EISDIR'
-          ? 'it is a directory'
-          : code === 'EACCES'
-            ? 'permission denied'
-            : String(code ?? error);
-    throw new Error(`cannot read ${file}: ${why}`, { cause: error });
-  }
+  const text = await readTextFile(file, file);
   if (text.trim() === '') throw new Error(`${file} is empty: there is nothing to annotate`);
   return text;
 }

@@ -1,16 +1,14 @@
-import type { DecisionCodec } from '../decision.ts';
-import { reviewErrors } from '../errors.ts';
+import { printedAsIs } from '../decision.ts';
 import type { ReviewKind } from '../kind.ts';
 import { shortText } from '../validate.ts';
 import type { AnnotateDecision } from '../contract.ts';
 import { annotateRoutes, readAnnotateDecision, type AnnotatePayload } from './routes.ts';
 
 /** `gatehouse annotate`'s output: the decision itself; exit 0 approved or feedback sent, 2 denied, 3 timeout. */
-export const annotateDecisionCodec: DecisionCodec<AnnotateDecision> = {
-  timeout: () => ({ decision: 'timeout', feedback: null }),
-  encode: (decision) => decision,
-  exitCode: (decision) => ({ approved: 0, feedback: 0, denied: 2, timeout: 3 })[decision.decision],
-};
+export const annotateDecisionCodec = printedAsIs<AnnotateDecision>(
+  { decision: 'timeout', feedback: null },
+  { approved: 0, feedback: 0, denied: 2, timeout: 3 },
+);
 
 /** Any Markdown file, annotated in the plan review's UI; with a gate, approved or denied too. */
 export const annotate: ReviewKind<'annotate', AnnotatePayload, AnnotateDecision> = {
@@ -18,9 +16,11 @@ export const annotate: ReviewKind<'annotate', AnnotatePayload, AnnotateDecision>
   title: 'Annotation review',
   label: 'Document',
   readPayload(body) {
-    const document = body.requiredString('document');
-    if (document.trim() === '') throw reviewErrors.invalidField('document', 'a non-empty string');
-    return { document, file: shortText(body, 'file', 'document'), gate: body.optionalBoolean('gate') ?? false };
+    return {
+      document: body.requiredText('document'),
+      file: shortText(body, 'file', 'document'),
+      gate: body.optionalBoolean('gate') ?? false,
+    };
   },
   branch: () => '',
   routes: annotateRoutes,

@@ -1,9 +1,9 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { loadReviewConfig } from '../../config/review.ts';
 import { parseReviewArgs } from '../args.ts';
 import { readAll } from '../../stdio.ts';
 import type { ReviewContext } from '../sink.ts';
+import { readTextFile } from '../text-file.ts';
 import { planDecisionCodec } from './kind.ts';
 import { servePlan } from './serve.ts';
 
@@ -23,20 +23,7 @@ async function readPlan(source: string, ctx: ReviewContext): Promise<string> {
     plan = await readAll(ctx.stdin);
   } else {
     const file = path.resolve(ctx.cwd, source);
-    try {
-      plan = await readFile(file, 'utf8');
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      const why =
-        code === 'ENOENT'
-          ? 'no such file'
-          : code === 'EISDIR'
-            ? 'it is a directory'
-            : code === 'EACCES'
-              ? 'permission denied'
-              : String(code ?? error);
-      throw new Error(`cannot read the plan ${file}: ${why}`, { cause: error });
-    }
+    plan = await readTextFile(file, `the plan ${file}`);
   }
   if (plan.trim() === '') throw new Error(`the plan is empty (${source === '-' ? 'stdin' : source})`);
   return plan;

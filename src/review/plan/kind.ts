@@ -1,6 +1,5 @@
-import type { DecisionCodec } from '../decision.ts';
+import { printedAsIs } from '../decision.ts';
 import type { ReviewKind } from '../kind.ts';
-import { reviewErrors } from '../errors.ts';
 import { shortText } from '../validate.ts';
 import { TIMEOUT_DECISION } from './decision.ts';
 import { planRoutes, readPlanDecision, type PlanDecision } from './routes.ts';
@@ -13,11 +12,7 @@ export interface PlanPayload {
 }
 
 /** `gatehouse plan`'s output: the decision itself; exit 0 approved, 2 denied, 3 timeout. */
-export const planDecisionCodec: DecisionCodec<PlanDecision> = {
-  timeout: () => TIMEOUT_DECISION,
-  encode: (decision) => decision,
-  exitCode: (decision) => ({ approved: 0, denied: 2, timeout: 3 })[decision.decision],
-};
+export const planDecisionCodec = printedAsIs<PlanDecision>(TIMEOUT_DECISION, { approved: 0, denied: 2, timeout: 3 });
 
 /** A Markdown plan, approved or denied with feedback. */
 export const plan: ReviewKind<'plan', PlanPayload, PlanDecision> = {
@@ -25,9 +20,7 @@ export const plan: ReviewKind<'plan', PlanPayload, PlanDecision> = {
   title: 'Plan review',
   label: 'Plan',
   readPayload(body) {
-    const text = body.requiredString('plan');
-    if (text.trim() === '') throw reviewErrors.invalidField('plan', 'a non-empty string');
-    return { plan: text, permissionMode: shortText(body, 'permissionMode', 'default') };
+    return { plan: body.requiredText('plan'), permissionMode: shortText(body, 'permissionMode', 'default') };
   },
   branch: () => '',
   routes: ({ plan, permissionMode }, { config, log }) => planRoutes({ plan, permissionMode, config, log }),

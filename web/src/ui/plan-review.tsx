@@ -209,6 +209,16 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
     else void decide('approved');
   };
 
+  const decisionButtons = (
+    <DecisionButtons
+      count={annotations.length}
+      feedbackFirst={annotations.length > 0}
+      busy={busy}
+      onFeedback={() => setDialog('feedback')}
+      onApprove={approve}
+    />
+  );
+
   const openShare = async (): Promise<void> => {
     setShareUrl(`${location.origin}${location.pathname}#${await encodeShare({ plan: data.plan, annotations })}`);
     setDialog('share');
@@ -287,13 +297,7 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
             Send annotations{annotations.length > 0 ? ` (${annotations.length})` : ''}
           </button>
         ) : annotate ? (
-          <DecisionButtons
-            count={annotations.length}
-            feedbackFirst={annotations.length > 0}
-            busy={busy}
-            onFeedback={() => setDialog('feedback')}
-            onApprove={approve}
-          />
+          decisionButtons
         ) : (
           <>
             {data.origin === 'claude-code' && (
@@ -325,13 +329,7 @@ export function PlanReview(props: PlanReviewProps): JSX.Element {
                 Share
               </button>
             )}
-            <DecisionButtons
-              count={annotations.length}
-              feedbackFirst={annotations.length > 0}
-              busy={busy}
-              onFeedback={() => setDialog('feedback')}
-              onApprove={approve}
-            />
+            {decisionButtons}
           </>
         )}
       </Topbar>
