@@ -1,12 +1,10 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Next } from 'koa';
 import type { SessionRequest } from './contract.ts';
-import type { HubContext, HubMiddleware } from './context.ts';
+import type { HubContext, HubMiddleware, Role } from './context.ts';
 import { hubErrors } from './errors.ts';
 import { isObject } from '../json.ts';
 import type { HubStore } from './store.ts';
-
-export type Role = 'submitter' | 'reviewer';
 
 export const SESSION_COOKIE = 'gatehouse_hub_session';
 

@@ -1,5 +1,7 @@
 import type { Middleware, ParameterizedContext } from 'koa';
-import type { Role } from './access.ts';
+
+/** What a hub credential lets its holder do (docs/hub.md): submit reviews, or review them. */
+export type Role = 'submitter' | 'reviewer';
 
 /** Who a request to the hub is, as `Access#authenticate` found it, typed once. */
 export interface HubState {
