@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { GenericContainer, Wait, type StartedTestContainer } from 'testcontainers';
-import { HOST_FROM_CONTAINER, closedPort } from './proxy-container.ts';
+import { HOST_FROM_CONTAINER, stablePort } from './proxy-container.ts';
 
 const run = promisify(execFile);
 
@@ -48,7 +48,8 @@ export function buildRedisImage(): Promise<void> {
 export async function startRedisContainer(): Promise<RedisContainer> {
   await buildRedisImage();
   let output = '';
-  const hostPort = await closedPort();
+  // Kept while it is stopped and started again (down/up): a port Docker would not hand to another container meanwhile.
+  const hostPort = await stablePort();
   const container = await new GenericContainer(REDIS_IMAGE)
     .withExposedPorts({ container: 6379, host: hostPort })
     .withLogConsumer((stream) => stream.on('data', (chunk: Buffer | string) => (output += chunk.toString())))
