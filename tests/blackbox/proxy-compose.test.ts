@@ -52,6 +52,13 @@ describe('docker compose: the proxy service', () => {
   });
   afterAll(async () => {
     await (compose as StartedDockerComposeEnvironment | undefined)?.down({ timeout: 10_000, removeVolumes: true });
+    // `compose run --rm` removes its container, not the project's network and volume: left, each run's network
+    // took one of Docker's address pools until none was left for any compose project on the machine.
+    for (const one of [`gatehouse-proxy-nokey-${process.pid}`, `gatehouse-proxy-check-${process.pid}`])
+      await run('docker', ['compose', '-p', one, 'down', '--volumes'], {
+        cwd: ROOT,
+        env: { ...process.env, ...env() },
+      });
     await (fake as FakeUpstream | undefined)?.close();
     if (configDir) rmSync(configDir, { recursive: true, force: true });
   });
