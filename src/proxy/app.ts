@@ -216,10 +216,10 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   // The shape follows the request's family.
   const list = modelList(catalog, protocols);
   for (const path of new Set(specs.flatMap(([, spec]) => spec.models.listPaths))) fixed.push(['GET', path, list]);
-  for (const [family, spec] of specs) {
+  for (const [protocol, spec] of specs) {
     for (const route of spec.routes) {
       if ('fromPath' in route) continue;
-      fixed.push(['POST', route.path, bodyModelEndpoint(deps, family, route)]);
+      fixed.push(['POST', route.path, bodyModelEndpoint(deps, protocol, route)]);
       if (route.websocket) fixed.push(['GET', route.path, upgradeCheck]);
     }
   }
@@ -233,9 +233,9 @@ export function createProxyApp(config: ProxyConfig, options: ProxyAppOptions): P
   const info = modelInfo(catalog, protocols);
   for (const path of new Set(specs.flatMap(([, spec]) => spec.models.infoPaths)))
     router.get(path, endpoint(path, info));
-  for (const [family, spec] of specs) {
+  for (const [protocol, spec] of specs) {
     for (const route of spec.routes)
-      if ('fromPath' in route) router.post(route.path, endpoint(route.path, pathModelEndpoint(deps, family, route)));
+      if ('fromPath' in route) router.post(route.path, endpoint(route.path, pathModelEndpoint(deps, protocol, route)));
   }
 
   let draining = false;

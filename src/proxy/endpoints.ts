@@ -98,7 +98,7 @@ function countLocally(
 }
 
 interface ModelRequest {
-  family: Protocol;
+  protocol: Protocol;
   operation: Operation;
   model: string;
   body: JsonObject;
@@ -115,7 +115,7 @@ interface ModelRequest {
 
 /** Whether this candidate gets the request as it came (same protocol), not translated. */
 const forwardsTo = (request: ModelRequest, { upstream }: Resolution): boolean =>
-  passesThrough(request.family, request.operation, upstream.config);
+  passesThrough(request.protocol, request.operation, upstream.config);
 
 /**
  * Routes a parsed model request: count locally, or try its upstreams in the
@@ -223,8 +223,8 @@ function attempt(
     return checked ? checked.then(send) : send();
   }
   const route: Route = {
-    family: request.family,
-    clientProtocol: deps.protocols[request.family],
+    clientProtocolName: request.protocol,
+    clientProtocol: deps.protocols[request.protocol],
     operation,
     upstream,
     clientModel: model,
@@ -239,19 +239,19 @@ function attempt(
 }
 
 /** A JSON endpoint whose model is the body's `model`. */
-function jsonEndpoint(deps: EndpointDeps, family: Protocol, operation: Operation): ProxyMiddleware {
+function jsonEndpoint(deps: EndpointDeps, protocol: Protocol, operation: Operation): ProxyMiddleware {
   return async (ctx) => {
     const raw = await readBody(ctx.req, deps.maxBodyBytes);
     const body = parseJsonObject(raw);
     const model = requireModel(body['model']);
-    return dispatch(ctx, deps, { family, operation, model, body, raw, size: raw.length, modelInBody: true });
+    return dispatch(ctx, deps, { protocol, operation, model, body, raw, size: raw.length, modelInBody: true });
   };
 }
 
 /** A JSON endpoint whose `:model` path parameter carries the model (and the operation). */
 export function pathModelEndpoint(
   deps: EndpointDeps,
-  family: Protocol,
+  protocol: Protocol,
   route: PathRoute,
 ): RouterMiddleware<ProxyState> {
   return async (ctx) => {
@@ -261,7 +261,7 @@ export function pathModelEndpoint(
     const raw = await readBody(ctx.req, deps.maxBodyBytes);
     const body = parseJsonObject(raw);
     const { operation } = parsed;
-    return dispatch(ctx, deps, { family, operation, model, body, raw, size: raw.length, modelInBody: false });
+    return dispatch(ctx, deps, { protocol, operation, model, body, raw, size: raw.length, modelInBody: false });
   };
 }
 
@@ -270,8 +270,8 @@ export function pathModelEndpoint(
  * `model` checked, and that parsed form goes to an upstream of the same protocol (multipart.ts). A JSON body
  * takes the JSON path.
  */
-function multipartModelEndpoint(deps: EndpointDeps, family: Protocol, operation: Operation): ProxyMiddleware {
-  const json = jsonEndpoint(deps, family, operation);
+function multipartModelEndpoint(deps: EndpointDeps, protocol: Protocol, operation: Operation): ProxyMiddleware {
+  const json = jsonEndpoint(deps, protocol, operation);
   return async (ctx, next): Promise<unknown> => {
     const contentType = ctx.get('content-type');
     if (!isMultipart(contentType)) return json(ctx, next);
@@ -287,8 +287,8 @@ function multipartModelEndpoint(deps: EndpointDeps, family: Protocol, operation:
     const { upstream, mappedModel } = resolution;
     ctx.state.upstream = upstream.config.name;
     ctx.state.upstreamModel = mappedModel;
-    if (!passesThrough(family, operation, upstream.config)) {
-      throw proxyErrors.noTranslation(family, upstream.config.protocol, operation.name);
+    if (!passesThrough(protocol, operation, upstream.config)) {
+      throw proxyErrors.noTranslation(protocol, upstream.config.protocol, operation.name);
     }
     const { body, contentType: encodedType } = await encodeMultipart(form, mappedModel);
     await forward(ctx, {
@@ -305,8 +305,8 @@ function multipartModelEndpoint(deps: EndpointDeps, family: Protocol, operation:
 }
 
 /** The handler for a protocol's route whose model is in the body. */
-export function bodyModelEndpoint(deps: EndpointDeps, family: Protocol, route: BodyRoute): ProxyMiddleware {
+export function bodyModelEndpoint(deps: EndpointDeps, protocol: Protocol, route: BodyRoute): ProxyMiddleware {
   return route.multipart
-    ? multipartModelEndpoint(deps, family, route.operation)
-    : jsonEndpoint(deps, family, route.operation);
+    ? multipartModelEndpoint(deps, protocol, route.operation)
+    : jsonEndpoint(deps, protocol, route.operation);
 }

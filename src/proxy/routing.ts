@@ -12,8 +12,8 @@ import type { Upstream } from './upstreams.ts';
  * (see `passesThrough`).
  */
 export interface Route {
-  /** The client's protocol (the family of the path it called), by name and in full. */
-  family: Protocol;
+  /** The client's protocol (the family of the path it called): its name, and its record (as Upstream#protocol). */
+  clientProtocolName: Protocol;
   clientProtocol: ProtocolSpec;
   operation: Operation;
   upstream: Upstream;
@@ -41,8 +41,8 @@ export interface Route {
  * client's protocol and serves the operation (an OpenAI upstream with
  * `responses_api: false` gets Responses requests translated).
  */
-export function passesThrough(family: Protocol, operation: Operation, upstream: UpstreamConfig): boolean {
-  return upstream.protocol === family && (operation.servedBy?.(upstream) ?? true);
+export function passesThrough(protocol: Protocol, operation: Operation, upstream: UpstreamConfig): boolean {
+  return upstream.protocol === protocol && (operation.servedBy?.(upstream) ?? true);
 }
 
 /** What metrics and usage count a model name under when the configuration knows nothing of it. */

@@ -168,7 +168,7 @@ function agentTurn(conv: Conversation | undefined): ModelResponse | undefined {
 }
 
 function agentEvents(res: ModelResponse, provider: ProtocolName): StreamEvent[] {
-  const events: StreamEvent[] = [{ type: 'start', id: res.id, model: res.model, provider }];
+  const events: StreamEvent[] = [{ type: 'start', id: res.id, model: res.model, protocol: provider }];
   for (const p of res.parts) {
     if (p.type === 'text') events.push({ type: 'text', text: p.text });
     if (p.type === 'tool_call')

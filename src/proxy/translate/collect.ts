@@ -6,7 +6,7 @@ export class Collector {
   id = '';
   model = '';
   /** Known from the stream's start event. */
-  provider: ProtocolName | undefined;
+  protocol: ProtocolName | undefined;
   readonly parts: ModelResponse['parts'] = [];
   private readonly calls = new Map<number, ToolCallPart>();
   usage: Usage = { input: 0, output: 0 };
@@ -20,7 +20,7 @@ export class Collector {
       case 'start':
         this.id = e.id;
         this.model = e.model;
-        this.provider = e.provider;
+        this.protocol = e.protocol;
         return;
       case 'text':
         if (last?.type === 'text') last.text += e.text;
@@ -30,7 +30,7 @@ export class Collector {
         const target =
           last?.type === 'reasoning' && last.signature === undefined && last.encrypted === undefined ? last : undefined;
         const part: ReasoningPart =
-          target ?? compact({ type: 'reasoning' as const, text: '', provider: this.provider });
+          target ?? compact({ type: 'reasoning' as const, text: '', protocol: this.protocol });
         if (!target) this.parts.push(part);
         part.text += e.text;
         if (e.signature !== undefined) part.signature = e.signature;

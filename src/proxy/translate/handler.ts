@@ -94,7 +94,8 @@ export class Translator {
 
   async handle(ctx: ProxyContext, route: Route): Promise<void> {
     const client = route.operation.client;
-    if (!client) throw proxyErrors.noTranslation(route.family, route.upstream.config.protocol, route.operation.name);
+    if (!client)
+      throw proxyErrors.noTranslation(route.clientProtocolName, route.upstream.config.protocol, route.operation.name);
     const target = route.upstream.protocol;
     const upstream = target.adapter;
     const conv = decode(client, ctx, route);

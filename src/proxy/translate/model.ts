@@ -43,7 +43,7 @@ export interface ReasoningPart {
   type: 'reasoning';
   text: string;
   /** Unknown only for a stream that never said where it came from. */
-  provider?: ProtocolName;
+  protocol?: ProtocolName;
   /** Anthropic thinking signature, Gemini thought signature. */
   signature?: string;
   /** Anthropic redacted thinking data, OpenAI encrypted reasoning content. */
@@ -135,7 +135,7 @@ export interface ModelResponse {
  * and close their protocol's blocks as the kind of delta changes.
  */
 export type StreamEvent =
-  | { type: 'start'; id: string; model: string; provider: ProtocolName }
+  | { type: 'start'; id: string; model: string; protocol: ProtocolName }
   | { type: 'text'; text: string }
   | { type: 'reasoning'; text: string; signature?: string; encrypted?: string }
   | { type: 'tool_start'; index: number; id: string; name: string; signature?: string }

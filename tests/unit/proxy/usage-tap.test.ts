@@ -213,7 +213,7 @@ function responsesAnswer(reason: StopReason, size: number, stream: boolean): str
   if (!stream) return JSON.stringify(openaiResponses.encodeResponse(res, conv), null, 2);
   const encoder = openaiResponses.streamEncoder(conv);
   const events: StreamEvent[] = [
-    { type: 'start', id: 'resp_1', model: 'gpt-up', provider: 'openai' },
+    { type: 'start', id: 'resp_1', model: 'gpt-up', protocol: 'openai' },
     { type: 'text', text: 'x'.repeat(size) },
     { type: 'usage', usage: res.usage },
     { type: 'stop', reason },

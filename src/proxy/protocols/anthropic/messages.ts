@@ -109,7 +109,7 @@ function decodeBlocks(content: unknown, what: string, role: 'user' | 'assistant'
           }),
         ];
       case 'redacted_thinking':
-        return [{ type: 'reasoning', text: '', provider: 'anthropic', encrypted: str(b.data, `${at}.data`) }];
+        return [{ type: 'reasoning', text: '', protocol: 'anthropic', encrypted: str(b.data, `${at}.data`) }];
       // Documents, search results and server-tool blocks have no counterpart on other wires.
       default:
         return [];
@@ -122,16 +122,16 @@ function decodeBlocks(content: unknown, what: string, role: 'user' | 'assistant'
  * their provider's name, so that they return to the provider that made them.
  */
 const WRAPPED = /^gh:(openai|gemini):/;
-function unwrapSignature(sig: string | undefined): { provider: ProtocolName; signature?: string } {
-  if (sig === undefined || sig === '') return { provider: 'anthropic' };
+function unwrapSignature(sig: string | undefined): { protocol: ProtocolName; signature?: string } {
+  if (sig === undefined || sig === '') return { protocol: 'anthropic' };
   const m = WRAPPED.exec(sig);
   return m
-    ? { provider: m[1] as ProtocolName, signature: sig.slice(m[0].length) }
-    : { provider: 'anthropic', signature: sig };
+    ? { protocol: m[1] as ProtocolName, signature: sig.slice(m[0].length) }
+    : { protocol: 'anthropic', signature: sig };
 }
-function wrapSignature(provider: ProtocolName | undefined, sig: string | undefined): string | undefined {
-  if (sig === undefined || sig === '' || provider === undefined) return undefined;
-  return provider === 'anthropic' ? sig : `gh:${provider}:${sig}`;
+function wrapSignature(protocol: ProtocolName | undefined, sig: string | undefined): string | undefined {
+  if (sig === undefined || sig === '' || protocol === undefined) return undefined;
+  return protocol === 'anthropic' ? sig : `gh:${protocol}:${sig}`;
 }
 
 function systemText(system: unknown): string | undefined {
@@ -244,7 +244,7 @@ function encodeParts(parts: readonly Part[]): JsonObject[] {
         ];
       case 'reasoning':
         // Anthropic verifies signatures: only its own thinking blocks may go back.
-        if (p.provider !== 'anthropic') return [];
+        if (p.protocol !== 'anthropic') return [];
         if (p.encrypted !== undefined) return [{ type: 'redacted_thinking', data: p.encrypted }];
         return p.signature === undefined ? [] : [{ type: 'thinking', thinking: p.text, signature: p.signature }];
     }
@@ -310,7 +310,7 @@ function unsignedToolTurn(conv: Conversation): boolean {
   if (!last?.parts.some((p) => p.type === 'tool_call')) return false;
   return !last.parts.some(
     (p) =>
-      p.type === 'reasoning' && p.provider === 'anthropic' && (p.signature !== undefined || p.encrypted !== undefined),
+      p.type === 'reasoning' && p.protocol === 'anthropic' && (p.signature !== undefined || p.encrypted !== undefined),
   );
 }
 
@@ -363,10 +363,10 @@ function encodeResponseParts(parts: ModelResponse['parts']): JsonObject[] {
   return parts.flatMap((p): JsonObject[] => {
     if (p.type === 'text') return [{ type: 'text', text: p.text }];
     if (p.type === 'tool_call') return [{ type: 'tool_use', id: p.id, name: p.name, input: argsObject(p.arguments) }];
-    if (p.encrypted !== undefined && p.provider === 'anthropic')
+    if (p.encrypted !== undefined && p.protocol === 'anthropic')
       return [{ type: 'redacted_thinking', data: p.encrypted }];
     return [
-      { type: 'thinking', thinking: p.text, signature: wrapSignature(p.provider, p.signature ?? p.encrypted) ?? '' },
+      { type: 'thinking', thinking: p.text, signature: wrapSignature(p.protocol, p.signature ?? p.encrypted) ?? '' },
     ];
   });
 }
@@ -410,7 +410,7 @@ class MessagesStreamDecoder extends SseStreamDecoder {
           type: 'start',
           id: typeof m.id === 'string' ? m.id : newId('msg_'),
           model: textOf(m.model),
-          provider: 'anthropic',
+          protocol: 'anthropic',
         });
         return;
       }
@@ -471,7 +471,7 @@ class MessagesStreamEncoder implements StreamEncoder {
   private next = 0;
   private readonly toolBlocks = new Map<number, number>();
   private usage: Usage = { input: 0, output: 0 };
-  private provider: ProtocolName = 'anthropic';
+  private protocol: ProtocolName = 'anthropic';
 
   constructor(conv: Conversation) {
     this.conv = conv;
@@ -516,7 +516,7 @@ class MessagesStreamEncoder implements StreamEncoder {
     if (!this.started && e.type !== 'error') out += this.start(e.type === 'start' ? e.id : newId('msg_'));
     switch (e.type) {
       case 'start':
-        this.provider = e.provider;
+        this.protocol = e.protocol;
         return out;
       case 'text':
         if (this.open?.kind !== 'text') out += this.openBlock({ kind: 'text' }, { type: 'text', text: '' });
@@ -526,7 +526,7 @@ class MessagesStreamEncoder implements StreamEncoder {
           `"delta":{"type":"text_delta","text":${JSON.stringify(e.text)}}}\n\n`
         );
       case 'reasoning': {
-        if (e.encrypted !== undefined && this.provider === 'anthropic') {
+        if (e.encrypted !== undefined && this.protocol === 'anthropic') {
           return (
             out + this.openBlock({ kind: 'text' }, { type: 'redacted_thinking', data: e.encrypted }) + this.close()
           );
@@ -534,7 +534,7 @@ class MessagesStreamEncoder implements StreamEncoder {
         if (this.open?.kind !== 'thinking')
           out += this.openBlock({ kind: 'thinking' }, { type: 'thinking', thinking: '', signature: '' });
         if (e.text !== '') out += this.delta(this.next - 1, { type: 'thinking_delta', thinking: e.text });
-        const signature = wrapSignature(this.provider, e.signature ?? e.encrypted);
+        const signature = wrapSignature(this.protocol, e.signature ?? e.encrypted);
         if (signature !== undefined) out += this.delta(this.next - 1, { type: 'signature_delta', signature });
         return out;
       }

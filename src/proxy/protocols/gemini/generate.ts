@@ -98,7 +98,7 @@ function decodeParts(raw: unknown, what: string, ids: CallIds): Part[] {
         compact({
           type: 'reasoning' as const,
           text: optStr(p.text, `${at}.text`) ?? '',
-          provider: 'gemini' as const,
+          protocol: 'gemini' as const,
           signature,
         }),
       );
@@ -118,7 +118,7 @@ function decodeParts(raw: unknown, what: string, ids: CallIds): Part[] {
       return;
     }
     // A signature on a text part is kept as an empty reasoning part before it.
-    if (signature !== undefined) parts.push({ type: 'reasoning', text: '', provider: 'gemini', signature });
+    if (signature !== undefined) parts.push({ type: 'reasoning', text: '', protocol: 'gemini', signature });
     if (typeof p.text === 'string') {
       if (p.text !== '') parts.push({ type: 'text', text: p.text });
     } else if (isObject(p.inlineData)) {
@@ -294,7 +294,7 @@ function encodePart(p: Part, names: Map<string, string>, signature: string | und
 
 /** The bypass signature, when the turn has a call and no reasoning of Gemini's that will sign it. */
 function firstCallBypass(parts: readonly Part[]): string | undefined {
-  const signed = parts.some((p) => p.type === 'reasoning' && p.provider === 'gemini' && p.signature !== undefined);
+  const signed = parts.some((p) => p.type === 'reasoning' && p.protocol === 'gemini' && p.signature !== undefined);
   return !signed && parts.some((p) => p.type === 'tool_call') ? SKIP_SIGNATURE : undefined;
 }
 
@@ -311,7 +311,7 @@ function encodeContents(messages: readonly Message[]): JsonObject[] {
     for (const p of m.parts) {
       if (p.type === 'reasoning') {
         // Gemini only takes back its own thoughts; their signature rides on the part that follows.
-        if (p.provider !== 'gemini') continue;
+        if (p.protocol !== 'gemini') continue;
         if (p.text !== '') parts.push(compact({ text: p.text, thought: true, thoughtSignature: p.signature }));
         else pending = p.signature ?? pending;
         continue;
@@ -437,7 +437,7 @@ function encodeResponseParts(parts: ModelResponse['parts']): JsonObject[] {
   let pending: string | undefined;
   for (const p of parts) {
     if (p.type === 'reasoning') {
-      const signature = p.provider === 'gemini' ? p.signature : undefined;
+      const signature = p.protocol === 'gemini' ? p.signature : undefined;
       if (p.text !== '') out.push(compact({ text: p.text, thought: true, thoughtSignature: signature }));
       else pending = signature;
     } else if (p.type === 'text') {
@@ -498,7 +498,7 @@ class GeminiStreamDecoder extends SseStreamDecoder {
     if (!this.started) {
       this.started = true;
       this.id = typeof chunk.responseId === 'string' ? chunk.responseId : newId('');
-      out.push({ type: 'start', id: this.id, model: textOf(chunk.modelVersion), provider: 'gemini' });
+      out.push({ type: 'start', id: this.id, model: textOf(chunk.modelVersion), protocol: 'gemini' });
     }
     if (isObject(chunk.usageMetadata)) this.usage = decodeUsage(chunk.usageMetadata);
     if (isObject(chunk.promptFeedback) && typeof chunk.promptFeedback.blockReason === 'string')
@@ -536,7 +536,7 @@ class GeminiStreamDecoder extends SseStreamDecoder {
 class GeminiStreamEncoder implements StreamEncoder {
   private readonly conv: Conversation;
   private id = newId('');
-  private provider = 'gemini';
+  private protocol = 'gemini';
   private pendingSignature: string | undefined;
   private readonly calls: { id: string; name: string; args: string; signature?: string }[] = [];
   private usage: Usage | undefined;
@@ -587,14 +587,14 @@ class GeminiStreamEncoder implements StreamEncoder {
     switch (e.type) {
       case 'start':
         this.id = e.id;
-        this.provider = e.provider;
+        this.protocol = e.protocol;
         return '';
       case 'text': {
         const calls = this.flushCalls();
         return this.chunk([...calls, compact({ text: e.text, thoughtSignature: this.takeSignature() })]);
       }
       case 'reasoning': {
-        const signature = this.provider === 'gemini' ? e.signature : undefined;
+        const signature = this.protocol === 'gemini' ? e.signature : undefined;
         if (e.text === '') {
           this.pendingSignature = signature ?? this.pendingSignature;
           return '';
@@ -611,7 +611,7 @@ class GeminiStreamEncoder implements StreamEncoder {
             id: e.id,
             name: e.name,
             args: '',
-            signature: (this.provider === 'gemini' ? e.signature : undefined) ?? this.takeSignature(),
+            signature: (this.protocol === 'gemini' ? e.signature : undefined) ?? this.takeSignature(),
           }),
         );
         return out;

@@ -178,7 +178,7 @@ export function decodeRequest(body: JsonObject): Conversation {
         const parts: Part[] = [];
         const reasoning = m.reasoning_content ?? m.reasoning;
         if (typeof reasoning === 'string' && reasoning !== '')
-          parts.push({ type: 'reasoning', text: reasoning, provider: 'openai' });
+          parts.push({ type: 'reasoning', text: reasoning, protocol: 'openai' });
         parts.push(...decodeContent(m.content, `${what}.content`));
         arr(m.tool_calls, `${what}.tool_calls`).forEach((rc, j) => {
           const at = `${what}.tool_calls[${j}]`;
@@ -354,7 +354,7 @@ export function decodeResponse(body: JsonObject): ModelResponse {
   const parts: ModelResponse['parts'] = [];
   const reasoning = msg.reasoning_content ?? msg.reasoning;
   if (typeof reasoning === 'string' && reasoning !== '')
-    parts.push({ type: 'reasoning', text: reasoning, provider: 'openai' });
+    parts.push({ type: 'reasoning', text: reasoning, protocol: 'openai' });
   if (typeof msg.content === 'string' && msg.content !== '') parts.push({ type: 'text', text: msg.content });
   if (typeof msg.refusal === 'string' && msg.refusal !== '') parts.push({ type: 'text', text: msg.refusal });
   for (const rc of arr(msg.tool_calls, 'tool_calls')) {
@@ -435,7 +435,7 @@ class ChatStreamDecoder extends SseStreamDecoder {
         type: 'start',
         id: typeof chunk.id === 'string' ? chunk.id : newId('chatcmpl-'),
         model: textOf(chunk.model),
-        provider: 'openai',
+        protocol: 'openai',
       });
     }
     if (isObject(chunk.usage)) this.usage = decodeUsage(chunk.usage);

@@ -58,23 +58,23 @@ function decodeContent(content: unknown, what: string): ContentPart[] {
  * Reasoning from another provider rides in `encrypted_content` with its
  * provider's name, so that it returns to the provider that signed it.
  */
-function wrapReasoning(p: Pick<ReasoningPart, 'provider' | 'signature' | 'encrypted'>): string | undefined {
-  if (p.provider === 'openai') return p.encrypted;
+function wrapReasoning(p: Pick<ReasoningPart, 'protocol' | 'signature' | 'encrypted'>): string | undefined {
+  if (p.protocol === 'openai') return p.encrypted;
   const sig = p.signature ?? p.encrypted;
-  return sig === undefined || p.provider === undefined
+  return sig === undefined || p.protocol === undefined
     ? undefined
-    : `gh:${p.provider}:${p.encrypted !== undefined && p.signature === undefined ? 'r:' : 's:'}${sig}`;
+    : `gh:${p.protocol}:${p.encrypted !== undefined && p.signature === undefined ? 'r:' : 's:'}${sig}`;
 }
 
 function unwrapReasoning(text: string, id: string | undefined, encrypted: string | undefined): ReasoningPart {
   const m = encrypted === undefined ? null : /^gh:(anthropic|gemini):(r|s):/.exec(encrypted);
   if (!m || encrypted === undefined)
-    return compact({ type: 'reasoning' as const, text, provider: 'openai' as const, encrypted, id });
+    return compact({ type: 'reasoning' as const, text, protocol: 'openai' as const, encrypted, id });
   const value = encrypted.slice(m[0].length);
   return compact({
     type: 'reasoning' as const,
     text,
-    provider: m[1] as ProtocolName,
+    protocol: m[1] as ProtocolName,
     id,
     ...(m[2] === 'r' ? { encrypted: value } : { signature: value }),
   });
@@ -211,7 +211,7 @@ function messageItem(id: string, text: string, status: string): JsonObject {
 
 function reasoningItem(
   id: string,
-  p: Pick<ReasoningPart, 'provider' | 'signature' | 'encrypted' | 'text'>,
+  p: Pick<ReasoningPart, 'protocol' | 'signature' | 'encrypted' | 'text'>,
   done: boolean,
 ): JsonObject {
   return compact({
@@ -323,7 +323,7 @@ class ResponsesStreamEncoder implements StreamEncoder {
   private open: Open | undefined;
   private readonly calls = new Map<number, Extract<Open, { kind: 'call' }>>();
   private readonly done: JsonObject[] = [];
-  private provider: ProtocolName = 'openai';
+  private protocol: ProtocolName = 'openai';
 
   constructor(conv: Conversation) {
     this.conv = conv;
@@ -384,7 +384,7 @@ class ResponsesStreamEncoder implements StreamEncoder {
     if (this.id === '' && e.type !== 'error') out += this.begin(e.type === 'start' ? e.id : newId('resp_'));
     switch (e.type) {
       case 'start':
-        this.provider = e.provider;
+        this.protocol = e.protocol;
         return out;
       case 'text': {
         if (this.open?.kind !== 'message') {
@@ -424,7 +424,7 @@ class ResponsesStreamEncoder implements StreamEncoder {
             kind: 'reasoning',
             index,
             id: itemId('rs', this.id, index),
-            part: { type: 'reasoning', text: '', provider: this.provider },
+            part: { type: 'reasoning', text: '', protocol: this.protocol },
           };
           out += this.add(o, reasoningItem(o.id, o.part, false));
         }

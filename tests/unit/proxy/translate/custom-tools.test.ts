@@ -81,7 +81,7 @@ describe('custom tools in chat completions', () => {
 
     const encoder = openaiChat.streamEncoder({ ...conv, stream: true });
     const events: StreamEvent[] = [
-      { type: 'start', id: 's1', model: 'm', provider: 'anthropic' },
+      { type: 'start', id: 's1', model: 'm', protocol: 'anthropic' },
       { type: 'tool_start', index: 0, id: 'toolu_1', name: 'apply_patch' },
       { type: 'tool_args', index: 0, delta: args.slice(0, 20) },
       { type: 'tool_args', index: 0, delta: args.slice(20) },

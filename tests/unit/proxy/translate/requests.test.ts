@@ -300,8 +300,8 @@ describe('request details', () => {
         {
           role: 'assistant',
           parts: [
-            { type: 'reasoning', text: 'a', provider: 'anthropic', signature: 'sa' },
-            { type: 'reasoning', text: 'g', provider: 'gemini', signature: 'sg' },
+            { type: 'reasoning', text: 'a', protocol: 'anthropic', signature: 'sa' },
+            { type: 'reasoning', text: 'g', protocol: 'gemini', signature: 'sg' },
             { type: 'tool_call', id: 'c', name: 'f', arguments: '{}' },
           ],
         },
@@ -381,7 +381,7 @@ describe('thinking towards Anthropic', () => {
         role: 'assistant',
         parts: [
           ...(reasoning
-            ? [{ type: 'reasoning' as const, text: 't', provider: 'anthropic' as const, signature: 's' }]
+            ? [{ type: 'reasoning' as const, text: 't', protocol: 'anthropic' as const, signature: 's' }]
             : []),
           { type: 'tool_call', id: 'c', name: 'f', arguments: '{}' },
         ],
@@ -407,7 +407,7 @@ describe('encoding a response for each client', () => {
     id: 'up1',
     model: 'upstream-model',
     parts: [
-      { type: 'reasoning', text: 'Think.', provider: 'anthropic', signature: 'sig' },
+      { type: 'reasoning', text: 'Think.', protocol: 'anthropic', signature: 'sig' },
       { type: 'text', text: 'Hello.' },
       { type: 'tool_call', id: 'call_1', name: 'f', arguments: '{"a":1}' },
     ],

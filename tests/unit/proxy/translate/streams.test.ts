@@ -22,7 +22,7 @@ import { collect, decodeAll, sseFrames } from './fixtures.ts';
 const CONV: Conversation = { model: 'client-model', system: undefined, messages: [], stream: true, includeUsage: true };
 
 const EVENTS: StreamEvent[] = [
-  { type: 'start', id: 'up1', model: 'upstream-model', provider: 'anthropic' },
+  { type: 'start', id: 'up1', model: 'upstream-model', protocol: 'anthropic' },
   { type: 'reasoning', text: 'think' },
   { type: 'reasoning', text: '', signature: 'sig' },
   { type: 'text', text: 'Hel' },
@@ -163,7 +163,7 @@ describe('stream encoders produce the event sequences the SDKs expect', () => {
   });
 
   it('Gemini: one chunk per delta, whole function calls, finishReason and usage on the last chunk', () => {
-    const events: StreamEvent[] = EVENTS.map((e) => (e.type === 'start' ? { ...e, provider: 'gemini' } : e));
+    const events: StreamEvent[] = EVENTS.map((e) => (e.type === 'start' ? { ...e, protocol: 'gemini' } : e));
     const chunks = sseFrames(encodeAll(gemini, events, { ...CONV, sse: true })).map(
       (f) =>
         f.data as { candidates: { content: { parts: unknown[] }; finishReason?: string }[]; usageMetadata?: unknown },
@@ -267,7 +267,7 @@ function responseArb(provider: ProtocolName): fc.Arbitrary<Body> {
         parts.push({
           type: 'reasoning',
           text: r.reasoning.text,
-          provider,
+          protocol: provider,
           ...(r.reasoning.signature === undefined ? {} : { signature: r.reasoning.signature }),
         });
       if (r.text !== null) parts.push({ type: 'text', text: r.text });
@@ -289,7 +289,7 @@ function pieces(s: string): string[] {
 }
 
 function eventsOf(res: Body, provider: ProtocolName): StreamEvent[] {
-  const events: StreamEvent[] = [{ type: 'start', id: 'r1', model: 'up', provider }];
+  const events: StreamEvent[] = [{ type: 'start', id: 'r1', model: 'up', protocol: provider }];
   let index = 0;
   for (const p of res.parts) {
     if (p.type === 'text') for (const t of pieces(p.text)) events.push({ type: 'text', text: t });

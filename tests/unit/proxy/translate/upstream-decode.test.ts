@@ -20,7 +20,7 @@ const TOOL: Record<string, Omit<ModelResponse, 'id' | 'model'>> = {
   },
   anthropic: {
     parts: [
-      { type: 'reasoning', text: 'The user wants the weather.', provider: 'anthropic', signature: 'sig-anthropic-1' },
+      { type: 'reasoning', text: 'The user wants the weather.', protocol: 'anthropic', signature: 'sig-anthropic-1' },
       { type: 'tool_call', id: 'toolu_up1', name: 'get_weather', arguments: '{"city":"Paris"}' },
     ],
     stopReason: 'tool_use',
@@ -28,7 +28,7 @@ const TOOL: Record<string, Omit<ModelResponse, 'id' | 'model'>> = {
   },
   gemini: {
     parts: [
-      { type: 'reasoning', text: 'The user wants the weather.', provider: 'gemini' },
+      { type: 'reasoning', text: 'The user wants the weather.', protocol: 'gemini' },
       {
         type: 'tool_call',
         id: 'call_gem-up2_0',
