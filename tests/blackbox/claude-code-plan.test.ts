@@ -10,7 +10,7 @@
  * result in its next request upstream, and its screen (mode, no dialog of its own).
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -18,7 +18,8 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'v
 import type { ModelResponse } from '../../src/proxy/translate/model.ts';
 import { installClaudeCode, startNetworkTrap, type NetworkTrap } from '../support/agents.ts';
 import { startClaudeTui, type ClaudeTui } from '../support/claude-code-tui.ts';
-import { decide, ROOT, startHub, SUBMIT_TOKEN, type HubContainer } from '../support/hub.ts';
+import { decide, startHub, SUBMIT_TOKEN, type HubContainer } from '../support/hub.ts';
+import { CLI, decidePlan, servedReview, shownPlan, writeGatehouse } from '../support/plan-gate.ts';
 import { startScriptedUpstream, type ScriptedUpstream } from '../support/scripted-upstream.ts';
 
 const PLAN = '# Add a greeting\n\n1. Write hello.txt with a greeting\n';
@@ -69,7 +70,6 @@ function planModel(body: Record<string, unknown>): ModelResponse | undefined {
 }
 
 const run = promisify(execFile);
-const CLI = path.join(ROOT, 'src', 'cli.ts');
 
 let claude: { bin: string; version: string };
 /** A folder with `gatehouse` as a user has it on PATH, this tree's CLI. */
@@ -85,8 +85,7 @@ beforeAll(async () => {
   upstream = await startScriptedUpstream('127.0.0.1', planModel);
   bin = mkdtempSync(path.join(tmpdir(), 'gatehouse-bin-'));
   // Its stderr (the review URL line and log) is kept in the HOME: Claude Code shows none of it.
-  const script = `#!/bin/sh\nexec '${process.execPath}' '${CLI}' "$@" 2>>"$HOME/hook.log"\n`;
-  writeFileSync(path.join(bin, 'gatehouse'), script, { mode: 0o755 });
+  writeGatehouse(bin, { file: '$HOME/hook.log' });
 });
 afterAll(async () => {
   await (hub as HubContainer | undefined)?.stop();
@@ -159,14 +158,7 @@ async function planSession(
   await tui.waitForScreen((s) => s.includes('plan mode on'), 'plan mode in the status line');
   const from = upstream.requests.length;
   await tui.submit('Plan a greeting file for this project');
-  const url = await vi.waitFor(
-    async () => {
-      const printed = /Plan review: (\S+)/.exec(readHookLog(tui))?.[1];
-      if (printed === undefined) throw new Error(`the hook printed no review URL; the screen:\n${await tui.screen()}`);
-      return printed;
-    },
-    { timeout: 30_000, interval: 250 },
-  );
+  const url = await servedReview(() => readHookLog(tui), 1, 30_000);
   if (home === 'existing') {
     // The user's own settings survived setup, and Claude Code still runs their hook.
     expect(JSON.parse(readFileSync(settingsFile(tui.home), 'utf8'))).toMatchObject(usersSettings(tui.home));
@@ -185,15 +177,6 @@ async function planSession(
         { timeout: 30_000, interval: 250 },
       ),
   };
-}
-
-async function decideLocally(url: string, action: 'approve' | 'deny', body: object): Promise<number> {
-  const response = await fetch(new URL(`api/${action}`, url), {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ ...body, planSave: { enabled: false } }),
-  });
-  return response.status;
 }
 
 /** The screen once the model had its last word, the session having gone on by itself; nothing left the machine. */
@@ -224,22 +207,21 @@ async function expectApproved(s: Session): Promise<string> {
 describe(`the plan gate in Claude Code's terminal UI, installed by gatehouse setup`, () => {
   it('approve: the agent leaves plan mode at once; ExitPlanMode succeeds; no dialog of its own', async () => {
     const s = await planSession('fresh');
-    const shown = (await (await fetch(new URL('api/plan', s.url))).json()) as { plan: string; permissionMode: string };
-    expect(shown).toMatchObject({ plan: PLAN, permissionMode: 'plan' });
-    expect(await decideLocally(s.url, 'approve', {})).toBe(200);
+    expect(await shownPlan(s.url)).toMatchObject({ plan: PLAN, permissionMode: 'plan' });
+    expect(await decidePlan(s.url, 'approve', {})).toBe(200);
     await expectApproved(s);
   });
 
   it('approve with a permission mode chosen by the reviewer: the session is in that mode afterwards', async () => {
     const s = await planSession('existing');
-    expect(await decideLocally(s.url, 'approve', { permissionMode: 'acceptEdits' })).toBe(200);
+    expect(await decidePlan(s.url, 'approve', { permissionMode: 'acceptEdits' })).toBe(200);
     expect(await expectApproved(s)).toContain('accept edits on');
   });
 
   it("deny with feedback: the feedback is ExitPlanMode's error, and the agent stays in plan mode", async () => {
     const s = await planSession('existing');
     const feedback = 'Put the greeting in src/, not the project root';
-    expect(await decideLocally(s.url, 'deny', { feedback })).toBe(200);
+    expect(await decidePlan(s.url, 'deny', { feedback })).toBe(200);
     const result = toolResult(await s.next(), EXIT_ID);
     expect(result?.['is_error']).toBe(true);
     expect(text(result)).toContain(feedback);

@@ -11,16 +11,7 @@
  * and the file the plan named.
  */
 import { execFile } from 'node:child_process';
-import {
-  chmodSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -31,7 +22,7 @@ import { parse as parseToml } from 'smol-toml';
 import { isObject } from '../../src/json.ts';
 import { BIN, codexConfig, installAgents, startNetworkTrap, trappedEnv, type NetworkTrap } from '../support/agents.ts';
 import { MODEL, SHELL } from '../support/gated-agents.ts';
-import { ROOT } from '../support/hub.ts';
+import { decidePlan, servedReview, shownPlan, writeGatehouse } from '../support/plan-gate.ts';
 import { startScriptedUpstream, type RecordedRequest, type ScriptedUpstream } from '../support/scripted-upstream.ts';
 import { startTerminal, type Terminal } from '../support/tmux.ts';
 
@@ -151,27 +142,14 @@ function makeHome(): Home {
   const log = path.join(home, 'gatehouse.log');
   mkdirSync(work);
   mkdirSync(bin);
-  const cli = path.join(ROOT, 'src', 'cli.ts');
-  writeFileSync(
-    path.join(bin, 'gatehouse'),
-    [
-      '#!/bin/sh',
-      `echo "run: gatehouse $*" >> '${log}'`,
-      `'${process.execPath}' '${cli}' "$@" 2>> '${log}'`,
-      'code=$?',
-      `echo "exit: $code" >> '${log}'`,
-      'exit $code',
-      '',
-    ].join('\n'),
-  );
-  chmodSync(path.join(bin, 'gatehouse'), 0o755);
+  const gatehouse = writeGatehouse(bin, { file: log, runs: true });
   const env = { PATH: `${bin}:${process.env['PATH'] ?? '/usr/bin:/bin'}`, HOME: home };
   return {
     home,
     work,
     path: env.PATH,
     log: () => (existsSync(log) ? readFileSync(log, 'utf8') : ''),
-    gatehouse: (...args) => run(path.join(bin, 'gatehouse'), args, { cwd: work, env }),
+    gatehouse: (...args) => run(gatehouse, args, { cwd: work, env }),
   };
 }
 
@@ -207,16 +185,7 @@ const ready = (codex: Terminal) =>
   codex.waitForScreen((s) => new RegExp(`${MODEL.codex} .*· ~/work`).test(s), 'its status line', 60_000);
 
 /** The review URLs the hook printed, the `n`th once there. */
-function review(h: Home, n: number): Promise<string> {
-  return vi.waitFor(
-    () => {
-      const urls = [...h.log().matchAll(/Plan review: (\S+)/g)].map((m) => m[1] as string);
-      if (urls.length < n) throw new Error(`review ${n} not served yet; gatehouse log:\n${h.log()}`);
-      return urls[n - 1] as string;
-    },
-    { timeout: 60_000, interval: 250 },
-  );
-}
+const review = (h: Home, n: number) => servedReview(() => h.log(), n, 60_000);
 
 /** The first request upstream since `from` that `test` holds for. */
 function nextRequest(from: number, test: (r: RecordedRequest) => boolean, what: string): Promise<RecordedRequest> {
@@ -228,19 +197,6 @@ function nextRequest(from: number, test: (r: RecordedRequest) => boolean, what: 
     },
     { timeout: 60_000, interval: 250 },
   );
-}
-
-async function decide(url: string, action: 'approve' | 'deny', body: object = {}): Promise<number> {
-  const response = await fetch(new URL(`api/${action}`, url), {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ ...body, planSave: { enabled: false } }),
-  });
-  return response.status;
-}
-
-async function shownPlan(url: string): Promise<unknown> {
-  return (await fetch(new URL('api/plan', url))).json();
 }
 
 /** Codex's status line in plan mode. */
@@ -327,7 +283,7 @@ describe("the plan gate in Codex's terminal UI, installed by gatehouse setup cod
     const first = await review(h, 1);
     expect(await shownPlan(first)).toMatchObject({ plan: PLAN_1, origin: 'codex', permissionMode: 'plan' });
     expect(await codex.screen()).not.toContain(IMPLEMENT);
-    expect(await decide(first, 'deny', { feedback: FEEDBACK })).toBe(200);
+    expect(await decidePlan(first, 'deny', { feedback: FEEDBACK })).toBe(200);
 
     // What Codex did next: the same turn goes on, still in plan mode, the feedback its user message.
     const revising = await nextRequest(
@@ -345,7 +301,7 @@ describe("the plan gate in Codex's terminal UI, installed by gatehouse setup cod
     expect(blocked).not.toContain(IMPLEMENT);
 
     // Approve: the turn ends, Codex asks its own question, and the answer carries the revised plan out.
-    expect(await decide(second, 'approve')).toBe(200);
+    expect(await decidePlan(second, 'approve')).toBe(200);
     await implement(h, codex, 'hello, world');
     expect([...h.log().matchAll(/Plan review: /g)]).toHaveLength(2);
     // Codex wrote the folder's trust into the same config.toml: the hook is still trusted.
@@ -386,7 +342,7 @@ describe("the plan gate in Codex's terminal UI, installed by gatehouse setup cod
     const waiting = await codex.screen();
     expect(waiting).toContain('Running hook');
     expect(waiting).not.toContain(IMPLEMENT);
-    expect(await decide(url, 'approve')).toBe(200);
+    expect(await decidePlan(url, 'approve')).toBe(200);
     await implement(h, codex, 'hello');
     expect(readFileSync(config, 'utf8')).toContain('model_reasoning_effort = "low"');
     nothingLeft(trapped);

@@ -9,7 +9,7 @@
  * next: the tool result in its next request upstream, the files its tools wrote.
  */
 import { execFile } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -18,7 +18,7 @@ import type { Conversation, ModelResponse } from '../../src/proxy/translate/mode
 import { BIN, installAgents, startNetworkTrap, trappedEnv, type NetworkTrap } from '../support/agents.ts';
 import { copilotOffline, runGatedAgent, SHELL } from '../support/gated-agents.ts';
 import { TempRepo } from '../support/git-repo.ts';
-import { ROOT } from '../support/hub.ts';
+import { CLI, decidePlan, servedReview, shownPlan, writeGatehouse } from '../support/plan-gate.ts';
 import { startScriptedUpstream, type ScriptedUpstream } from '../support/scripted-upstream.ts';
 import { startTerminal } from '../support/tmux.ts';
 
@@ -110,12 +110,7 @@ function project() {
   const tools = mkdtempSync(path.join(tmpdir(), 'gatehouse-copilot-bin-'));
   const log = path.join(tools, 'hook.log');
   mkdirSync(path.join(tools, 'bin'));
-  const gatehouse = path.join(tools, 'bin', 'gatehouse');
-  writeFileSync(
-    gatehouse,
-    `#!/bin/sh\nexec '${process.execPath}' '${path.join(ROOT, 'src', 'cli.ts')}' "$@" 2>>'${log}'\n`,
-  );
-  chmodSync(gatehouse, 0o755);
+  writeGatehouse(path.join(tools, 'bin'), { file: log });
   const env = {
     PATH: `${path.join(tools, 'bin')}:${process.env['PATH'] ?? '/usr/bin:/bin'}`,
     // Local mode opens the reviewer's browser: here `true` takes the URL and does nothing.
@@ -128,7 +123,7 @@ function project() {
     const home = path.join(tools, 'home');
     mkdirSync(home, { recursive: true });
     try {
-      const { stdout } = await run(process.execPath, [path.join(ROOT, 'src', 'cli.ts'), 'setup', ...args], {
+      const { stdout } = await run(process.execPath, [CLI, 'setup', ...args], {
         cwd: repo.dir,
         env: { ...env, HOME: home },
       });
@@ -160,15 +155,7 @@ function watch(p: ReturnType<typeof project>) {
     trapped: () => trap.attempts.slice(trapped),
     carrying,
     /** The URL of the nth plan review the hook served. */
-    review: (n: number) =>
-      vi.waitFor(
-        () => {
-          const urls = [...p.hookLog().matchAll(/Plan review: (\S+)/g)].map((m) => m[1] as string);
-          if (urls.length < n) throw new Error(`plan review ${n} not served yet; hook log:\n${p.hookLog()}`);
-          return urls[n - 1] as string;
-        },
-        { timeout: 90_000, interval: 250 },
-      ),
+    review: (n: number) => servedReview(p.hookLog, n, 90_000),
     /** The result of tool call `id` in the first request upstream that carries it. */
     resultOf: (id: string) =>
       vi.waitFor(
@@ -242,19 +229,6 @@ async function planTui(p: ReturnType<typeof project>) {
   return { terminal, ...watched };
 }
 
-async function decide(url: string, action: 'approve' | 'deny', body: object = {}): Promise<number> {
-  const response = await fetch(new URL(`api/${action}`, url), {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ ...body, planSave: { enabled: false } }),
-  });
-  return response.status;
-}
-
-async function shownPlan(url: string): Promise<Record<string, unknown>> {
-  return (await (await fetch(new URL('api/plan', url))).json()) as Record<string, unknown>;
-}
-
 describe('the plan gate in the real Copilot CLI (setup copilot-cli, preToolUse on exit_plan_mode)', () => {
   it(
     'a fresh repository: setup installs the hook; denied with feedback, the agent revises; approved, it carries the plan out',
@@ -275,14 +249,14 @@ describe('the plan gate in the real Copilot CLI (setup copilot-cli, preToolUse o
       const first = await s.review(1);
       expect(await shownPlan(first)).toMatchObject({ plan: PLAN_1, origin: 'copilot-cli', permissionMode: 'plan' });
       expect(await s.resultOf('call_plan_1')).toContain(`${PLAN_MARKER}1`);
-      expect(await decide(first, 'deny', { feedback: FEEDBACK })).toBe(200);
+      expect(await decidePlan(first, 'deny', { feedback: FEEDBACK })).toBe(200);
 
       // What the agent did next: exit_plan_mode's result is the feedback, and it wrote a revised plan.
       expect(await s.resultOf('call_exit_1')).toContain(`Denied by preToolUse hook: ${FEEDBACK}`);
       const second = await s.review(2);
       expect(await shownPlan(second)).toMatchObject({ plan: PLAN_2, origin: 'copilot-cli' });
       expect(existsSync(path.join(p.repo.dir, GREETING_FILE))).toBe(false);
-      expect(await decide(second, 'approve')).toBe(200);
+      expect(await decidePlan(second, 'approve')).toBe(200);
 
       // Approved: exit_plan_mode succeeds and the agent carries the plan out.
       expect(await s.resultOf('call_exit_2')).toContain('Plan approved');
@@ -321,7 +295,7 @@ describe('the plan gate in the real Copilot CLI (setup copilot-cli, preToolUse o
       const s = await planTui(p);
       const review = await s.review(1);
       expect(await shownPlan(review)).toMatchObject({ plan: PLAN_1, origin: 'copilot-cli' });
-      expect(await decide(review, 'approve')).toBe(200);
+      expect(await decidePlan(review, 'approve')).toBe(200);
       // The hook allowed exit_plan_mode; Copilot CLI shows its own dialog, and nothing goes on until it is answered.
       const dialog = await s.terminal.waitForScreen(
         (screen) => screen.includes('Plan Ready for Review'),

@@ -27,7 +27,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'v
 import type { Conversation, ModelResponse, ToolResultPart } from '../../src/proxy/translate/model.ts';
 import { BIN, installAgents, startNetworkTrap, trappedEnv, type NetworkTrap } from '../support/agents.ts';
 import { MODEL } from '../support/gated-agents.ts';
-import { ROOT } from '../support/hub.ts';
+import { decidePlan, shownPlan, writeGatehouse } from '../support/plan-gate.ts';
 import { startScriptedUpstream, type ScriptedUpstream } from '../support/scripted-upstream.ts';
 import { startTerminal } from '../support/tmux.ts';
 
@@ -118,14 +118,10 @@ beforeAll(async () => {
   root = realpathSync(mkdtempSync(path.join(tmpdir(), 'gatehouse-gemini-plan-')));
   bin = path.join(root, 'bin');
   mkdirSync(bin);
-  // `gatehouse` as installed: this tree's CLI.
-  writeFileSync(
-    path.join(bin, 'gatehouse'),
-    `#!/bin/sh\nexec '${process.execPath}' '${path.join(ROOT, 'src', 'cli.ts')}' "$@"\n`,
-  );
+  writeGatehouse(bin);
   // The reviewer's browser (BROWSER="browser FILE"): keeps each URL it is asked to open.
   writeFileSync(path.join(bin, 'browser'), '#!/bin/sh\necho "$2" >> "$1"\n');
-  for (const f of ['gatehouse', 'browser']) chmodSync(path.join(bin, f), 0o755);
+  chmodSync(path.join(bin, 'browser'), 0o755);
 });
 afterAll(async () => {
   await (upstream as ScriptedUpstream | undefined)?.close();
@@ -183,19 +179,6 @@ function newHome(name: string, env: Record<string, string> = {}): Home {
       ),
     reviews: () => urls().length,
   };
-}
-
-async function shownPlan(url: string): Promise<unknown> {
-  return (await fetch(new URL('api/plan', url))).json();
-}
-
-async function decide(url: string, action: 'approve' | 'deny', body: object = {}): Promise<number> {
-  const response = await fetch(new URL(`api/${action}`, url), {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ ...body, planSave: { enabled: false } }),
-  });
-  return response.status;
 }
 
 /** exit_plan_mode's results in a Gemini request, as the agent sent them. */
@@ -285,14 +268,14 @@ describe('the plan gate in the real Gemini CLI, installed by gatehouse setup gem
     // Denied with feedback: the reason is exit_plan_mode's result, and the agent revises its plan.
     const first = await h.review(1);
     expect(await shownPlan(first)).toMatchObject({ plan: plan(FIRST), origin: 'gemini-cli', permissionMode: 'plan' });
-    expect(await decide(first, 'deny', { feedback: FEEDBACK })).toBe(200);
+    expect(await decidePlan(first, 'deny', { feedback: FEEDBACK })).toBe(200);
     expect(await nextResult(from, 1)).toContain(`Tool execution blocked: ${FEEDBACK}`);
     const second = await h.review(2);
     expect(await shownPlan(second)).toMatchObject({ plan: plan(REVISED), origin: 'gemini-cli' });
     expect(await tui.screen()).toMatch(PLAN_MODE);
 
     // Approved: no "Ready to start implementation?"; the agent leaves plan mode and carries the plan out.
-    expect(await decide(second, 'approve')).toBe(200);
+    expect(await decidePlan(second, 'approve')).toBe(200);
     expect(await nextResult(from, 2)).toContain('Plan approved. Switching to Default mode');
     // In the default mode Gemini CLI confirms each edit itself: the first is the plan's file.
     const asked = await tui.waitForScreen((s) => s.includes('Apply this change?'), "the plan's edit to confirm");
@@ -346,7 +329,7 @@ describe('the plan gate in the real Gemini CLI, installed by gatehouse setup gem
 
     const url = await h.review(1);
     expect(await shownPlan(url)).toMatchObject({ plan: plan(FIRST), origin: 'gemini-cli', permissionMode: 'plan' });
-    expect(await decide(url, 'approve')).toBe(200);
+    expect(await decidePlan(url, 'approve')).toBe(200);
     // Headless, the approval switches to yolo: the agent writes the plan's file unasked.
     expect(await exited).toBe(0);
     const results = upstream.requests.slice(from).flatMap((r) => exitResults(r.body));
