@@ -16,7 +16,7 @@ import { installAgents, startNetworkTrap, type NetworkTrap } from '../support/ag
 import { GATED_AGENTS, projectHookFiles, runGatedAgent, SHELL, type GatedAgent } from '../support/gated-agents.ts';
 import { TempRepo } from '../support/git-repo.ts';
 import { ROOT } from '../support/hub.ts';
-import { startScriptedUpstream, type ScriptedUpstream } from '../support/scripted-upstream.ts';
+import { scriptedTurn, startScriptedUpstream, type ScriptedUpstream } from '../support/scripted-upstream.ts';
 
 /** The reviewer's feedback and line comment: the agent's next instruction. */
 const FEEDBACK = 'Greet the whole world, not just one person';
@@ -37,13 +37,7 @@ const resultsText = (conv: Conversation) =>
 function gateModel(body: Record<string, unknown>, conv: Conversation | undefined): ModelResponse | undefined {
   const agent = GATED_AGENTS.find((a) => conv?.tools?.some((t) => t.name === SHELL[a].name));
   if (!conv || !agent) return undefined;
-  const reply = (parts: ModelResponse['parts']): ModelResponse => ({
-    id: 'gate1',
-    model: conv.model,
-    usage: { input: 100, output: 10 },
-    parts,
-    stopReason: parts.some((p) => p.type === 'tool_call') ? 'tool_use' : 'end',
-  });
+  const reply = (parts: ModelResponse['parts']) => scriptedTurn('gate1', conv.model, parts);
   const shell = (id: string, command: string) =>
     reply([{ type: 'tool_call', id, name: SHELL[agent].name, arguments: JSON.stringify(SHELL[agent].args(command)) }]);
   const results = resultsText(conv);

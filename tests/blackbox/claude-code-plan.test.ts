@@ -20,7 +20,7 @@ import { installClaudeCode, startNetworkTrap, type NetworkTrap } from '../suppor
 import { startClaudeTui, type ClaudeTui } from '../support/claude-code-tui.ts';
 import { decide, startHub, SUBMIT_TOKEN, type HubContainer } from '../support/hub.ts';
 import { CLI, decidePlan, servedReview, shownPlan, writeGatehouse } from '../support/plan-gate.ts';
-import { startScriptedUpstream, type ScriptedUpstream } from '../support/scripted-upstream.ts';
+import { scriptedTurn, startScriptedUpstream, type ScriptedUpstream } from '../support/scripted-upstream.ts';
 
 const PLAN = '# Add a greeting\n\n1. Write hello.txt with a greeting\n';
 /** The model's last word once ExitPlanMode's result is back: the end of every session. */
@@ -50,13 +50,7 @@ function toolResult(body: Record<string, unknown>, id: string): Block | undefine
 function planModel(body: Record<string, unknown>): ModelResponse | undefined {
   const tools = Array.isArray(body['tools']) ? (body['tools'] as Block[]).map((t) => t['name']) : [];
   if (!tools.includes('Write')) return undefined;
-  const turn = (parts: ModelResponse['parts']): ModelResponse => ({
-    id: 'plan1',
-    model: String(body['model']),
-    usage: { input: 100, output: 10 },
-    parts,
-    stopReason: parts.some((p) => p.type === 'tool_call') ? 'tool_use' : 'end',
-  });
+  const turn = (parts: ModelResponse['parts']) => scriptedTurn('plan1', String(body['model']), parts);
   const call = (id: string, name: string, input: unknown) =>
     turn([{ type: 'tool_call', id, name, arguments: JSON.stringify(input) }]);
   if (toolResult(body, EXIT_ID)) return turn([{ type: 'text', text: DONE }]);

@@ -23,7 +23,12 @@ import { isObject } from '../../src/json.ts';
 import { BIN, codexConfig, installAgents, startNetworkTrap, trappedEnv, type NetworkTrap } from '../support/agents.ts';
 import { MODEL, SHELL } from '../support/gated-agents.ts';
 import { decidePlan, servedReview, shownPlan, writeGatehouse } from '../support/plan-gate.ts';
-import { startScriptedUpstream, type RecordedRequest, type ScriptedUpstream } from '../support/scripted-upstream.ts';
+import {
+  scriptedTurn,
+  startScriptedUpstream,
+  type RecordedRequest,
+  type ScriptedUpstream,
+} from '../support/scripted-upstream.ts';
 import { startTerminal, type Terminal } from '../support/tmux.ts';
 
 const run = promisify(execFile);
@@ -71,13 +76,7 @@ const userTexts = (body: Record<string, unknown>) =>
  * Codex's thread-title request (a JSON schema output) gets a title.
  */
 function codexModel(body: Record<string, unknown>): ModelResponse | undefined {
-  const reply = (parts: ModelResponse['parts']): ModelResponse => ({
-    id: 'codex-plan',
-    model: String(body['model']),
-    usage: { input: 100, output: 10 },
-    parts,
-    stopReason: parts.some((p) => p.type === 'tool_call') ? 'tool_use' : 'end',
-  });
+  const reply = (parts: ModelResponse['parts']) => scriptedTurn('codex-plan', String(body['model']), parts);
   const format = (body['text'] as { format?: { type?: string } } | undefined)?.format;
   if (format?.type === 'json_schema') return reply([{ type: 'text', text: JSON.stringify({ title: 'Greeting' }) }]);
   const tools = Array.isArray(body['tools']) ? (body['tools'] as Item[]).map((t) => t['name']) : [];

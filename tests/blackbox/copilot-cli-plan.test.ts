@@ -19,7 +19,7 @@ import { BIN, installAgents, startNetworkTrap, trappedEnv, type NetworkTrap } fr
 import { copilotOffline, runGatedAgent, SHELL } from '../support/gated-agents.ts';
 import { TempRepo } from '../support/git-repo.ts';
 import { CLI, decidePlan, servedReview, shownPlan, writeGatehouse } from '../support/plan-gate.ts';
-import { startScriptedUpstream, type ScriptedUpstream } from '../support/scripted-upstream.ts';
+import { scriptedTurn, startScriptedUpstream, type ScriptedUpstream } from '../support/scripted-upstream.ts';
 import { startTerminal } from '../support/tmux.ts';
 
 const run = promisify(execFile);
@@ -56,13 +56,8 @@ const planText = (n: number) => (n === 1 ? PLAN_1 : PLAN_2);
  */
 function planModel(body: Record<string, unknown>, conv: Conversation | undefined): ModelResponse | undefined {
   if (!conv?.tools?.some((t) => t.name === 'exit_plan_mode')) return undefined;
-  const reply = (name: string, id: string, args: unknown): ModelResponse => ({
-    id: `plan-${id}`,
-    model: conv.model,
-    usage: { input: 100, output: 10 },
-    parts: [{ type: 'tool_call', id, name, arguments: JSON.stringify(args) }],
-    stopReason: 'tool_use',
-  });
+  const reply = (name: string, id: string, args: unknown) =>
+    scriptedTurn(`plan-${id}`, conv.model, [{ type: 'tool_call', id, name, arguments: JSON.stringify(args) }]);
   const shell = (id: string, command: string) =>
     reply(SHELL['copilot-cli'].name, id, SHELL['copilot-cli'].args(command));
   const writePlan = (n: number) => {

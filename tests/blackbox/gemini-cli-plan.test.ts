@@ -28,7 +28,7 @@ import type { Conversation, ModelResponse, ToolResultPart } from '../../src/prox
 import { BIN, installAgents, startNetworkTrap, trappedEnv, type NetworkTrap } from '../support/agents.ts';
 import { MODEL } from '../support/gated-agents.ts';
 import { decidePlan, shownPlan, writeGatehouse } from '../support/plan-gate.ts';
-import { startScriptedUpstream, type ScriptedUpstream } from '../support/scripted-upstream.ts';
+import { scriptedTurn, startScriptedUpstream, type ScriptedUpstream } from '../support/scripted-upstream.ts';
 import { startTerminal } from '../support/tmux.ts';
 
 const PROMPT = 'Plan a greeting file for this project';
@@ -81,13 +81,7 @@ const text = (r: ToolResultPart) => r.content.map((c) => (c.type === 'text' ? c.
  */
 function planModel(_body: Record<string, unknown>, conv: Conversation | undefined): ModelResponse | undefined {
   if (!conv?.tools?.some((t) => t.name === 'write_file')) return undefined;
-  const reply = (parts: ModelResponse['parts']): ModelResponse => ({
-    id: 'gemini-plan',
-    model: conv.model,
-    usage: { input: 100, output: 10 },
-    parts,
-    stopReason: parts.some((p) => p.type === 'tool_call') ? 'tool_use' : 'end',
-  });
+  const reply = (parts: ModelResponse['parts']) => scriptedTurn('gemini-plan', conv.model, parts);
   const results = conv.messages.flatMap((m) => m.parts).filter((p) => p.type === 'tool_result');
   const call = (name: string, args: unknown) =>
     reply([{ type: 'tool_call', id: `call_${results.length}`, name, arguments: JSON.stringify(args) }]);

@@ -229,6 +229,17 @@ export type Script = (
   conversation: Conversation | undefined,
 ) => ModelResponse | undefined;
 
+/** A script's turn of `parts`, which ends for its tool calls when it makes any. */
+export function scriptedTurn(id: string, model: string, parts: ModelResponse['parts']): ModelResponse {
+  return {
+    id,
+    model,
+    usage: { input: 100, output: 10 },
+    parts,
+    stopReason: parts.some((p) => p.type === 'tool_call') ? 'tool_use' : 'end',
+  };
+}
+
 async function handle(
   req: IncomingMessage,
   res: ServerResponse,
