@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { NotifyTarget } from '../config/notify.ts';
+import { REVIEW_KINDS } from '../review/kinds.ts';
 import type { NotifyCounts, ReviewSummary } from './contract.ts';
 
 export interface ReviewEvent {
@@ -27,7 +28,7 @@ const slackText = (text: string) =>
 /** One line about the event; every text a submitter chose goes through `text`, the format's escaping. */
 function sentence({ event, review }: ReviewEvent, text: (value: string) => string): string {
   const version = review.version > 1 ? ` (version ${review.version})` : '';
-  const what = `${review.kind === 'plan' ? 'Plan' : 'Code review'} "${text(review.title)}"${version}`;
+  const what = `${REVIEW_KINDS[review.kind].label} "${text(review.title)}"${version}`;
   const where = [review.project, review.branch].filter(Boolean).map(text).join(' @ ');
   const by = review.submitter ? ` from ${text(review.submitter)}` : '';
   const head = event === 'review.created' ? `${what}${by} is waiting for a review` : `${what}${by}: ${review.outcome}`;

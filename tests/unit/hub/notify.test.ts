@@ -53,6 +53,29 @@ describe('Notifier', () => {
     await notifier.close();
   });
 
+  it('names each kind of review by its own label', async () => {
+    const bodies: string[] = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        bodies.push(body);
+        res.end();
+      });
+    });
+    servers.push(server);
+    const { port } = await listen(server, { port: 0, host: '127.0.0.1' });
+    const targets = [{ url: new URL(`http://127.0.0.1:${port}/`), format: 'ntfy' as const }];
+    const notifier = new Notifier({ targets, attempts: 1, retryBaseMs: 10, log: pino({ level: 'silent' }) });
+    for (const kind of ['code', 'annotate'] as const) notifier.notify({ ...EVENT, review: { ...EVENT.review, kind } });
+    await expect.poll(() => notifier.counts.sent).toBe(2);
+    expect(bodies.sort()).toEqual([
+      'Code review "T" is waiting for a review [p @ b]: http://hub/r/r1/',
+      'Document "T" is waiting for a review [p @ b]: http://hub/r/r1/',
+    ]);
+    await notifier.close();
+  });
+
   it('gives up after its attempts and never throws', async () => {
     const targets = [{ url: new URL('http://127.0.0.1:9/'), format: 'json' as const }];
     const notifier = new Notifier({ targets, attempts: 2, retryBaseMs: 10, log: pino({ level: 'silent' }) });
