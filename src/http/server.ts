@@ -1,13 +1,30 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, RequestListener, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
- * node:http's createServer, taken without importing node:http as an ES module:
- * such an import reads every export of it, and one of them loads Node's
- * bundled undici (its fetch), which a server does not use.
+ * node:http, taken without importing it as an ES module: such an import reads
+ * every export of it, and one of them loads Node's bundled undici (its fetch),
+ * which a server does not use.
  */
-export const createServer = process.getBuiltinModule('node:http').createServer;
+const http = process.getBuiltinModule('node:http');
+
+/** The responses under way on each server made by createServer. */
+const responsesUnderWay = new WeakMap<Server, Set<ServerResponse>>();
+
+/** node:http's createServer, its responses under way followed for close(). */
+export function createServer(options: ServerOptions = {}, listener?: RequestListener): Server {
+  const server = http.createServer(options, listener);
+  const underWay = new Set<ServerResponse>();
+  responsesUnderWay.set(server, underWay);
+  // First, so that whatever handles it, a request that arrives after close() is answered with `Connection: close`.
+  server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
+    underWay.add(res);
+    res.once('close', () => underWay.delete(res));
+    if (!server.listening) res.shouldKeepAlive = false;
+  });
+  return server;
+}
 
 export interface ListenOptions {
   port: number;
@@ -53,10 +70,11 @@ export async function listen(
 }
 
 /**
- * Stops accepting, lets in-flight responses finish for up to `graceMs`, then
- * runs `beforeDrop` (which may end the answers still open in some orderly
- * way) and drops whatever connection is left (idle keep-alive sockets would
- * otherwise hold the process open).
+ * Stops accepting and closes idle keep-alive connections at once. A response
+ * under way, or to a request of a connection accepted before, is the last on
+ * its connection, which then closes (node:http would keep it open for another
+ * request). After `graceMs`, `beforeDrop` may end the answers still open in
+ * some orderly way, and whatever connection is left is dropped.
  */
 export async function close(
   server: Server,
@@ -65,7 +83,13 @@ export async function close(
 ): Promise<void> {
   if (!server.listening) return;
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeIdleConnections();
+  for (const res of responsesUnderWay.get(server) ?? []) {
+    if (!res.headersSent) res.shouldKeepAlive = false;
+    else {
+      const socket = res.socket;
+      res.once('finish', () => socket?.destroySoon());
+    }
+  }
   const timer = setTimeout(() => void beforeDrop().finally(() => server.closeAllConnections()), graceMs);
   timer.unref();
   await closed;
