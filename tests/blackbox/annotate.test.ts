@@ -16,6 +16,7 @@ import {
   type HubContainer,
 } from '../support/hub.ts';
 import { IMAGE } from '../support/image.ts';
+import { postsUnderWayTogether } from '../support/raw-http.ts';
 import { startReviewContainer, type ReviewContainer } from '../support/review-container.ts';
 
 const run = promisify(execFile);
@@ -79,9 +80,9 @@ describe('gatehouse annotate in a container (remote mode, port 19432)', () => {
     expect(JSON.parse(done.stdout)).toEqual({ decision: 'denied', feedback: 'Name the queues.' });
 
     const approved = await annotate(['--gate', '--timeout', '10m']);
-    const [first, second] = await Promise.all([
-      post(approved.url, 'api/approve', {}),
-      post(approved.url, 'api/deny', {}),
+    const [first, second] = await postsUnderWayTogether(approved.url, [
+      { path: 'api/approve', body: {} },
+      { path: 'api/deny', body: {} },
     ]);
     expect([first.status, second.status].sort()).toEqual([200, 409]);
     const end = await approved.finish();

@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { close, listen } from '../../src/http/server.ts';
 import { IMAGE } from '../support/image.ts';
+import { postsUnderWayTogether } from '../support/raw-http.ts';
 import { GIF, imageForm, JPEG, PNG, WEBP } from '../support/images.ts';
 import { startReviewContainer, type ReviewContainer } from '../support/review-container.ts';
 
@@ -232,9 +233,9 @@ describe('plan review in a container (remote mode, port 19432)', () => {
 
   it('only the first of two concurrent decisions counts', async () => {
     const c = await plan();
-    const [a, b] = await Promise.all([
-      call(c.url, 'POST', 'api/approve', { planSave: { enabled: false } }),
-      call(c.url, 'POST', 'api/deny', { planSave: { enabled: false } }),
+    const [a, b] = await postsUnderWayTogether(c.url, [
+      { path: 'api/approve', body: { planSave: { enabled: false } } },
+      { path: 'api/deny', body: { planSave: { enabled: false } } },
     ]);
     expect([a.status, b.status].sort()).toEqual([200, 409]);
     const done = await c.finish();

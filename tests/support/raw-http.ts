@@ -1,4 +1,4 @@
-import { request, type IncomingHttpHeaders } from 'node:http';
+import { request, type ClientRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect, type Socket } from 'node:net';
 
 export interface RawResponse {
@@ -18,9 +18,9 @@ export interface RawRequestOptions {
   body?: string;
 }
 
-export function rawRequest(url: string, options: RawRequestOptions = {}): Promise<RawResponse> {
+function answerOf(req: ClientRequest): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: options.method ?? 'GET', headers: options.headers ?? {} }, (res) => {
+    req.on('response', (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {
@@ -29,8 +29,47 @@ export function rawRequest(url: string, options: RawRequestOptions = {}): Promis
       res.on('error', reject);
     });
     req.on('error', reject);
-    req.end(options.body);
   });
+}
+
+export function rawRequest(url: string, options: RawRequestOptions = {}): Promise<RawResponse> {
+  const req = request(url, { method: options.method ?? 'GET', headers: options.headers ?? {} });
+  const answer = answerOf(req);
+  req.end(options.body);
+  return answer;
+}
+
+/**
+ * JSON POSTs under way in the server all at once, each on its own connection:
+ * each sends its headers with `Expect: 100-continue`, and no body goes out
+ * before every one has had its `100 Continue`, which node:http sends as the
+ * request reaches its handler. Sent at the same moment without this, through
+ * Docker's port forwarding, one may reach the server only after another was
+ * answered and the server closed.
+ */
+export async function postsUnderWayTogether<const P extends readonly { path: string; body: unknown }[]>(
+  base: string,
+  posts: P,
+): Promise<{ [K in keyof P]: RawResponse }> {
+  const started = posts.map(({ path, body }) => {
+    const bytes = Buffer.from(JSON.stringify(body));
+    const req = request(new URL(path, base), {
+      method: 'POST',
+      agent: false,
+      headers: { 'content-type': 'application/json', 'content-length': bytes.length, expect: '100-continue' },
+    });
+    const answer = answerOf(req);
+    const admitted = new Promise((resolve) => {
+      req.once('continue', resolve);
+      // An answer before the body (a refusal) admits it too: its body is then never read.
+      req.once('response', resolve);
+    });
+    req.flushHeaders();
+    return { req, bytes, answer, admitted };
+  });
+  await Promise.all(started.map(({ admitted }) => admitted));
+  for (const { req, bytes } of started) req.end(bytes);
+  return (await Promise.all(started.map(({ answer }) => answer))) as { [K in keyof P]: RawResponse };
 }
 
 /** The same request as source text for `node -e` inside a container: prints `<status> <nosniff> <body>`. */
