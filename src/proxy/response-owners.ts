@@ -17,7 +17,7 @@ import type { JsonObject } from './translate/model.ts';
 
 /** How much of an answer's start is read for its id before giving up (an upstream echoing long instructions first). */
 const MAX_SCAN_BYTES = 64 * 1024;
-/** Strings longer than this are no id: their text is not kept. */
+/** Strings longer than this, as sent (escapes and UTF-8 bytes counted), are no id: their text is not kept. */
 const MAX_ID_LENGTH = 256;
 
 const OPEN_OBJECT = 0x7b;
@@ -34,6 +34,15 @@ interface Level {
   member: string | undefined;
 }
 
+/** A JSON string's text from its bytes between the quotes, escapes resolved; undefined if they are no JSON string. */
+function decoded(bytes: number[]): string | undefined {
+  try {
+    return JSON.parse(`"${Buffer.from(bytes).toString('utf8')}"`) as string;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Finds an answer's own id in its first bytes, chunk by chunk as they pass,
  * without buffering or parsing the answer: the string member `id` of a JSON
@@ -47,8 +56,8 @@ export class AnswerIdScanner {
   readonly #levels: Level[] = [];
   #scanned = 0;
   #done = false;
-  /** Inside a string: its text so far (undefined once it is too long to be an id). */
-  #string: string | undefined;
+  /** Inside a string: its bytes so far, as sent (undefined once too long to be an id). */
+  #string: number[] | undefined;
   #inString = false;
   #escaped = false;
   /** The next string in the current object is a member's name. */
@@ -77,7 +86,8 @@ export class AnswerIdScanner {
         return !this.#done;
       }
       if (this.#string !== undefined) {
-        this.#string = this.#string.length < MAX_ID_LENGTH ? this.#string + String.fromCharCode(byte) : undefined;
+        if (this.#string.length < MAX_ID_LENGTH) this.#string.push(byte);
+        else this.#string = undefined;
       }
       return true;
     }
@@ -91,7 +101,7 @@ export class AnswerIdScanner {
     switch (byte) {
       case QUOTE:
         this.#inString = true;
-        this.#string = '';
+        this.#string = [];
         return;
       case OPEN_OBJECT:
       case OPEN_ARRAY:
@@ -118,7 +128,7 @@ export class AnswerIdScanner {
 
   #endString(): void {
     this.#inString = false;
-    const text = this.#string;
+    const text = this.#string && decoded(this.#string);
     this.#string = undefined;
     if (this.#expectName) {
       this.#expectName = false;

@@ -33,7 +33,9 @@ describe('AnswerIdScanner', () => {
     });
     for (const size of [1, 3, 7, body.length]) expect(scan(body, size).id).toBe('resp_abc');
     expect(scan('  {\n  "id" : "resp_spaced",\n  "object": "response"\n}').id).toBe('resp_spaced');
-    expect(scan('{"id":"resp_\\"quoted\\""}').id).toBe('resp_\\"quoted\\"');
+    // As the client reads it, escapes resolved: what it sends back as previous_response_id.
+    expect(scan('{"id":"resp_\\"quoted\\""}').id).toBe('resp_"quoted"');
+    expect(scan('{"i\\u0064":"resp_\\u0041\\/é"}', 1).id).toBe('resp_A/é');
   });
 
   it("reads an SSE stream's first event's response.id, and stops reading there", () => {
@@ -55,6 +57,7 @@ describe('AnswerIdScanner', () => {
     expect(scan('{"output":[{"id":"msg_1"}],"object":"response"}').id).toBeUndefined();
     expect(scan('{"id":42,"object":"response"}').id).toBeUndefined();
     expect(scan('{"id":"","object":"response"}').id).toBeUndefined();
+    expect(scan('{"id":"resp_\\x","object":"response"}').id).toBeUndefined();
     const error = event('error', { type: 'error', error: { id: 'err_1', message: 'no' } });
     expect(scan(error + event('response.created', { response: { id: 'resp_late' } })).id).toBeUndefined();
   });
