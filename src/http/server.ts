@@ -1,5 +1,5 @@
 import type { IncomingMessage, RequestListener, Server, ServerOptions, ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
@@ -9,18 +9,18 @@ import { setTimeout as sleep } from 'node:timers/promises';
  */
 const http = process.getBuiltinModule('node:http');
 
-/** Each open connection of a server made by createServer, with the response it began last. */
-const lastResponses = new WeakMap<Server, Map<Socket, ServerResponse>>();
+/** The responses under way on each server made by createServer. */
+const responsesUnderWay = new WeakMap<Server, Set<ServerResponse>>();
 
-/** node:http's createServer, each connection's last response followed for close(). */
+/** node:http's createServer, its responses under way followed for close(). */
 export function createServer(options: ServerOptions = {}, listener?: RequestListener): Server {
   const server = http.createServer(options, listener);
-  const last = new Map<Socket, ServerResponse>();
-  lastResponses.set(server, last);
-  server.on('connection', (socket: Socket) => socket.once('close', () => last.delete(socket)));
+  const underWay = new Set<ServerResponse>();
+  responsesUnderWay.set(server, underWay);
   // First, so that whatever handles it, a request that arrives after close() is answered with `Connection: close`.
-  server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
-    last.set(req.socket, res);
+  server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
+    underWay.add(res);
+    res.once('close', () => underWay.delete(res));
     if (!server.listening) res.shouldKeepAlive = false;
   });
   return server;
@@ -83,11 +83,12 @@ export async function close(
 ): Promise<void> {
   if (!server.listening) return;
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  for (const [socket, res] of lastResponses.get(server) ?? []) {
-    // Answered already: the connection is idle (server.close() has closed it) or its next request is on its way.
-    if (res.writableFinished) continue;
+  for (const res of responsesUnderWay.get(server) ?? []) {
     if (!res.headersSent) res.shouldKeepAlive = false;
-    else res.once('finish', () => socket.destroySoon());
+    else {
+      const socket = res.socket;
+      res.once('finish', () => socket?.destroySoon());
+    }
   }
   const timer = setTimeout(() => void beforeDrop().finally(() => server.closeAllConnections()), graceMs);
   timer.unref();
