@@ -9,6 +9,7 @@
  * no config loader): a hook that passes at once loads nothing else.
  */
 import path from 'node:path';
+import { ConfigError } from '../config/errors.ts';
 import type { Agent as SwitchTarget } from '../review/contract.ts';
 import { isObject, type JsonObject } from '../json.ts';
 import type { DecisionCodec } from '../review/decision.ts';
@@ -72,6 +73,17 @@ export interface SwitchOptions {
   timeoutMs: number;
 }
 
+/** The plan gate (`gatehouse hook <agent>`, before the agent works) or the code gate (`--gate code`, at turn end). */
+export const GATES = ['plan', 'code'] as const;
+export type Gate = (typeof GATES)[number];
+
+/** The gate a `--gate` flag names; anything else is a ConfigError naming the flag. */
+export function gateNamed(value: string): Gate {
+  const gate = GATES.find((g) => g === value);
+  if (gate === undefined) throw new ConfigError(`--gate must be plan or code, got ${JSON.stringify(value)}`);
+  return gate;
+}
+
 /** Where `gatehouse setup` writes: the agent's files in the home directory, or the repository's. */
 export type Scope = 'user' | 'project';
 
@@ -83,7 +95,9 @@ export interface SetupTarget {
   /** The repository the project scope writes into. */
   project: string;
   env: NodeJS.ProcessEnv;
-  /** The hook's command: `gatehouse hook <agent>`, with ` --hub URL` when asked. */
+  /** The gate whose hook is written or checked. */
+  gate: Gate;
+  /** The hook's command: `gatehouse hook <agent>`, with ` --gate code`, ` --max-rounds N`, ` --hub URL` when asked. */
   command: string;
   /** Also make the browser the only gate where the agent needs a setting for it (Gemini's policy rule). */
   policy: boolean;
@@ -116,8 +130,9 @@ export interface HookCheck {
 export interface AgentSetup {
   /** The scopes the agent reads hooks from; the first is the default. */
   readonly scopes: readonly Scope[];
-  /** Every file setup writes, as it would leave it; throws a ConfigFileError for one it must not touch. */
+  /** Every file setup writes for the target's gate, as it would leave it; a ConfigFileError for one not to touch. */
   plan(target: SetupTarget, read: ReadText): Promise<PlannedFile[]>;
+  /** Whether the target's gate is installed, and would run. */
   check(target: Omit<SetupTarget, 'command' | 'policy'>, read: ReadText): Promise<HookCheck>;
 }
 

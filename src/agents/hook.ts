@@ -1,8 +1,7 @@
-import { ConfigError } from '../config/errors.ts';
 import type { ReviewContext } from '../review/sink.ts';
 import { parseReviewArgs, type ParsedReviewArgs } from '../review/args.ts';
 import { readAll, writeLine } from '../stdio.ts';
-import type { HookRead } from './agent.ts';
+import { gateNamed, type Gate, type HookRead } from './agent.ts';
 import { AGENTS, isAgentName } from './registry.ts';
 
 /** The agents with a command hook, as `gatehouse hook` names them, and the events each gate is installed on. */
@@ -25,15 +24,12 @@ ${HOOKED.map((h) => `  ${h.name.padEnd(13)} ${h.plan.padEnd(34)} ${h.code}`).joi
 `;
 
 /** `--gate plan|code` taken out of the flags (default plan); anything else is an error. */
-function gateOf(argv: string[]): { gate: 'plan' | 'code'; rest: string[] } {
+function gateOf(argv: string[]): { gate: Gate; rest: string[] } {
   const at = argv.findIndex((a) => a === '--gate' || a.startsWith('--gate='));
   if (at < 0) return { gate: 'plan', rest: argv };
   const inline = argv[at]?.startsWith('--gate=') === true;
   const value = inline ? argv[at]?.slice('--gate='.length) : argv[at + 1];
-  if (value !== 'plan' && value !== 'code') {
-    throw new ConfigError(`--gate must be plan or code, got ${JSON.stringify(value ?? '')}`);
-  }
-  return { gate: value, rest: argv.filter((_, i) => i !== at && (inline || i !== at + 1)) };
+  return { gate: gateNamed(value ?? ''), rest: argv.filter((_, i) => i !== at && (inline || i !== at + 1)) };
 }
 
 /**

@@ -1,15 +1,21 @@
-/** `gatehouse setup claude-code`: the PermissionRequest hook in Claude Code's settings.json. */
+/**
+ * `gatehouse setup claude-code`: the PermissionRequest hook (plan gate) or the
+ * Stop hook (code gate) in Claude Code's settings.json.
+ */
 import path from 'node:path';
-import type { AgentSetup, SetupTarget } from '../agent.ts';
+import type { AgentSetup, Gate, SetupTarget } from '../agent.ts';
 import { readJsonConfig } from '../setup/config-files.ts';
-import { findGroupedHook, isPlanGate, upsertGroupedHook } from '../setup/hooks.ts';
+import { findGroupedHook, hookSummary, isGateHook, upsertGroupedHook, type GateEvent } from '../setup/hooks.ts';
 import { programProblem } from '../setup/program.ts';
 
 /** Claude Code kills a hook past its timeout (seconds) and shows its own dialog: a day. */
 export const CLAUDE_HOOK_TIMEOUT_S = 86_400;
 
-const EVENT = ['hooks', 'PermissionRequest'];
-const ours = (command: unknown) => isPlanGate('claude-code', command);
+const EVENTS: Record<Gate, GateEvent> = {
+  plan: { event: ['hooks', 'PermissionRequest'], matcher: 'ExitPlanMode' },
+  code: { event: ['hooks', 'Stop'] },
+};
+const ours = (gate: Gate) => (command: unknown) => isGateHook('claude-code', gate, command);
 
 function settingsFile({ scope, home, project }: Pick<SetupTarget, 'scope' | 'home' | 'project'>): string {
   return scope === 'user'
@@ -22,24 +28,21 @@ export const setup: AgentSetup = {
   async plan(target, read) {
     const file = settingsFile(target);
     const handler = { type: 'command', command: target.command, timeout: CLAUDE_HOOK_TIMEOUT_S };
-    const { text } = upsertGroupedHook(file, await read(file), {
-      event: EVENT,
-      matcher: 'ExitPlanMode',
-      handler,
-      ours,
-    });
-    return [{ path: file, after: text, what: `hooks.PermissionRequest (matcher ExitPlanMode): ${target.command}` }];
+    const at = EVENTS[target.gate];
+    const { text } = upsertGroupedHook(file, await read(file), { ...at, handler, ours: ours(target.gate) });
+    return [{ path: file, after: text, what: hookSummary(at, target.command) }];
   },
   async check(target, read) {
     const file = settingsFile(target);
     const root = readJsonConfig(file, await read(file));
-    const found = findGroupedHook(file, root, { event: EVENT, ours });
+    const { event, matcher } = EVENTS[target.gate];
+    const found = findGroupedHook(file, root, { event, ours: ours(target.gate) });
     const command = (found?.handler['command'] as string | undefined) ?? null;
     const problems: string[] = [];
     if (command !== null) {
       const program = programProblem(command, target.env);
       if (program !== null) problems.push(program);
-      if (found?.matcher !== 'ExitPlanMode') problems.push('its matcher is not "ExitPlanMode"');
+      if (matcher !== undefined && found?.matcher !== matcher) problems.push(`its matcher is not "${matcher}"`);
       if (root['disableAllHooks'] === true) problems.push('disableAllHooks is true');
     }
     return { file, command, problems, notes: [] };

@@ -1,23 +1,26 @@
 /**
- * `gatehouse setup codex`: the Stop hook in Codex's hooks.json, and its trust
- * in $CODEX_HOME/config.toml (Codex runs no hook it has not been told to
- * trust): `[hooks.state."<hooks.json>:stop:<group>:<handler>"] trusted_hash`,
- * the SHA-256 of the hook's canonical JSON identity, as Codex 0.171.0
- * computes it (checked against its `hooks/list`).
+ * `gatehouse setup codex`: the Stop hook in Codex's hooks.json (both gates
+ * are Stop hooks, each its own group), and its trust in $CODEX_HOME/config.toml
+ * (Codex runs no hook it has not been told to trust):
+ * `[hooks.state."<hooks.json>:stop:<group>:<handler>"] trusted_hash`, the
+ * SHA-256 of the hook's canonical JSON identity, as Codex 0.171.0 computes it
+ * (checked against its `hooks/list`). Setup never removes a group, so the
+ * other gate's key stays where it is.
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { isObject, type JsonObject } from '../../json.ts';
-import type { AgentSetup, SetupTarget } from '../agent.ts';
+import type { AgentSetup, Gate, SetupTarget } from '../agent.ts';
 import { readJsonConfig, readTomlConfig, setTomlString, valueAt } from '../setup/config-files.ts';
-import { findGroupedHook, isPlanGate, upsertGroupedHook } from '../setup/hooks.ts';
+import { findGroupedHook, hookSummary, isGateHook, upsertGroupedHook } from '../setup/hooks.ts';
 import { programProblem } from '../setup/program.ts';
 
 /** Codex's hook timeout is in seconds: a day for the review. */
 export const CODEX_HOOK_TIMEOUT_S = 86_400;
 
-const EVENT = ['hooks', 'Stop'];
-const ours = (command: unknown) => isPlanGate('codex', command);
+/** Both gates: the plan gate passes a turn that was not a plan, the code gate one without changes. */
+const STOP = { event: ['hooks', 'Stop'] };
+const ours = (gate: Gate) => (command: unknown) => isGateHook('codex', gate, command);
 
 const codexHome = ({ home, env }: Pick<SetupTarget, 'home' | 'env'>) => env['CODEX_HOME'] || path.join(home, '.codex');
 
@@ -65,7 +68,7 @@ export const setup: AgentSetup = {
   async plan(target, read) {
     const file = hooksFile(target);
     const handler = { type: 'command', command: target.command, timeout: CODEX_HOOK_TIMEOUT_S };
-    const { text, at } = upsertGroupedHook(file, await read(file), { event: EVENT, handler, ours });
+    const { text, at } = upsertGroupedHook(file, await read(file), { ...STOP, handler, ours: ours(target.gate) });
     const config = path.join(codexHome(target), 'config.toml');
     const before = await read(config);
     const key = trustKey(file, at.group, at.index);
@@ -77,14 +80,14 @@ export const setup: AgentSetup = {
             Object.is(trustedHash(doc, key), hash),
           );
     return [
-      { path: file, after: text, what: `hooks.Stop: ${target.command}` },
+      { path: file, after: text, what: hookSummary(STOP, target.command) },
       { path: config, after, what: `hooks.state."${key}".trusted_hash (Codex runs only trusted hooks)` },
     ];
   },
   async check(target, read) {
     const file = hooksFile(target);
     const root = readJsonConfig(file, await read(file));
-    const found = findGroupedHook(file, root, { event: EVENT, ours });
+    const found = findGroupedHook(file, root, { ...STOP, ours: ours(target.gate) });
     const command = (found?.handler['command'] as string | undefined) ?? null;
     const problems: string[] = [];
     if (found !== undefined && command !== null) {
@@ -100,7 +103,9 @@ export const setup: AgentSetup = {
         problems.push(`the project is not trusted in ${configFile}: Codex loads no project hooks`);
     }
     const notes =
-      command === null ? [] : ['after an approve the turn ends and the terminal UI asks "Implement this plan?" itself'];
+      command === null || target.gate === 'code'
+        ? []
+        : ['after an approve the turn ends and the terminal UI asks "Implement this plan?" itself'];
     return { file, command, problems, notes };
   },
 };

@@ -1,13 +1,14 @@
 /**
- * `gatehouse setup gemini-cli`: the BeforeTool hook in Gemini CLI's
- * settings.json and, with --policy, a policy rule that allows exit_plan_mode
- * in plan mode, so the browser is the only gate (without it the terminal UI
+ * `gatehouse setup gemini-cli`: the BeforeTool hook (plan gate) or the
+ * AfterAgent hook (code gate) in Gemini CLI's settings.json and, with
+ * --policy (the plan gate's), a policy rule that allows exit_plan_mode in
+ * plan mode, so the browser is the only gate (without it the terminal UI
  * asks "Ready to start implementation?" after an approve).
  */
 import path from 'node:path';
-import type { AgentSetup, SetupTarget } from '../agent.ts';
+import type { AgentSetup, Gate, SetupTarget } from '../agent.ts';
 import { readJsonConfig, valueAt } from '../setup/config-files.ts';
-import { findGroupedHook, isPlanGate, upsertGroupedHook } from '../setup/hooks.ts';
+import { findGroupedHook, hookSummary, isGateHook, upsertGroupedHook, type GateEvent } from '../setup/hooks.ts';
 import { programProblem } from '../setup/program.ts';
 
 /** Gemini CLI's hook timeout is in milliseconds (default 60 s): a day. */
@@ -33,8 +34,11 @@ modes = ["plan"]
 const PROJECT_POLICY_UNUSED =
   'Gemini CLI (0.61.0) does not load a project\'s policies yet: its terminal UI still asks "Ready to start implementation?" after an approve (docs/agents.md)';
 
-const EVENT = ['hooks', 'BeforeTool'];
-const ours = (command: unknown) => isPlanGate('gemini-cli', command);
+const EVENTS: Record<Gate, GateEvent> = {
+  plan: { event: ['hooks', 'BeforeTool'], matcher: 'exit_plan_mode' },
+  code: { event: ['hooks', 'AfterAgent'] },
+};
+const ours = (gate: Gate) => (command: unknown) => isGateHook('gemini-cli', gate, command);
 
 function geminiDir({ scope, home, project }: Pick<SetupTarget, 'scope' | 'home' | 'project'>): string {
   return scope === 'user' ? path.join(home, '.gemini') : path.join(project, '.gemini');
@@ -45,13 +49,9 @@ export const setup: AgentSetup = {
   async plan(target, read) {
     const file = path.join(geminiDir(target), 'settings.json');
     const handler = { type: 'command', command: target.command, timeout: GEMINI_HOOK_TIMEOUT_MS };
-    const { text } = upsertGroupedHook(file, await read(file), {
-      event: EVENT,
-      matcher: 'exit_plan_mode',
-      handler,
-      ours,
-    });
-    const files = [{ path: file, after: text, what: `hooks.BeforeTool (matcher exit_plan_mode): ${target.command}` }];
+    const at = EVENTS[target.gate];
+    const { text } = upsertGroupedHook(file, await read(file), { ...at, handler, ours: ours(target.gate) });
+    const files = [{ path: file, after: text, what: hookSummary(at, target.command) }];
     if (target.policy)
       files.push({
         path: path.join(geminiDir(target), 'policies', 'gatehouse.toml'),
@@ -66,17 +66,20 @@ export const setup: AgentSetup = {
   async check(target, read) {
     const file = path.join(geminiDir(target), 'settings.json');
     const root = readJsonConfig(file, await read(file));
-    const found = findGroupedHook(file, root, { event: EVENT, ours });
+    const { event, matcher } = EVENTS[target.gate];
+    const found = findGroupedHook(file, root, { event, ours: ours(target.gate) });
     const command = (found?.handler['command'] as string | undefined) ?? null;
     const problems: string[] = [];
     const notes: string[] = [];
     if (command !== null) {
       const program = programProblem(command, target.env);
       if (program !== null) problems.push(program);
-      if (found?.matcher !== 'exit_plan_mode') problems.push('its matcher is not "exit_plan_mode"');
+      if (matcher !== undefined && found?.matcher !== matcher) problems.push(`its matcher is not "${matcher}"`);
       if (valueAt(root, ['hooksConfig', 'enabled']) === false) problems.push('hooksConfig.enabled is false');
       const disabled = valueAt(root, ['hooksConfig', 'disabled']);
       if (Array.isArray(disabled) && disabled.includes(command)) problems.push('hooksConfig.disabled lists it');
+    }
+    if (command !== null && target.gate === 'plan') {
       const policy = await read(path.join(geminiDir(target), 'policies', 'gatehouse.toml'));
       const policyPaths = valueAt(root, ['policyPaths']);
       if (policy === null)
@@ -89,8 +92,9 @@ export const setup: AgentSetup = {
           'policy rule written, but policyPaths is set: Gemini CLI reads policies from there instead of ~/.gemini/policies',
         );
       else notes.push('policy rule installed: the browser is the only gate');
-      if (target.scope === 'project') notes.push('project hooks run only in a folder Gemini CLI trusts');
     }
+    if (command !== null && target.scope === 'project')
+      notes.push('project hooks run only in a folder Gemini CLI trusts');
     return { file, command, problems, notes };
   },
 };

@@ -1,5 +1,5 @@
 /**
- * `gatehouse setup <agent> [--user|--project] [--hub URL] [--policy] [--dry-run]`
+ * `gatehouse setup <agent> [--gate plan|code] [--user|--project] [--hub URL] [--policy] [--max-rounds N] [--dry-run]`
  * and `gatehouse setup --check`. Every file is read once, planned whole,
  * then written (atomically, its folder made) only where it changes; a file
  * that does not parse is left untouched and ends the run with exit 1 before
@@ -12,23 +12,39 @@ import { parseArgs } from 'node:util';
 import { createTwoFilesPatch } from 'diff';
 import type { CommandContext } from '../../command.ts';
 import { writeFileAtomic } from '../../review/instance.ts';
-import { fileProblem, type AgentSetup, type PlannedFile, type ReadText, type Scope } from '../agent.ts';
+import { ConfigError } from '../../config/errors.ts';
+import {
+  fileProblem,
+  gateNamed,
+  GATES,
+  type AgentSetup,
+  type Gate,
+  type PlannedFile,
+  type ReadText,
+  type Scope,
+} from '../agent.ts';
 import { AGENTS, isAgentName } from '../registry.ts';
 import { ConfigFileError } from './config-files.ts';
 import { shellWord } from './program.ts';
 
-const USAGE = `Usage: gatehouse setup <agent> [--user|--project] [--hub URL] [--policy] [--dry-run]
+const USAGE = `Usage: gatehouse setup <agent> [--gate plan|code] [--user|--project] [--hub URL] [--policy] [--dry-run]
+       gatehouse setup <agent> --gate code [--max-rounds N] [--user|--project] [--hub URL] [--dry-run]
        gatehouse setup --check
-Writes the agent's hook configuration for the plan gate (gatehouse hook <agent>),
-merged into its existing files; running it again changes nothing. Agents:
-  claude-code   ~/.claude/settings.json or .claude/settings.json
-  gemini-cli    ~/.gemini/settings.json or .gemini/settings.json (--policy: policies/gatehouse.toml too)
-  codex         $CODEX_HOME/hooks.json or .codex/hooks.json, and the hook's trust in $CODEX_HOME/config.toml
-  copilot-cli   .github/hooks/gatehouse.json (project only)
+Writes the agent's hook configuration for one gate, merged into its existing files; running it
+again changes nothing, and the other gate's hook is left as it is. Agents (plan gate; code gate):
+  claude-code   ~/.claude/settings.json or .claude/settings.json (PermissionRequest; Stop)
+  gemini-cli    ~/.gemini/settings.json or .gemini/settings.json (BeforeTool; AfterAgent)
+                (--policy, plan gate only: policies/gatehouse.toml too)
+  codex         $CODEX_HOME/hooks.json or .codex/hooks.json (Stop; Stop),
+                and the hook's trust in $CODEX_HOME/config.toml
+  copilot-cli   .github/hooks/gatehouse.json, project only (preToolUse; agentStop)
+--gate plan (default): the plan gate, gatehouse hook <agent>; --gate code: the code gate at the
+  end of each turn, gatehouse hook <agent> --gate code (--max-rounds N: blocks in a row, default 3).
 --user (default where the agent has it): the files in your home directory; --project: the repository's.
 --hub URL: the hook submits to that review hub (set GATEHOUSE_HUB_TOKEN where the agent runs).
 --dry-run: print what would change, as a diff, and write nothing.
---check: for every agent and scope, whether its hook is installed and would run.
+--check: for every agent and scope, whether each gate's hook is installed and would run
+  (the plan gate's line first, then the "code gate:" line).
 `;
 
 /** The repository around `cwd` (the nearest folder with a .git), else `cwd`. */
@@ -55,8 +71,17 @@ function reader(): ReadText {
   };
 }
 
-function hubCommand(agent: string, hub: string | undefined): string {
-  if (hub === undefined) return `gatehouse hook ${agent}`;
+/** The hook's command: `gatehouse hook <agent>`, then the gate's and the hub's flags as asked. */
+function hookCommand(agent: string, gate: Gate, maxRounds: string | undefined, hub: string | undefined): string {
+  let command = `gatehouse hook ${agent}`;
+  if (gate === 'code') command += ' --gate code';
+  if (maxRounds !== undefined) {
+    if (gate !== 'code') throw new ConfigFileError('--max-rounds is for the code gate (--gate code)');
+    if (!/^[1-9]\d*$/.test(maxRounds))
+      throw new ConfigFileError(`--max-rounds must be a whole number of at least 1, got ${JSON.stringify(maxRounds)}`);
+    command += ` --max-rounds ${maxRounds}`;
+  }
+  if (hub === undefined) return command;
   let url: URL;
   try {
     url = new URL(hub);
@@ -65,7 +90,7 @@ function hubCommand(agent: string, hub: string | undefined): string {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new ConfigFileError(`--hub ${JSON.stringify(hub)} must be an http or https URL`);
-  return `gatehouse hook ${agent} --hub ${shellWord(hub)}`;
+  return `${command} --hub ${shellWord(hub)}`;
 }
 
 const shown = (file: string, home: string) => (file.startsWith(`${home}/`) ? `~/${file.slice(home.length + 1)}` : file);
@@ -80,27 +105,29 @@ async function check(ctx: CommandContext, home: string, project: string): Promis
       continue;
     }
     const seen = new Set<string>();
-    for (const scope of setup.scopes) {
-      let line: string;
-      try {
-        const found = await setup.check({ scope, home, project, env: ctx.env }, read);
-        // Run in the home directory, the project's file is the user's: said once.
-        if (seen.has(found.file)) continue;
-        seen.add(found.file);
-        const where = shown(found.file, home);
-        if (found.command === null) line = `not installed (${where})`;
-        else if (found.problems.length > 0) {
+    for (const scope of setup.scopes)
+      for (const gate of GATES) {
+        let line: string;
+        try {
+          const found = await setup.check({ scope, home, project, env: ctx.env, gate }, read);
+          // Run in the home directory, the project's file is the user's: said once.
+          if (seen.has(`${gate} ${found.file}`)) continue;
+          seen.add(`${gate} ${found.file}`);
+          const where = shown(found.file, home);
+          if (found.command === null) line = `not installed (${where})`;
+          else if (found.problems.length > 0) {
+            failed = true;
+            line = `installed, would NOT run: ${found.problems.join('; ')} (${where}: ${found.command})`;
+          } else line = `installed, would run (${where}: ${found.command})`;
+          for (const note of found.notes) line += `\n${' '.repeat(21)}note: ${note}`;
+        } catch (error) {
+          if (!(error instanceof ConfigFileError)) throw error;
           failed = true;
-          line = `installed, would NOT run: ${found.problems.join('; ')} (${where}: ${found.command})`;
-        } else line = `installed, would run (${where}: ${found.command})`;
-        for (const note of found.notes) line += `\n${' '.repeat(21)}note: ${note}`;
-      } catch (error) {
-        if (!(error instanceof ConfigFileError)) throw error;
-        failed = true;
-        line = `cannot tell: ${error.message}`;
+          line = `cannot tell: ${error.message}`;
+        }
+        // The plan gate's line as it always was; the code gate's says which it is.
+        ctx.stdout.write(`${name.padEnd(12)} ${scope.padEnd(8)} ${gate === 'code' ? 'code gate: ' : ''}${line}\n`);
       }
-      ctx.stdout.write(`${name.padEnd(12)} ${scope.padEnd(8)} ${line}\n`);
-    }
   }
   return failed ? 1 : 0;
 }
@@ -115,8 +142,10 @@ export async function runSetup(ctx: CommandContext): Promise<number> {
       options: {
         user: { type: 'boolean' },
         project: { type: 'boolean' },
+        gate: { type: 'string' },
         hub: { type: 'string' },
         policy: { type: 'boolean' },
+        'max-rounds': { type: 'string' },
         'dry-run': { type: 'boolean' },
         check: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
@@ -130,6 +159,14 @@ export async function runSetup(ctx: CommandContext): Promise<number> {
   if (values.help) {
     ctx.stderr.write(USAGE);
     return 0;
+  }
+  let gate: Gate;
+  try {
+    gate = gateNamed(values.gate ?? 'plan');
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    ctx.stderr.write(`gatehouse setup: ${error.message}\n${USAGE}`);
+    return 1;
   }
   const home = ctx.env['HOME'] ?? '';
   const project = repositoryOf(ctx.cwd);
@@ -168,11 +205,18 @@ export async function runSetup(ctx: CommandContext): Promise<number> {
     ctx.stderr.write(`gatehouse setup ${name}: --policy is for gemini-cli only\n`);
     return 1;
   }
+  if (values.policy && gate === 'code') {
+    ctx.stderr.write(
+      `gatehouse setup ${name}: --policy is the plan gate's (it lets exit_plan_mode past Gemini CLI's own dialog); the code gate has none\n`,
+    );
+    return 1;
+  }
   const read = reader();
   let planned: PlannedFile[];
   try {
-    const command = hubCommand(name, values.hub);
-    planned = await setup.plan({ scope, home, project, env: ctx.env, command, policy: values.policy === true }, read);
+    const command = hookCommand(name, gate, values['max-rounds'], values.hub);
+    const policy = values.policy === true;
+    planned = await setup.plan({ scope, home, project, env: ctx.env, gate, command, policy }, read);
   } catch (error) {
     if (!(error instanceof ConfigFileError)) throw error;
     ctx.stderr.write(`gatehouse setup ${name}: ${error.message}; nothing was written\n`);

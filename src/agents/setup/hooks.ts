@@ -1,17 +1,31 @@
 /**
  * The hook entries `setup` writes, found again and replaced in place: one
- * per agent and gate, recognised by its command (`gatehouse … hook <agent>`,
- * not another gate's `--gate code`), so running setup again changes nothing
- * and a changed `--hub` replaces the URL rather than adding a second hook.
+ * per agent and gate, recognised by its command (`gatehouse … hook <agent>`
+ * and its `--gate`, none being the plan gate), so running setup again changes
+ * nothing, a changed `--hub` replaces the URL rather than adding a second
+ * hook, and one gate's hook never touches the other's.
  */
 import { isObject, type JsonObject } from '../../json.ts';
+import type { Gate } from '../agent.ts';
 import { listAt, readJsonConfig, sameJson, setJson } from './config-files.ts';
 
-/** Whether `command` is the plan gate of `agent` as setup writes it (any flags, any path to gatehouse). */
-export function isPlanGate(agent: string, command: unknown): command is string {
+/** Whether `command` is `gate`'s hook for `agent` as setup writes it (any flags, any path to gatehouse). */
+export function isGateHook(agent: string, gate: Gate, command: unknown): command is string {
   if (typeof command !== 'string') return false;
   const hook = new RegExp(`(^|[\\s/"'])gatehouse(\\.js)?["']?\\s(.*\\s)?hook\\s+${agent}(\\s|$)`);
-  return hook.test(command) && !/--gate[=\s]+(?!plan\b)/.test(command);
+  const named = /--gate[=\s]+["']?(\w*)/.exec(command)?.[1] ?? 'plan';
+  return hook.test(command) && named === gate;
+}
+
+/** Where an agent takes one gate's hook: the event's list (`['hooks', 'Stop']`), and its matcher if it has one. */
+export interface GateEvent {
+  event: string[];
+  matcher?: string;
+}
+
+/** How setup reports a hook it writes: `hooks.PermissionRequest (matcher ExitPlanMode): <command>`. */
+export function hookSummary({ event, matcher }: GateEvent, command: string): string {
+  return `${event.join('.')}${matcher === undefined ? '' : ` (matcher ${matcher})`}: ${command}`;
 }
 
 /** Where a handler is: `hooks.<Event>[group].hooks[index]` (grouped) or `hooks.<event>[index]` (flat). */
@@ -21,11 +35,8 @@ export interface HookPosition {
   handler: JsonObject;
 }
 
-export interface GroupedHook {
-  /** The list of groups, e.g. `['hooks', 'PermissionRequest']`. */
-  event: string[];
-  /** The group's matcher, when the agent takes one. */
-  matcher?: string;
+/** `event`: the list of groups, e.g. `['hooks', 'PermissionRequest']`; `matcher`: the group's. */
+export interface GroupedHook extends GateEvent {
   handler: JsonObject;
   ours: (command: unknown) => boolean;
 }

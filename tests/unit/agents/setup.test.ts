@@ -285,3 +285,184 @@ describe("Codex's hook trust hash", () => {
     );
   });
 });
+
+describe('gatehouse setup <agent> --gate code', () => {
+  /** Each agent's code gate as docs/code-gate.md shows it: its file, and the JSON setup writes into a fresh one. */
+  const handler = (agent: string, timeout: number) => ({
+    type: 'command',
+    command: `gatehouse hook ${agent} --gate code`,
+    timeout,
+  });
+  const CODE_GATES: [string, (home: string, repo: string) => string, object][] = [
+    [
+      'claude-code',
+      (home) => path.join(home, '.claude', 'settings.json'),
+      { hooks: { Stop: [{ hooks: [handler('claude-code', 86400)] }] } },
+    ],
+    [
+      'gemini-cli',
+      (home) => path.join(home, '.gemini', 'settings.json'),
+      { hooks: { AfterAgent: [{ hooks: [handler('gemini-cli', 86_400_000)] }] } },
+    ],
+    [
+      'codex',
+      (home) => path.join(home, '.codex', 'hooks.json'),
+      { hooks: { Stop: [{ hooks: [handler('codex', 86400)] }] } },
+    ],
+    [
+      'copilot-cli',
+      (_, repo) => path.join(repo, '.github', 'hooks', 'gatehouse.json'),
+      {
+        hooks: {
+          agentStop: [
+            {
+              type: 'command',
+              bash: 'gatehouse hook copilot-cli --gate code',
+              powershell: 'gatehouse hook copilot-cli --gate code',
+              timeoutSec: 86400,
+            },
+          ],
+        },
+        version: 1,
+      },
+    ],
+  ];
+
+  it.each(CODE_GATES)(
+    '%s: writes the end-of-turn hook into a fresh home or repository; a second run changes nothing',
+    async (agent, file, json) => {
+      const { home, repo, setup, read } = await world();
+      const first = await setup(agent, '--gate', 'code');
+      expect(first).toMatchObject({ code: 0, stderr: '' });
+      const event = Object.keys((json as { hooks: object }).hooks)[0] as string;
+      expect(first.stdout).toMatch(
+        new RegExp(`^created \\S+: hooks\\.${event}: gatehouse hook ${agent} --gate code\\n`),
+      );
+      expect(JSON.parse(await read(file(home, repo)))).toEqual(json);
+      expect((await setup(agent, '--gate', 'code')).stdout).toMatch(/^(unchanged [^\n]*\n)+$/);
+      // The plan gate beside it, then both again: nothing changes.
+      expect((await setup(agent)).stdout).toMatch(/^updated /);
+      expect((await setup(agent, '--gate', 'code')).stdout).toMatch(/^(unchanged [^\n]*\n)+$/);
+      expect((await setup(agent)).stdout).toMatch(/^(unchanged [^\n]*\n)+$/);
+      const check = await setup('--check');
+      expect(check.code).toBe(0);
+      expect(check.stdout).toMatch(
+        new RegExp(`^${agent} +\\w+ +installed, would run \\([^\\n]*: gatehouse hook ${agent}\\)$`, 'm'),
+      );
+      expect(check.stdout).toMatch(
+        new RegExp(
+          `^${agent} +\\w+ +code gate: installed, would run \\([^\\n]*: gatehouse hook ${agent} --gate code\\)$`,
+          'm',
+        ),
+      );
+    },
+  );
+
+  it("installs either gate after the other without touching it; a new --hub replaces only that gate's command", async () => {
+    const { home, setup, read } = await world();
+    const file = path.join(home, '.claude', 'settings.json');
+    const hooksOf = async () => (JSON.parse(await read(file)) as { hooks: Record<string, unknown> }).hooks;
+    // Code gate first, then the plan gate.
+    expect((await setup('claude-code', '--gate', 'code')).code).toBe(0);
+    expect((await setup('claude-code')).code).toBe(0);
+    const both = await hooksOf();
+    expect(both).toEqual({
+      Stop: [{ hooks: [handler('claude-code', 86400)] }],
+      PermissionRequest: [
+        {
+          matcher: 'ExitPlanMode',
+          hooks: [{ type: 'command', command: 'gatehouse hook claude-code', timeout: 86400 }],
+        },
+      ],
+    });
+    const hub = await setup('claude-code', '--gate', 'code', '--hub', 'https://hub.example.com');
+    expect(hub.stdout).toBe(
+      'updated ~/.claude/settings.json: hooks.Stop: gatehouse hook claude-code --gate code --hub https://hub.example.com\n',
+    );
+    const hubbed = await hooksOf();
+    expect(hubbed['PermissionRequest']).toEqual(both['PermissionRequest']);
+    expect(hubbed['Stop']).toEqual([
+      {
+        hooks: [
+          {
+            ...handler('claude-code', 86400),
+            command: 'gatehouse hook claude-code --gate code --hub https://hub.example.com',
+          },
+        ],
+      },
+    ]);
+    // And the plan gate's hub leaves the code gate's command as it is.
+    expect((await setup('claude-code', '--hub', 'https://other.example.com')).code).toBe(0);
+    expect((await hooksOf())['Stop']).toEqual(hubbed['Stop']);
+    expect((await read(file)).match(/gatehouse hook claude-code/g)).toHaveLength(2);
+  });
+
+  it("--max-rounds goes into the code gate's command; a changed bound replaces it", async () => {
+    const { home, setup, read } = await world();
+    expect((await setup('gemini-cli', '--gate', 'code', '--max-rounds', '5')).stdout).toContain(
+      'hooks.AfterAgent: gatehouse hook gemini-cli --gate code --max-rounds 5\n',
+    );
+    await setup('gemini-cli', '--gate', 'code', '--max-rounds', '2', '--hub', 'http://hub:8080');
+    const text = await read(path.join(home, '.gemini', 'settings.json'));
+    expect(text.match(/gatehouse hook gemini-cli/g)).toHaveLength(1);
+    expect(text).toContain('"command": "gatehouse hook gemini-cli --gate code --max-rounds 2 --hub http://hub:8080"');
+  });
+
+  it.each<['plan' | 'code', 'plan' | 'code']>([
+    ['plan', 'code'],
+    ['code', 'plan'],
+  ])('Codex: %s gate then %s gate, each trusted under its own group, both would run', async (first, second) => {
+    const { home, setup, read } = await world();
+    const hooksFile = path.join(home, '.codex', 'hooks.json');
+    const command = { plan: 'gatehouse hook codex', code: 'gatehouse hook codex --gate code' };
+    const installed = await setup('codex', '--gate', first);
+    expect(installed.stdout).toContain(`trusted_hash`);
+    const again = await setup('codex', '--gate', second);
+    expect(again.stdout).toMatch(/^updated ~\/\.codex\/hooks\.json: .*\nupdated ~\/\.codex\/config\.toml: .*stop:1:0/);
+    const stop = (JSON.parse(await read(hooksFile)) as { hooks: { Stop: { hooks: { command: string }[] }[] } }).hooks
+      .Stop;
+    expect(stop.map((g) => g.hooks.map((h) => h.command))).toEqual([[command[first]], [command[second]]]);
+    const trusted = (group: number) =>
+      `[hooks.state."${hooksFile}:stop:${group}:0"]\ntrusted_hash = "${trustHash(stop[group]?.hooks[0] as unknown as Record<string, string>)}"\n`;
+    expect(await read(path.join(home, '.codex', 'config.toml'))).toBe(`${trusted(0)}\n${trusted(1)}`);
+    for (const gate of [first, second])
+      expect((await setup('codex', '--gate', gate)).stdout).toMatch(/^unchanged .*\nunchanged .*\n$/);
+    const check = await setup('--check');
+    expect(check.stdout).toContain(
+      'codex        user     installed, would run (~/.codex/hooks.json: gatehouse hook codex)\n',
+    );
+    expect(check.stdout).toContain(
+      'codex        user     code gate: installed, would run (~/.codex/hooks.json: gatehouse hook codex --gate code)\n',
+    );
+  });
+
+  it('--check: a code gate that would not run says why, and the exit is 1', async () => {
+    const { home, setup } = await world();
+    await setup('claude-code', '--gate', 'code');
+    const file = path.join(home, '.claude', 'settings.json');
+    const settings = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
+    await writeFile(file, JSON.stringify({ ...settings, disableAllHooks: true }));
+    const check = await setup('--check');
+    expect(check.code).toBe(1);
+    expect(check.stdout).toContain(
+      'claude-code  user     not installed (~/.claude/settings.json)\n' +
+        'claude-code  user     code gate: installed, would NOT run: disableAllHooks is true (~/.claude/settings.json: gatehouse hook claude-code --gate code)\n',
+    );
+    expect(check.stdout).toMatch(/\ncopilot-cli {2}project {2}code gate: not installed \(.*gatehouse\.json\)\n/);
+  });
+
+  it.each([
+    [['codex', '--gate', 'review'], '--gate must be plan or code, got "review"'],
+    [['--check', '--gate', 'all'], '--gate must be plan or code, got "all"'],
+    [['codex', '--gate'], "Option '--gate <value>' argument missing"],
+    [['gemini-cli', '--gate', 'code', '--policy'], "--policy is the plan gate's"],
+    [['codex', '--max-rounds', '2'], '--max-rounds is for the code gate (--gate code)'],
+    [['codex', '--gate', 'code', '--max-rounds', '0'], '--max-rounds must be a whole number of at least 1, got "0"'],
+  ])('refuses %j (exit 1, nothing written)', async (argv, message) => {
+    const { home, setup } = await world();
+    const result = await setup(...argv);
+    expect(result).toMatchObject({ code: 1, stdout: '' });
+    expect(result.stderr).toContain(message);
+    await expect(readFile(path.join(home, '.codex', 'hooks.json'))).rejects.toThrow('ENOENT');
+  });
+});
