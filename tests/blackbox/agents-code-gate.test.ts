@@ -2,20 +2,24 @@
  * The code gate in the real agents: Claude Code (Stop), Codex (Stop), Gemini CLI
  * (AfterAgent) and Copilot CLI (agentStop), pinned in tests/agents and run headless
  * offline against one scripted upstream on loopback, behind the network trap, each
- * with `gatehouse hook <agent> --gate code` (this tree's source) as its end-of-turn
- * hook. The scripted model edits a tracked file with the agent's shell tool and ends
- * its turn; the reviewer sends feedback with a line comment; the agent must go on with
- * that feedback as its next instruction (its next request upstream carries it), edit
- * again and end its turn; the reviewer approves and the agent finishes.
+ * with the end-of-turn hook `gatehouse setup <agent> --gate code` installed (this
+ * tree's source, `gatehouse` on PATH, as a user has it; for Codex with the trust setup
+ * wrote, no bypass): the agent running the hook is setup's proof. The scripted model
+ * edits a tracked file with the agent's shell tool and ends its turn; the reviewer sends
+ * feedback with a line comment; the agent must go on with that feedback as its next
+ * instruction (its next request upstream carries it), edit again and end its turn; the
+ * reviewer approves and the agent finishes.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import type { Conversation, ModelResponse } from '../../src/proxy/translate/model.ts';
 import { installAgents, startNetworkTrap, type NetworkTrap } from '../support/agents.ts';
-import { GATED_AGENTS, projectHookFiles, runGatedAgent, SHELL, type GatedAgent } from '../support/gated-agents.ts';
+import { GATED_AGENTS, runGatedAgent, SHELL, type GatedAgent } from '../support/gated-agents.ts';
 import { TempRepo } from '../support/git-repo.ts';
-import { ROOT } from '../support/hub.ts';
+import { CLI, writeGatehouse } from '../support/plan-gate.ts';
 import { scriptedTurn, startScriptedUpstream, type ScriptedUpstream } from '../support/scripted-upstream.ts';
 
 /** The reviewer's feedback and line comment: the agent's next instruction. */
@@ -72,28 +76,32 @@ describe('the code gate at the end of a real agent turn', () => {
     '%s: blocked once with a line comment, the agent addresses it, then approved it finishes',
     async (agent: GatedAgent) => {
       const repo = TempRepo.init();
-      const log = path.join(repo.dir, '..', `${path.basename(repo.dir)}-hook.log`);
-      const hook = [
-        'BROWSER=true',
-        `'${process.execPath}'`,
-        `'${path.join(ROOT, 'src', 'cli.ts')}'`,
-        'hook',
-        agent,
-        '--gate',
-        'code',
-        `2>>'${log}'`,
-      ].join(' ');
-      const hooks = { turnEnd: hook };
-      for (const [file, content] of Object.entries(projectHookFiles(agent, hooks))) repo.write(file, content);
+      const tools = mkdtempSync(path.join(tmpdir(), 'gatehouse-code-gate-bin-'));
+      const log = path.join(tools, 'hook.log');
+      writeGatehouse(tools, { file: log });
+      // Local mode opens the reviewer's browser: `true` takes the URL and does nothing.
+      const env = { BROWSER: 'true', PATH: `${tools}:${process.env['PATH'] ?? '/usr/bin:/bin'}` };
       repo.write('greet.txt', 'hi\n').commitAll('base');
+      /** `gatehouse setup <agent> --gate code` in the repository, the agent's HOME its own. */
+      const install = (home: string) => {
+        const setup = execFileSync(process.execPath, [CLI, 'setup', agent, '--gate', 'code'], {
+          cwd: repo.dir,
+          env: { ...env, HOME: home },
+          encoding: 'utf8',
+        });
+        expect(setup).toMatch(
+          new RegExp(`^(created|updated) .*: hooks\\.\\w+: gatehouse hook ${agent} --gate code\\n`),
+        );
+      };
       const from = upstream.requests.length;
       const trapped = trap.attempts.length;
       const run = runGatedAgent(agent, {
         origin: `http://127.0.0.1:${upstream.port}`,
         trap,
         prompt: 'Update the greeting in greet.txt',
-        hooks,
+        install,
         work: repo.dir,
+        env,
       });
       const hookLog = () => (existsSync(log) ? readFileSync(log, 'utf8') : '');
       onTestFinished(async (context) => {
@@ -106,6 +114,7 @@ describe('the code gate at the end of a real agent turn', () => {
         }
         await run.stop();
         repo.cleanup();
+        rmSync(tools, { recursive: true, force: true });
       });
       /** The URL of the `n`th review the hook served. */
       const review = (n: number) =>

@@ -171,7 +171,6 @@ function planSession(p: ReturnType<typeof project>) {
     origin: `http://127.0.0.1:${upstream.port}`,
     trap,
     prompt: PROMPT,
-    hooks: {},
     work: p.repo.dir,
     args: ['--plan', '--mode', 'autopilot'],
     env: p.env,

@@ -3,8 +3,9 @@
  * Gemini CLI, Copilot CLI), pinned in tests/agents and run headless as a user
  * runs them: offline against a scripted upstream on loopback (Anthropic
  * messages, Responses, Gemini streamGenerateContent, chat completions), behind
- * the network trap, in a throwaway HOME whose agent configuration installs the
- * hooks a test gives. What each needs to run offline was measured here
+ * the network trap, in a throwaway HOME with the agent's own configuration, into
+ * which a test installs the hooks as a user does (`install`: `gatehouse setup`).
+ * What each needs to run offline was measured here
  * (../../../shared/notes/agent-hooks.md) and re-checked against the pinned versions.
  */
 import { spawn } from 'node:child_process';
@@ -35,22 +36,15 @@ export const SHELL: Record<GatedAgent, { name: string; args: (command: string) =
   'copilot-cli': { name: 'bash', args: (command) => ({ command, description: 'Run a command' }) },
 };
 
-/** Shell commands installed as the agent's hooks. */
-export interface Hooks {
-  /** The end-of-turn hook (Stop, Stop, AfterAgent, agentStop). */
-  turnEnd?: string;
-}
-
 export interface GatedRunOptions {
   /** The scripted upstream's origin, e.g. `http://127.0.0.1:PORT`. */
   origin: string;
   trap: NetworkTrap;
   prompt: string;
-  hooks: Hooks;
+  /** Installs the hooks once the agent's own configuration is in `home`, before it starts (`gatehouse setup`). */
+  install?(home: string, work: string): void;
   /** The agent's working directory (a repository the test made); a fresh folder when absent. */
   work?: string;
-  /** Seconds a hook may run before the agent gives up on it. */
-  hookTimeoutSeconds?: number;
   /** Flags added to the agent's own (e.g. Copilot CLI's `--plan --mode autopilot`). */
   args?: string[];
   /** Variables added to the agent's environment (and so its hooks'). */
@@ -83,29 +77,17 @@ export function copilotOffline(origin: string): Record<string, string> {
   };
 }
 
-/**
- * How each agent runs headless offline with `hooks`, writing its configuration
- * into `home` (or, for Copilot CLI, whose hooks are the repository's, telling
- * the caller which file in `work` it needs: `projectFiles`).
- */
-const LAUNCH: Record<GatedAgent, (o: GatedRunOptions, home: string, work: string) => Launch> = {
-  'claude-code': (o, home) => {
-    const command = (c: string) => [{ hooks: [{ type: 'command', command: c, timeout: o.hookTimeoutSeconds ?? 300 }] }];
-    mkdirSync(path.join(home, '.claude'), { recursive: true });
-    writeFileSync(
-      path.join(home, '.claude', 'settings.json'),
-      JSON.stringify({ hooks: { ...(o.hooks.turnEnd && { Stop: command(o.hooks.turnEnd) }) } }),
-    );
-    return {
-      bin: 'claude',
-      args: ['-p', o.prompt, '--model', MODEL['claude-code'], '--output-format', 'json', '--allowedTools', 'Bash'],
-      env: {
-        ANTHROPIC_BASE_URL: o.origin,
-        ANTHROPIC_API_KEY: CLAUDE_API_KEY,
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      },
-    };
-  },
+/** How each agent runs headless offline, its own configuration written into `home`. */
+const LAUNCH: Record<GatedAgent, (o: GatedRunOptions, home: string) => Launch> = {
+  'claude-code': (o) => ({
+    bin: 'claude',
+    args: ['-p', o.prompt, '--model', MODEL['claude-code'], '--output-format', 'json', '--allowedTools', 'Bash'],
+    env: {
+      ANTHROPIC_BASE_URL: o.origin,
+      ANTHROPIC_API_KEY: CLAUDE_API_KEY,
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    },
+  }),
   codex: (o, home) => {
     const codexHome = path.join(home, '.codex');
     mkdirSync(codexHome, { recursive: true });
@@ -113,22 +95,14 @@ const LAUNCH: Record<GatedAgent, (o: GatedRunOptions, home: string, work: string
       path.join(codexHome, 'config.toml'),
       codexConfig({ model: MODEL.codex, baseUrl: o.origin, envKey: 'MOCK_API_KEY' }),
     );
-    const command = (c: string) => [{ hooks: [{ type: 'command', command: c, timeout: o.hookTimeoutSeconds ?? 300 }] }];
-    writeFileSync(
-      path.join(codexHome, 'hooks.json'),
-      JSON.stringify({ hooks: { ...(o.hooks.turnEnd && { Stop: command(o.hooks.turnEnd) }) } }),
-    );
     return {
       bin: 'codex',
-      // Hooks run only once trusted: in exec, this flag trusts them for the one run.
-      args: ['exec', '--skip-git-repo-check', '--json', '--dangerously-bypass-hook-trust', o.prompt],
+      // Hooks run only once trusted: `gatehouse setup codex` writes their trust into config.toml.
+      args: ['exec', '--skip-git-repo-check', '--json', o.prompt],
       env: { CODEX_HOME: codexHome, MOCK_API_KEY: 'mock-key' },
     };
   },
   'gemini-cli': (o, home) => {
-    const command = (c: string) => [
-      { hooks: [{ type: 'command', command: c, timeout: (o.hookTimeoutSeconds ?? 300) * 1000 }] },
-    ];
     mkdirSync(path.join(home, '.gemini'), { recursive: true });
     writeFileSync(
       path.join(home, '.gemini', 'settings.json'),
@@ -138,7 +112,6 @@ const LAUNCH: Record<GatedAgent, (o: GatedRunOptions, home: string, work: string
         // Usage statistics go to play.googleapis.com.
         privacy: { usageStatisticsEnabled: false },
         telemetry: { enabled: false },
-        hooks: { ...(o.hooks.turnEnd && { AfterAgent: command(o.hooks.turnEnd) }) },
       }),
     );
     return {
@@ -156,27 +129,19 @@ const LAUNCH: Record<GatedAgent, (o: GatedRunOptions, home: string, work: string
   }),
 };
 
-/**
- * The files an agent's hooks need inside the project, for the test to commit
- * with it (Copilot CLI reads hooks from the repository's `.github/hooks/`).
- */
-export function projectHookFiles(agent: GatedAgent, hooks: Hooks, timeoutSeconds = 300): Record<string, string> {
-  if (agent !== 'copilot-cli') return {};
-  const command = (c: string) => [{ type: 'command', bash: c, timeoutSec: timeoutSeconds }];
-  return {
-    '.github/hooks/gatehouse.json': JSON.stringify({
-      version: 1,
-      hooks: { ...(hooks.turnEnd && { agentStop: command(hooks.turnEnd) }) },
-    }),
-  };
-}
-
 /** Starts `agent` headless on `prompt`; the caller awaits `exited` and calls `stop()`. */
 export function runGatedAgent(agent: GatedAgent, options: GatedRunOptions): GatedRun {
   const home = realpathSync(mkdtempSync(path.join(tmpdir(), `gatehouse-gated-${agent}-`)));
   const work = options.work ?? path.join(home, 'work');
   mkdirSync(work, { recursive: true });
-  const launch = LAUNCH[agent](options, home, work);
+  let launch: Launch;
+  try {
+    launch = LAUNCH[agent](options, home);
+    options.install?.(home, work);
+  } catch (error) {
+    rmSync(home, { recursive: true, force: true });
+    throw error;
+  }
   const child = spawn(path.join(BIN, launch.bin), [...launch.args, ...(options.args ?? [])], {
     cwd: work,
     env: { ...trappedEnv(home, options.trap), ...launch.env, ...options.env },
