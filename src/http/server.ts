@@ -1,5 +1,5 @@
 import type { IncomingMessage, RequestListener, Server, ServerOptions, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
@@ -9,22 +9,33 @@ import { setTimeout as sleep } from 'node:timers/promises';
  */
 const http = process.getBuiltinModule('node:http');
 
-/** The responses under way on each server made by createServer. */
-const responsesUnderWay = new WeakMap<Server, Set<ServerResponse>>();
+/** The open connections of each server made by createServer. */
+const openConnections = new WeakMap<Server, Set<Socket>>();
 
-/** node:http's createServer, its responses under way followed for close(). */
+/** node:http's createServer, its connections followed for close(). */
 export function createServer(options: ServerOptions = {}, listener?: RequestListener): Server {
   const server = http.createServer(options, listener);
-  const underWay = new Set<ServerResponse>();
-  responsesUnderWay.set(server, underWay);
-  // First, so that whatever handles it, a request that arrives after close() is answered with `Connection: close`.
-  server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
-    underWay.add(res);
-    res.once('close', () => underWay.delete(res));
-    if (!server.listening) res.shouldKeepAlive = false;
+  const open = new Set<Socket>();
+  openConnections.set(server, open);
+  server.on('connection', (socket: Socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
   });
   return server;
 }
+
+/**
+ * The response a connection is sending, if any: node:http's own field on the
+ * socket (it has no public accessor), read only while closing so that a
+ * request costs nothing more for it.
+ */
+function responseOn(socket: Socket): ServerResponse | undefined {
+  return (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
+}
+
+const lastOnItsConnection = (_req: IncomingMessage, res: ServerResponse) => {
+  res.shouldKeepAlive = false;
+};
 
 export interface ListenOptions {
   port: number;
@@ -83,12 +94,13 @@ export async function close(
 ): Promise<void> {
   if (!server.listening) return;
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  for (const res of responsesUnderWay.get(server) ?? []) {
+  // First, so that whatever handles it, a request that arrives from now on is answered with `Connection: close`.
+  server.prependListener('request', lastOnItsConnection);
+  for (const socket of openConnections.get(server) ?? []) {
+    const res = responseOn(socket);
+    if (res === undefined) continue;
     if (!res.headersSent) res.shouldKeepAlive = false;
-    else {
-      const socket = res.socket;
-      res.once('finish', () => socket?.destroySoon());
-    }
+    else res.once('finish', () => socket.destroySoon());
   }
   const timer = setTimeout(() => void beforeDrop().finally(() => server.closeAllConnections()), graceMs);
   timer.unref();
