@@ -76,7 +76,11 @@ export interface ToolDef {
 /** The one parameter of a freeform tool's function. */
 export const CUSTOM_INPUT = 'input';
 
-export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
+/**
+ * `validated`: the model answers or calls a tool, as with `auto`, its calls held to their schemas (Gemini's
+ * VALIDATED mode, which Copilot CLI asks of Gemini models in chat completions); `auto` where a protocol has none.
+ */
+export type ToolChoice = 'auto' | 'validated' | 'none' | 'required' | { name: string };
 
 export type ResponseFormat =
   | { type: 'text' }

@@ -260,8 +260,7 @@ export function encodeRequest(conv: Conversation): JsonObject {
   if (rf?.type === 'json_object')
     system = [system, 'Respond with a single JSON object and nothing else.'].filter(Boolean).join('\n\n');
   // Anthropic also refuses thinking together with a forced tool choice.
-  const forced =
-    conv.tools?.length && conv.toolChoice !== undefined && conv.toolChoice !== 'auto' && conv.toolChoice !== 'none';
+  const forced = conv.tools?.length && (conv.toolChoice === 'required' || typeof conv.toolChoice === 'object');
   const budget =
     conv.reasoning?.enabled && !forced && !unsignedToolTurn(conv)
       ? Math.max(1024, conv.reasoning.budgetTokens ?? budgetOf(conv.reasoning.effort))
@@ -290,7 +289,13 @@ export function encodeRequest(conv: Conversation): JsonObject {
         ? undefined
         : compact({
             type:
-              tc === undefined || tc === 'auto' ? 'auto' : tc === 'required' ? 'any' : tc === 'none' ? 'none' : 'tool',
+              tc === undefined || tc === 'auto' || tc === 'validated'
+                ? 'auto'
+                : tc === 'required'
+                  ? 'any'
+                  : tc === 'none'
+                    ? 'none'
+                    : 'tool',
             name: typeof tc === 'object' ? tc.name : undefined,
             disable_parallel_tool_use: conv.parallelToolCalls === false && tc !== 'none' ? true : undefined,
           }),

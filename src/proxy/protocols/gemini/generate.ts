@@ -165,8 +165,9 @@ function decodeToolChoice(config: unknown): ToolChoice | undefined {
   if (!fc) return undefined;
   const names = Array.isArray(fc.allowedFunctionNames) ? fc.allowedFunctionNames : [];
   if (fc.mode === 'NONE') return 'none';
-  if (fc.mode === 'ANY' || fc.mode === 'VALIDATED')
-    return names.length === 1 && typeof names[0] === 'string' ? { name: names[0] } : 'required';
+  // VALIDATED lets the model answer in text too: a restriction to some functions does not force one.
+  if (fc.mode === 'VALIDATED') return 'validated';
+  if (fc.mode === 'ANY') return names.length === 1 && typeof names[0] === 'string' ? { name: names[0] } : 'required';
   return 'auto';
 }
 
@@ -367,7 +368,10 @@ export function encodeRequest(conv: Conversation): JsonObject {
             functionCallingConfig:
               typeof tc === 'object'
                 ? { mode: 'ANY', allowedFunctionNames: [tc.name] }
-                : { mode: tc === 'required' ? 'ANY' : tc === 'none' ? 'NONE' : 'AUTO' },
+                : {
+                    mode:
+                      tc === 'required' ? 'ANY' : tc === 'none' ? 'NONE' : tc === 'validated' ? 'VALIDATED' : 'AUTO',
+                  },
           },
     generationConfig: compact({
       maxOutputTokens: conv.maxTokens,

@@ -95,7 +95,7 @@ export function decodeResponseFormat(
 
 export function decodeToolChoice(choice: unknown): ToolChoice | undefined {
   if (choice === undefined || choice === null) return undefined;
-  if (choice === 'auto' || choice === 'none' || choice === 'required') return choice;
+  if (choice === 'auto' || choice === 'validated' || choice === 'none' || choice === 'required') return choice;
   if (isObject(choice)) {
     const fn = isObject(choice.function) ? choice.function : isObject(choice.custom) ? choice.custom : choice;
     if (typeof fn.name === 'string') return { name: fn.name };
@@ -246,6 +246,7 @@ function contentOut(parts: readonly ContentPart[]): string | JsonObject[] {
 }
 
 export function encodeToolChoice(choice: ToolChoice | undefined): unknown {
+  if (choice === 'validated') return 'auto';
   if (choice === undefined || typeof choice === 'string') return choice;
   return { type: 'function', function: { name: choice.name } };
 }

@@ -204,6 +204,30 @@ describe('request details', () => {
     expect(gemini.encodeRequest(noTools).toolConfig).toBeUndefined();
   });
 
+  it("maps a validated tool choice (Copilot CLI's for Gemini models): Gemini's VALIDATED, elsewhere auto", () => {
+    const tools = [{ type: 'function', function: { name: 'f' } }];
+    const conv = openaiChat.decodeRequest({ model: 'm', messages: [], tools, tool_choice: 'validated' }, {});
+    expect(conv.toolChoice).toBe('validated');
+    expect(gemini.encodeRequest(conv).toolConfig).toEqual({ functionCallingConfig: { mode: 'VALIDATED' } });
+    // Auto, not forced: thinking stays on for Anthropic.
+    const thinking = { ...conv, reasoning: { enabled: true, budgetTokens: 2048 } };
+    expect(anthropic.encodeRequest(thinking)).toMatchObject({
+      tool_choice: { type: 'auto' },
+      thinking: { type: 'enabled', budget_tokens: 2048 },
+    });
+    expect(openaiChat.encodeRequest(conv).tool_choice).toBe('auto');
+    // And back from a Gemini client: VALIDATED with allowed names still lets the model answer in text.
+    const fromGemini = gemini.decodeRequest(
+      {
+        contents: [],
+        tools: [{ functionDeclarations: [{ name: 'f' }] }],
+        toolConfig: { functionCallingConfig: { mode: 'VALIDATED', allowedFunctionNames: ['f'] } },
+      },
+      { model: 'm' },
+    );
+    expect(openaiChat.encodeRequest(fromGemini).tool_choice).toBe('auto');
+  });
+
   it('maps JSON response formats', () => {
     const schema = {
       type: 'object',
