@@ -1,9 +1,10 @@
 /**
  * Coding agents through the image, installed from the npm registry (pinned in
  * tests/agents) and run headless on the host: Claude Code (Anthropic
- * messages), Codex CLI (Responses API) and OpenCode (OpenAI chat, custom
- * provider base URL), each against a scripted upstream of its own protocol
- * (passed through) and of the two others (translated), and Codex against an
+ * messages), Codex CLI (Responses API), OpenCode and Copilot CLI (OpenAI chat,
+ * custom provider base URL), each against a scripted upstream of its own protocol
+ * (passed through) and of the two others (translated), Copilot CLI with a gpt
+ * model name aliased to Claude (its freeform apply_patch tool), and Codex against an
  * OpenAI upstream without the Responses API (`responses_api: false`:
  * translated to chat completions), and Codex over a WebSocket
  * (`supports_websockets = true`) to an OpenAI and an Anthropic upstream. Each session has the
@@ -39,6 +40,8 @@ import {
 import { API_KEY, translationConfig } from '../support/translating-proxy.ts';
 
 type Upstream = keyof typeof MODELS;
+/** A model name Copilot CLI offers its freeform apply_patch tool to (a gpt name), served by the Anthropic upstream. */
+const GPT_ON_CLAUDE = 'gpt-on-claude';
 
 let upstream: ScriptedUpstream;
 let proxy: ProxyContainer;
@@ -48,7 +51,10 @@ beforeAll(async () => {
   await installAgents();
   trap = await startNetworkTrap();
   upstream = await startScriptedUpstream('0.0.0.0');
-  proxy = await startProxyContainer(translationConfig(`http://${HOST_FROM_CONTAINER}:${upstream.port}`, true));
+  const config = translationConfig(`http://${HOST_FROM_CONTAINER}:${upstream.port}`, true);
+  proxy = await startProxyContainer({
+    proxy: { ...(config['proxy'] as Record<string, unknown>), model_aliases: { [GPT_ON_CLAUDE]: MODELS.anthropic } },
+  });
 });
 afterAll(async () => {
   await (proxy as ProxyContainer | undefined)?.stop();
@@ -102,12 +108,18 @@ function toolResults(r: RecordedRequest): WireToolResult[] {
 const PRINTED_MARKER = new RegExp(`(^|\\n)${AGENT_MARKER}(\\n|$)`);
 
 /** Each agent's shell tool, the one the scripted model calls. */
-const SHELL_TOOL: Record<Agent, string> = { 'claude-code': 'Bash', codex: 'exec_command', opencode: 'bash' };
+const SHELL_TOOL: Record<Agent, string> = {
+  'claude-code': 'Bash',
+  codex: 'exec_command',
+  opencode: 'bash',
+  'copilot-cli': 'bash',
+};
 
 const SAME_PROTOCOL: [Agent, Upstream][] = [
   ['claude-code', 'anthropic'],
   ['codex', 'openai'],
   ['opencode', 'openai'],
+  ['copilot-cli', 'openai'],
 ];
 const TRANSLATED: [Agent, Upstream][] = [
   ['claude-code', 'openai'],
@@ -116,6 +128,8 @@ const TRANSLATED: [Agent, Upstream][] = [
   ['codex', 'gemini'],
   ['opencode', 'anthropic'],
   ['opencode', 'gemini'],
+  ['copilot-cli', 'anthropic'],
+  ['copilot-cli', 'gemini'],
 ];
 
 /** What every session must show: the tool ran, the answer arrived, and the upstream saw its own protocol only. */
@@ -171,6 +185,21 @@ describe('gatehouse proxy (container): coding agents', () => {
     },
     200_000,
   );
+
+  it("copilot-cli's freeform apply_patch tool reaches an Anthropic upstream as a function of one string (a gpt name aliased to Claude)", async () => {
+    const before = upstream.requests.length;
+    const result = await runSession('copilot-cli', { ...session('anthropic'), model: GPT_ON_CLAUDE });
+    const sent = upstream.requests.slice(before);
+    expectSession('copilot-cli', 'anthropic', result, sent);
+    expect(sent.map((r) => r.body.model)).toEqual(sent.map(() => MODELS.anthropic));
+    const tools = sent[0]?.body.tools as { name: string; input_schema?: unknown }[];
+    expect(tools.find((t) => t.name === 'apply_patch')?.input_schema).toMatchObject({
+      type: 'object',
+      properties: { input: { type: 'string' } },
+      required: ['input'],
+    });
+    expect(trap.attempts).toEqual([]);
+  }, 200_000);
 
   it('codex runs a tool-call session against an OpenAI upstream without the Responses API (responses_api: false)', async () => {
     const before = upstream.requests.length;

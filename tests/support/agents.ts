@@ -22,7 +22,7 @@ export const BIN = path.join(AGENTS_DIR, 'node_modules', '.bin');
 /** Written after a complete install: the hash of the manifest and lock it installed. */
 const STAMP = path.join(AGENTS_DIR, 'node_modules', '.gatehouse-installed');
 
-export type Agent = 'claude-code' | 'codex' | 'opencode';
+export type Agent = 'claude-code' | 'codex' | 'opencode' | 'copilot-cli';
 
 function lockHash(): string {
   const hash = createHash('sha256');
@@ -248,10 +248,32 @@ function opencode(s: AgentSession, home: string): Invocation {
   };
 }
 
+/** Copilot CLI without a GitHub sign-in: its model `model` behind a chat-completions endpoint under `origin`. */
+export function copilotProvider(o: { origin: string; key: string; model: string }): Record<string, string> {
+  return {
+    COPILOT_OFFLINE: 'true',
+    COPILOT_PROVIDER_BASE_URL: `${o.origin}/v1`,
+    COPILOT_PROVIDER_TYPE: 'openai',
+    COPILOT_PROVIDER_API_KEY: o.key,
+    COPILOT_MODEL: o.model,
+  };
+}
+
+/** Copilot CLI: `copilot -p` offline with its OpenAI-compatible provider, every tool allowed, the answer alone. */
+function copilot(s: AgentSession): Invocation {
+  return {
+    bin: 'copilot',
+    args: ['-p', PROMPT, '--allow-all-tools', '--disable-client-telemetry', '--silent'],
+    env: copilotProvider({ origin: s.baseUrl, key: s.key, model: s.model }),
+    answer: (stdout) => stdout.trim(),
+  };
+}
+
 const INVOCATIONS: Record<Agent, (s: AgentSession, home: string) => Invocation> = {
   'claude-code': claudeCode,
   codex,
   opencode,
+  'copilot-cli': copilot,
 };
 
 /**

@@ -13,7 +13,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BIN, codexConfig, trappedEnv, type NetworkTrap } from './agents.ts';
+import { BIN, codexConfig, copilotProvider, trappedEnv, type NetworkTrap } from './agents.ts';
 import { CLAUDE_API_KEY } from './claude-code-tui.ts';
 
 export const GATED_AGENTS = ['claude-code', 'codex', 'gemini-cli', 'copilot-cli'] as const;
@@ -68,13 +68,7 @@ interface Launch {
 
 /** Copilot CLI without a GitHub login, its model a chat-completions upstream at `origin` (headless or in its UI). */
 export function copilotOffline(origin: string): Record<string, string> {
-  return {
-    COPILOT_OFFLINE: 'true',
-    COPILOT_PROVIDER_BASE_URL: `${origin}/v1`,
-    COPILOT_PROVIDER_TYPE: 'openai',
-    COPILOT_PROVIDER_API_KEY: 'mock-key',
-    COPILOT_MODEL: MODEL['copilot-cli'],
-  };
+  return copilotProvider({ origin, key: 'mock-key', model: MODEL['copilot-cli'] });
 }
 
 /** How each agent runs headless offline, its own configuration written into `home`. */
